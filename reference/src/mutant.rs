@@ -1,0 +1,112 @@
+//! Deliberate breakages of the reference pipeline.
+//!
+//! A conformance suite is only as good as the bugs it catches. Each mutant breaks exactly one
+//! documented guarantee; `tep reference-adapter --mutant NAME` runs the reference with it so the
+//! suite can be run against a known-broken implementation (the end-to-end tests require every
+//! mutant to be caught, with the invariant it breaks). Without a mutant the reference is correct.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! mutants {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $name:literal, )*) => {
+        /// A deliberate breakage (see the module docs).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Mutant {
+            $( $(#[doc = $doc])* $variant, )*
+        }
+
+        impl Mutant {
+            /// Every mutant.
+            pub const ALL: &'static [Mutant] = &[$(Mutant::$variant),*];
+
+            /// The kebab-case name used on the command line.
+            pub fn name(self) -> &'static str {
+                match self { $(Mutant::$variant => $name,)* }
+            }
+
+            /// What the mutant breaks, in one sentence.
+            pub fn description(self) -> &'static str {
+                match self { $(Mutant::$variant => concat!($($doc),*).trim_ascii(),)* }
+            }
+        }
+    };
+}
+
+mutants! {
+    /// A denied call still runs its tool body.
+    RunBodyAfterDeny = "run-body-after-deny",
+    /// A denied call skips `tools/post-execute`.
+    SkipPostForDenials = "skip-post-for-denials",
+    /// `tools/post-execute` runs after a throw.
+    PostAfterThrow = "post-after-throw",
+    /// Results are committed in the order the bodies finish, not in model order.
+    CommitInCompletionOrder = "commit-in-completion-order",
+    /// Each call's contexts are injected right after its own result.
+    ContextsBeforeResults = "contexts-before-results",
+    /// Contexts are injected last call first.
+    ContextsReversed = "contexts-reversed",
+    /// Guards run while an ask is still unanswered, before approval.
+    GuardsBeforeApproval = "guards-before-approval",
+    /// A guard's deny is recorded but the call goes on.
+    GuardDenyIgnored = "guard-deny-ignored",
+    /// `finalizeContent` is called twice.
+    FinalizeTwice = "finalize-twice",
+    /// The `tool/result` event is appended before the `tools/result` notification.
+    ResultBeforeNotification = "result-before-notification",
+    /// The recorded `tool/result` differs from the outcome `tools/result` announced.
+    ResultDiffersFromNotification = "result-differs-from-notification",
+    /// Calls that are not concurrency-safe join the parallel pool.
+    ExclusiveInPool = "exclusive-in-pool",
+    /// The `tool/call` event is logged after pre-execute.
+    LateToolCall = "late-tool-call",
+    /// A post-execute block keeps the tool-deferred and wrapper contexts.
+    BlockKeepsContexts = "block-keeps-contexts",
+    /// The fs gate lets an edit through without a read of the current version.
+    EditWithoutRead = "edit-without-read",
+    /// Guards are handed rewritten arguments.
+    RewriteArguments = "rewrite-arguments",
+    /// A missing approval lets an asked call run.
+    AbsentApprovalAllows = "absent-approval-allows",
+    /// A denial is recorded as a success.
+    DenialNotError = "denial-not-error",
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error for a mutant name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mutant `{0}`; known: {known}", known = Mutant::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "))]
+pub struct UnknownMutant(pub String);
+
+impl FromStr for Mutant {
+    type Err = UnknownMutant;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mutant::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| UnknownMutant(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_describe() {
+        for &m in Mutant::ALL {
+            assert_eq!(m.name().parse::<Mutant>(), Ok(m));
+            assert!(!m.description().is_empty());
+        }
+        assert!("nope".parse::<Mutant>().is_err());
+    }
+}

@@ -1,0 +1,23 @@
+//! The reference pipeline: a [`ToolRegistry`] runs each batch of calls through every stage of
+//! the stage graph, recording each visit as an observation.
+//!
+//! - [`extension`] defines the extension points (waterfalls, approval, guards, wrappers,
+//!   observers, presenters) and their contracts;
+//! - [`tool`] defines tools and what a body may do (fs gate, owned events, deferred contexts);
+//! - [`registry`] drives a batch: ordered stages in model order, bodies in parallel pools.
+
+pub mod extension;
+pub mod registry;
+pub mod simple;
+pub mod tool;
+
+pub use extension::{
+    Approval, ApprovalOutcome, ApprovalRequest, BoxFuture, DispatchCall, ExecuteNext,
+    ExecuteWrapper, Guard, GuardVerdict, Named, PostDecision, PostExecute, PostNext, PreDecision,
+    PreExecute, PreNext, Presenter, ResultObserver,
+};
+pub use registry::{
+    BatchReport, CallOutcome, DEFAULT_MAX_PARALLEL, ModelCall, RUN_CODE, RegistryBuilder,
+    RegistryError, ToolRegistry,
+};
+pub use tool::{Tool, ToolContext, cancelled_failure};

@@ -1,0 +1,1091 @@
+//! The registry: runs a batch of calls through every stage of the graph.
+//!
+//! One driver task runs every *ordered* stage (the call event, pre-execute, approval, guards,
+//! post-execute, normalization, `finalizeContent`, `tools/result`, the recorded `tool/result`)
+//! strictly one at a time and in model order, while it keeps polling the `tools/execute` +
+//! body futures of concurrency-safe calls. So bodies overlap and nothing else does, and a
+//! head-of-line cursor commits results in model order however the bodies finish.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::extension::{
+    Approval, ApprovalOutcome, ApprovalRequest, BoxFuture, Dispatch, ExecuteNext, ExecuteWrapper,
+    Guard, GuardVerdict, PostDecision, PostExecute, PostNext, PreDecision, PreExecute, PreNext,
+    Presenter, ResultObserver, guarded, guarded_sync,
+};
+use super::tool::{Tool, ToolContext};
+use crate::fs::VirtualFs;
+use crate::graph::{NodeId, Outcome, Revision};
+use crate::identity::{CallId, Execution, Token, parse_arguments};
+use crate::mutant::Mutant;
+use crate::result::{
+    AdditionalContext, ContentBlock, ContextOrigin, ErrorCode, Failure, ToolResult, content_text,
+};
+use crate::session::{
+    ApprovalAsked, ApprovalDecided, ContextMessage, EventBody, FlatToolResult, MessageSource, Role,
+    SurfaceOp, ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData,
+    ToolResultMessage, ToolResultRecord, UserMessage,
+};
+use crate::trace::{DeclaredCall, GuardVerdictKind, GuardVerdictRecord, Observation, Recorder};
+
+/// The name of the reserved Code Mode transport.
+pub const RUN_CODE: &str = "run_code";
+
+/// The default cap of concurrently executing calls in one parallel pool.
+pub const DEFAULT_MAX_PARALLEL: usize = 10;
+
+/// One call of an assistant message's tool-call block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCall {
+    pub call_id: CallId,
+    pub name: String,
+    /// The raw argument string the model wrote.
+    pub arguments: String,
+}
+
+impl ModelCall {
+    pub fn new(call_id: &str, name: &str, arguments: &str) -> Self {
+        ModelCall {
+            call_id: call_id.into(),
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        }
+    }
+}
+
+/// The committed outcome of one call.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub call_id: CallId,
+    /// The frozen outcome, the same value `tools/result` announced and `tool/result` recorded.
+    pub result: Arc<ToolResult>,
+}
+
+/// What a batch produced, in model order.
+#[derive(Debug, Clone, Default)]
+pub struct BatchReport {
+    pub outcomes: Vec<CallOutcome>,
+}
+
+/// Why a registry could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error("`{0}` is reserved for the Code Mode transport and cannot be registered")]
+    Reserved(String),
+    #[error("a tool named `{0}` is already registered")]
+    Duplicate(String),
+}
+
+/// Registers tools and extension points, in order.
+#[derive(Default)]
+pub struct RegistryBuilder {
+    revision: Revision,
+    tools: Vec<Arc<dyn Tool>>,
+    pre: Vec<Arc<dyn PreExecute>>,
+    approval: Option<Arc<dyn Approval>>,
+    guards: Vec<Arc<dyn Guard>>,
+    wrappers: Vec<Arc<dyn ExecuteWrapper>>,
+    post: Vec<Arc<dyn PostExecute>>,
+    observers: Vec<Arc<dyn ResultObserver>>,
+    presenter: Option<Arc<dyn Presenter>>,
+    fs: Option<VirtualFs>,
+    max_parallel: Option<usize>,
+    mutants: BTreeSet<Mutant>,
+}
+
+impl std::fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryBuilder")
+            .field("revision", &self.revision)
+            .field(
+                "tools",
+                &self
+                    .tools
+                    .iter()
+                    .map(|t| t.name().to_owned())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryBuilder {
+    /// Which revision's pipeline to run (rev2 unless told).
+    pub fn revision(mut self, revision: Revision) -> Self {
+        self.revision = revision;
+        self
+    }
+
+    pub fn tool(self, tool: impl Tool + 'static) -> Self {
+        self.tool_arc(Arc::new(tool))
+    }
+
+    pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds a `tools/pre-execute` listener after those already registered.
+    pub fn pre_execute(mut self, listener: Arc<dyn PreExecute>) -> Self {
+        self.pre.push(listener);
+        self
+    }
+
+    /// Mounts `ctx.approval`.
+    pub fn approval(mut self, approval: Arc<dyn Approval>) -> Self {
+        self.approval = Some(approval);
+        self
+    }
+
+    /// Adds a monotonic guard after those already registered.
+    pub fn guard(mut self, guard: Arc<dyn Guard>) -> Self {
+        self.guards.push(guard);
+        self
+    }
+
+    /// Adds a `tools/execute` wrapper inside those already registered.
+    pub fn wrap(mut self, wrapper: Arc<dyn ExecuteWrapper>) -> Self {
+        self.wrappers.push(wrapper);
+        self
+    }
+
+    /// Adds a `tools/post-execute` listener after those already registered.
+    pub fn post_execute(mut self, listener: Arc<dyn PostExecute>) -> Self {
+        self.post.push(listener);
+        self
+    }
+
+    /// Adds a `tools/result` observer.
+    pub fn observe(mut self, observer: Arc<dyn ResultObserver>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    pub fn presenter(mut self, presenter: Arc<dyn Presenter>) -> Self {
+        self.presenter = Some(presenter);
+        self
+    }
+
+    pub fn fs(mut self, fs: VirtualFs) -> Self {
+        self.fs = Some(fs);
+        self
+    }
+
+    /// Caps how many concurrency-safe calls execute at once (at least 1).
+    pub fn max_parallel(mut self, cap: usize) -> Self {
+        self.max_parallel = Some(cap.max(1));
+        self
+    }
+
+    /// Breaks the pipeline on purpose (see [`crate::mutant`]).
+    pub fn mutant(mut self, mutant: Mutant) -> Self {
+        self.mutants.insert(mutant);
+        self
+    }
+
+    pub fn build(self) -> Result<ToolRegistry, RegistryError> {
+        let mut tools = BTreeMap::new();
+        for tool in self.tools {
+            let name = tool.name().to_owned();
+            if name == RUN_CODE {
+                return Err(RegistryError::Reserved(name));
+            }
+            if tools.insert(name.clone(), tool).is_some() {
+                return Err(RegistryError::Duplicate(name));
+            }
+        }
+        Ok(ToolRegistry {
+            revision: self.revision,
+            tools,
+            pre: self.pre,
+            approval: self.approval,
+            guards: self.guards,
+            wrappers: self.wrappers,
+            post: self.post,
+            observers: self.observers,
+            presenter: self.presenter,
+            fs: self.fs.unwrap_or_default(),
+            recorder: Recorder::new(),
+            max_parallel: self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL),
+            mutants: self.mutants,
+            tokens: AtomicU64::new(0),
+            steps: AtomicU64::new(0),
+        })
+    }
+}
+
+/// The tool execution pipeline (see the module docs).
+pub struct ToolRegistry {
+    revision: Revision,
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    pre: Vec<Arc<dyn PreExecute>>,
+    approval: Option<Arc<dyn Approval>>,
+    guards: Vec<Arc<dyn Guard>>,
+    wrappers: Vec<Arc<dyn ExecuteWrapper>>,
+    post: Vec<Arc<dyn PostExecute>>,
+    observers: Vec<Arc<dyn ResultObserver>>,
+    presenter: Option<Arc<dyn Presenter>>,
+    fs: VirtualFs,
+    recorder: Recorder,
+    max_parallel: usize,
+    mutants: BTreeSet<Mutant>,
+    tokens: AtomicU64,
+    steps: AtomicU64,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("revision", &self.revision)
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("mutants", &self.mutants)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A call of the batch, classified before anything runs.
+struct CallPlan {
+    call: ModelCall,
+    args: Value,
+    /// The visible definition, captured once: its `finalizeContent` is the one called even if
+    /// the registry changed meanwhile.
+    tool: Option<Arc<dyn Tool>>,
+    safe: bool,
+}
+
+/// How a call's prepare stages ended.
+enum Prepared {
+    Allowed,
+    Denied(String),
+    Threw(Failure),
+}
+
+/// A call whose prepare stages ran.
+struct Started {
+    exec: Execution,
+    call_seq: u64,
+    prepared: Prepared,
+}
+
+/// What a call brings to its commit.
+enum Settled {
+    Denied(String),
+    Threw(Failure),
+    Executed(Result<ToolResult, Failure>),
+}
+
+type Inflight<'a> = FuturesUnordered<BoxFuture<'a, (usize, Result<ToolResult, Failure>)>>;
+
+impl ToolRegistry {
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The trace of everything this registry ran.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    pub fn fs(&self) -> &VirtualFs {
+        &self.fs
+    }
+
+    pub(crate) fn broken(&self, mutant: Mutant) -> bool {
+        self.mutants.contains(&mutant)
+    }
+
+    fn mint(&self) -> Token {
+        Token::mint(self.tokens.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
+    fn observe(&self, observation: Observation) {
+        self.recorder.observe(observation);
+    }
+
+    /// Runs the calls of one assistant message through the pipeline and injects their contexts.
+    pub async fn run_batch(&self, calls: Vec<ModelCall>) -> BatchReport {
+        let step = self.steps.fetch_add(1, Ordering::Relaxed) + 1;
+        let plans: Vec<CallPlan> = calls.into_iter().map(|call| self.plan(call)).collect();
+        let mut model = Observation::at(NodeId::Model);
+        model.calls = Some(
+            plans
+                .iter()
+                .map(|p| DeclaredCall {
+                    call_id: p.call.call_id.clone(),
+                    name: p.call.name.clone(),
+                    concurrency_safe: p.safe,
+                })
+                .collect(),
+        );
+        self.observe(model);
+
+        let mut outcomes = Vec::with_capacity(plans.len());
+        let mut start = 0;
+        while start < plans.len() {
+            // Consecutive concurrency-safe calls share a rolling pool; any other call runs alone
+            // and is a barrier.
+            let end = if plans[start].safe || self.broken(Mutant::ExclusiveInPool) {
+                plans[start..]
+                    .iter()
+                    .position(|p| !(p.safe || self.broken(Mutant::ExclusiveInPool)))
+                    .map_or(plans.len(), |k| start + k)
+            } else {
+                start + 1
+            };
+            self.run_group(&plans[start..end], step, &mut outcomes)
+                .await;
+            start = end;
+        }
+
+        self.observe(Observation::at(NodeId::AllResults));
+        if !self.broken(Mutant::ContextsBeforeResults) {
+            let mut ordered: Vec<&CallOutcome> = outcomes.iter().collect();
+            if self.broken(Mutant::ContextsReversed) {
+                ordered.reverse();
+            }
+            for outcome in ordered {
+                self.inject_contexts(outcome);
+            }
+        }
+        BatchReport { outcomes }
+    }
+
+    fn plan(&self, call: ModelCall) -> CallPlan {
+        let args = parse_arguments(&call.arguments);
+        let tool = self.tools.get(&call.name).cloned();
+        // Only an exact `true` from the visible definition makes a call parallel; a panicking
+        // classifier makes it exclusive.
+        let safe = tool
+            .as_ref()
+            .is_some_and(|t| guarded_sync(|| Ok(t.is_concurrency_safe(&args))).unwrap_or(false));
+        CallPlan {
+            call,
+            args,
+            tool,
+            safe,
+        }
+    }
+
+    /// Runs `fut` (an ordered stage) while the bodies in flight keep running.
+    async fn polling<T>(
+        &self,
+        fut: impl Future<Output = T>,
+        inflight: &mut Inflight<'_>,
+        finished: &mut BTreeMap<usize, Result<ToolResult, Failure>>,
+    ) -> T {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut fut => return out,
+                Some((i, r)) = inflight.next(), if !inflight.is_empty() => {
+                    finished.insert(i, r);
+                }
+            }
+        }
+    }
+
+    async fn run_group(&self, plans: &[CallPlan], step: u64, outcomes: &mut Vec<CallOutcome>) {
+        let mut inflight: Inflight<'_> = FuturesUnordered::new();
+        let mut finished: BTreeMap<usize, Result<ToolResult, Failure>> = BTreeMap::new();
+        let mut started: Vec<Started> = Vec::with_capacity(plans.len());
+        let mut committed = vec![false; plans.len()];
+        let mut next_commit = 0;
+        while next_commit < plans.len() {
+            let ready = |i: usize| {
+                started.get(i).is_some_and(|s| match s.prepared {
+                    Prepared::Allowed => finished.contains_key(&i),
+                    Prepared::Denied(_) if self.broken(Mutant::RunBodyAfterDeny) => {
+                        finished.contains_key(&i)
+                    }
+                    _ => true,
+                })
+            };
+            let head = if self.broken(Mutant::CommitInCompletionOrder) {
+                (0..started.len()).find(|&i| !committed[i] && ready(i))
+            } else {
+                Some(next_commit).filter(|&i| ready(i))
+            };
+            if let Some(i) = head {
+                let body = finished.remove(&i);
+                let settled = match (&started[i].prepared, body) {
+                    (Prepared::Denied(reason), _) => Settled::Denied(reason.clone()),
+                    (Prepared::Threw(failure), _) => Settled::Threw(failure.clone()),
+                    (Prepared::Allowed, Some(result)) => Settled::Executed(result),
+                    (Prepared::Allowed, None) => continue,
+                };
+                let outcome = self
+                    .polling(
+                        self.commit(&plans[i], &started[i], settled, step),
+                        &mut inflight,
+                        &mut finished,
+                    )
+                    .await;
+                if self.broken(Mutant::ContextsBeforeResults) {
+                    self.inject_contexts(&outcome);
+                }
+                outcomes.push(outcome);
+                committed[i] = true;
+                while next_commit < plans.len() && committed[next_commit] {
+                    next_commit += 1;
+                }
+                continue;
+            }
+            if started.len() < plans.len() && inflight.len() < self.max_parallel {
+                let i = started.len();
+                let s = self
+                    .polling(self.prepare(&plans[i], step), &mut inflight, &mut finished)
+                    .await;
+                let runs_body = match s.prepared {
+                    Prepared::Allowed => true,
+                    Prepared::Denied(_) => self.broken(Mutant::RunBodyAfterDeny),
+                    Prepared::Threw(_) => false,
+                };
+                if runs_body {
+                    inflight.push(Box::pin(self.execute(i, &plans[i], s.exec.clone())));
+                }
+                started.push(s);
+                continue;
+            }
+            match inflight.next().await {
+                Some((i, result)) => {
+                    finished.insert(i, result);
+                }
+                // Unreachable: the head of line is either settled or in flight.
+                None => break,
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Prepare: tool/call, presentCall, pre-execute, approval, guards, denial.
+
+    fn log_call(&self, plan: &CallPlan, step: u64) -> u64 {
+        let seq = self.recorder.append(
+            Some(&plan.call.call_id),
+            EventBody::ToolCall(ToolCallData {
+                turn: 1,
+                step,
+                call_id: plan.call.call_id.clone(),
+                name: plan.call.name.clone(),
+                arguments: plan.call.arguments.clone(),
+            }),
+            None,
+            None,
+        );
+        self.observe(Observation::at(NodeId::PresentCall).call(&plan.call.call_id));
+        if let Some(presenter) = &self.presenter {
+            // A presenter that fails falls back to the generic card; nothing else changes.
+            let _ = guarded_sync(|| {
+                presenter.present_call(&plan.call.call_id, &plan.args);
+                Ok(())
+            });
+        }
+        seq
+    }
+
+    async fn prepare(&self, plan: &CallPlan, step: u64) -> Started {
+        let id = &plan.call.call_id;
+        let exec = Execution::new(
+            self.mint(),
+            id.clone(),
+            id.clone(),
+            plan.call.name.clone(),
+            plan.args.clone(),
+            None,
+        );
+        let early_seq = (!self.broken(Mutant::LateToolCall)).then(|| self.log_call(plan, step));
+        let prepared = self.decide(&exec).await;
+        let call_seq = early_seq.unwrap_or_else(|| self.log_call(plan, step));
+        if let Prepared::Denied(reason) = &prepared {
+            self.observe(
+                Observation::at(NodeId::Denied)
+                    .call(id)
+                    .reason(reason.clone()),
+            );
+        }
+        Started {
+            exec,
+            call_seq,
+            prepared,
+        }
+    }
+
+    async fn decide(&self, exec: &Execution) -> Prepared {
+        let id = exec.call_id();
+        let entered = Mutex::new(Vec::new());
+        let decision = PreNext::new(&self.pre, exec, &entered).run().await;
+        let mut obs = Observation::at(NodeId::Pre)
+            .call(id)
+            .identity(exec.identity());
+        obs.listeners = Some(entered.into_inner().unwrap_or_else(PoisonError::into_inner));
+        match decision {
+            Err(failure) => {
+                self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
+                Prepared::Threw(failure)
+            }
+            Ok(PreDecision::Deny { reason }) => {
+                self.observe(obs.outcome(Outcome::Deny).reason(reason.clone()));
+                Prepared::Denied(reason)
+            }
+            Ok(PreDecision::Allow) => {
+                self.observe(obs.outcome(Outcome::Allow));
+                self.run_guards(exec).await
+            }
+            Ok(PreDecision::Ask { reason }) => {
+                let mut obs = obs.outcome(Outcome::Ask);
+                obs.reason = reason.clone();
+                self.observe(obs);
+                if self.broken(Mutant::GuardsBeforeApproval) {
+                    let guarded = self.run_guards(exec).await;
+                    if !matches!(guarded, Prepared::Allowed) {
+                        return guarded;
+                    }
+                    return self.ask(exec, reason).await.unwrap_or(Prepared::Allowed);
+                }
+                match self.ask(exec, reason).await {
+                    Some(refused) => refused,
+                    None => self.run_guards(exec).await,
+                }
+            }
+        }
+    }
+
+    /// Resolves an `ask` through `ctx.approval`. `None` means allowed once.
+    async fn ask(&self, exec: &Execution, reason: Option<String>) -> Option<Prepared> {
+        let id = exec.call_id();
+        let obs = Observation::at(NodeId::Approval).call(id);
+        let Some(approval) = &self.approval else {
+            if self.broken(Mutant::AbsentApprovalAllows) {
+                self.observe(obs.outcome(Outcome::AllowedOnce));
+                return None;
+            }
+            let reason = reason.unwrap_or_else(|| {
+                format!(
+                    "tool \"{}\" requires approval (not yet supported)",
+                    exec.name()
+                )
+            });
+            self.observe(obs.outcome(Outcome::Unavailable).reason(reason.clone()));
+            return Some(Prepared::Denied(reason));
+        };
+        let approval_id = format!("approval-{id}");
+        self.recorder.append(
+            Some(id),
+            EventBody::ApprovalAsked(ApprovalAsked {
+                id: approval_id.clone(),
+                tool_name: exec.name().to_owned(),
+                call_id: Some(id.clone()),
+                reason: reason.clone(),
+            }),
+            None,
+            None,
+        );
+        let request = ApprovalRequest {
+            tool_name: exec.name().to_owned(),
+            call_id: id.clone(),
+            reason,
+            cancel: CancellationToken::new(),
+        };
+        let answer = guarded(approval.request(&request)).await;
+        let outcome = match answer {
+            Err(failure) => {
+                self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
+                return Some(Prepared::Threw(failure));
+            }
+            Ok(ApprovalOutcome::AllowedOnce) => Outcome::AllowedOnce,
+            Ok(ApprovalOutcome::Rejected) => Outcome::Rejected,
+            Ok(ApprovalOutcome::Cancelled) => Outcome::Cancelled,
+            Ok(ApprovalOutcome::Unavailable) => Outcome::Unavailable,
+        };
+        self.recorder.append(
+            Some(id),
+            EventBody::ApprovalDecided(ApprovalDecided {
+                id: approval_id,
+                outcome,
+            }),
+            None,
+            None,
+        );
+        if outcome == Outcome::AllowedOnce {
+            self.observe(obs.outcome(outcome));
+            return None;
+        }
+        let reason = format!("approval {outcome} for tool \"{}\"", exec.name());
+        self.observe(obs.outcome(outcome).reason(reason.clone()));
+        Some(Prepared::Denied(reason))
+    }
+
+    async fn run_guards(&self, exec: &Execution) -> Prepared {
+        let rewritten;
+        let seen = if self.broken(Mutant::RewriteArguments) {
+            rewritten = Execution::new(
+                exec.token(),
+                exec.call_id().clone(),
+                exec.root_call_id().clone(),
+                exec.name().to_owned(),
+                serde_json::json!({ "rewritten": true }),
+                exec.parent(),
+            );
+            &rewritten
+        } else {
+            exec
+        };
+        let mut verdicts = Vec::new();
+        let mut denial: Option<String> = None;
+        let mut threw: Option<Failure> = None;
+        for guard in &self.guards {
+            match guarded(guard.check(seen)).await {
+                Ok(GuardVerdict::Abstain) => verdicts.push(GuardVerdictRecord {
+                    guard: guard.id().to_owned(),
+                    verdict: GuardVerdictKind::Abstain,
+                    reason: None,
+                }),
+                Ok(GuardVerdict::Deny(reason)) => {
+                    verdicts.push(GuardVerdictRecord {
+                        guard: guard.id().to_owned(),
+                        verdict: GuardVerdictKind::Deny,
+                        reason: Some(reason.clone()),
+                    });
+                    if self.broken(Mutant::GuardDenyIgnored) {
+                        continue;
+                    }
+                    // The first reason wins; later guards are not consulted.
+                    denial = Some(reason);
+                    break;
+                }
+                Err(failure) => {
+                    verdicts.push(GuardVerdictRecord {
+                        guard: guard.id().to_owned(),
+                        verdict: GuardVerdictKind::Throw,
+                        reason: Some(failure.message.clone()),
+                    });
+                    threw = Some(failure);
+                    break;
+                }
+            }
+        }
+        let mut obs = Observation::at(NodeId::Guards)
+            .call(exec.call_id())
+            .identity(seen.identity());
+        obs.listeners = Some(verdicts.iter().map(|v| v.guard.clone()).collect());
+        obs.verdicts = Some(verdicts);
+        if let Some(failure) = threw {
+            self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
+            Prepared::Threw(failure)
+        } else if let Some(reason) = denial {
+            self.observe(obs.outcome(Outcome::Deny).reason(reason.clone()));
+            Prepared::Denied(reason)
+        } else {
+            self.observe(obs.outcome(Outcome::Allow));
+            Prepared::Allowed
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Execute: the tools/execute waterfall around the body. The only stage that overlaps.
+
+    async fn execute<'a>(
+        &'a self,
+        index: usize,
+        plan: &'a CallPlan,
+        exec: Execution,
+    ) -> (usize, Result<ToolResult, Failure>) {
+        let deferred = Mutex::new(Vec::new());
+        let dispatcher = BodyDispatcher {
+            registry: self,
+            exec: &exec,
+            tool: plan.tool.as_deref(),
+            deferred: &deferred,
+        };
+        let declared = plan.tool.as_ref().and_then(|t| t.timeout());
+        let next = ExecuteNext::new(&self.wrappers, &exec, declared, &dispatcher);
+        let outcome = next.run(CancellationToken::new()).await;
+        let obs = Observation::at(NodeId::Around)
+            .call(exec.call_id())
+            .identity(exec.identity());
+        self.observe(match &outcome {
+            Err(failure) => obs.outcome(Outcome::Throw).reason(failure.message.clone()),
+            Ok(_) => obs,
+        });
+        let deferred = deferred
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        let outcome = outcome.map(|mut result| {
+            // Tool-deferred contexts come first, then the wrappers'.
+            let mut contexts: Vec<AdditionalContext> = deferred
+                .into_iter()
+                .map(|text| AdditionalContext {
+                    origin: ContextOrigin::Tool,
+                    text,
+                })
+                .collect();
+            contexts.append(&mut result.additional_contexts);
+            result.additional_contexts = contexts;
+            result
+        });
+        (index, outcome)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Commit: post-execute, normalization, finalizeContent, tools/result, tool/result.
+
+    async fn commit(
+        &self,
+        plan: &CallPlan,
+        started: &Started,
+        settled: Settled,
+        step: u64,
+    ) -> CallOutcome {
+        let exec = &started.exec;
+        let id = exec.call_id();
+        let (mut result, mut threw, denied) = match settled {
+            Settled::Denied(reason) => {
+                let mut result = ToolResult::denial(&reason);
+                if self.broken(Mutant::DenialNotError) {
+                    result.is_error = false;
+                }
+                (result, None, true)
+            }
+            Settled::Threw(failure) => (ToolResult::from_failure(&failure), Some(failure), false),
+            Settled::Executed(Ok(result)) => (result, None, false),
+            Settled::Executed(Err(failure)) => {
+                (ToolResult::from_failure(&failure), Some(failure), false)
+            }
+        };
+
+        let skip_post = (threw.is_some() && !self.broken(Mutant::PostAfterThrow))
+            || (denied && self.broken(Mutant::SkipPostForDenials));
+        if !skip_post {
+            let entered = Mutex::new(Vec::new());
+            let decision = PostNext::new(&self.post, exec, &result, &entered)
+                .run()
+                .await;
+            let mut obs = Observation::at(NodeId::Post)
+                .call(id)
+                .identity(exec.identity())
+                .result(&result);
+            obs.listeners = Some(entered.into_inner().unwrap_or_else(PoisonError::into_inner));
+            let kind = match &decision {
+                Ok(PostDecision::Block { .. }) => Outcome::Block,
+                _ => Outcome::Accept,
+            };
+            match decision.and_then(|d| self.apply_post(d, result.clone(), plan)) {
+                Ok(next) => {
+                    self.observe(obs.outcome(kind));
+                    result = next;
+                }
+                Err(failure) => {
+                    self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
+                    threw = Some(failure);
+                }
+            }
+        }
+
+        if let Some(failure) = threw {
+            // Outer normalization: the throw becomes an `isError` result; contexts are lost.
+            if self.revision == Revision::Rev2 {
+                self.observe(
+                    Observation::at(NodeId::Normalized)
+                        .call(id)
+                        .reason(failure.message.clone()),
+                );
+            }
+            result = ToolResult::from_failure(&failure);
+        }
+
+        if self.revision == Revision::Rev2 {
+            result = self.finalize(plan, exec, result);
+            if self.broken(Mutant::FinalizeTwice) {
+                result = self.finalize(plan, exec, result);
+            }
+        }
+
+        let frozen = Arc::new(result);
+        let recorded_early = self
+            .broken(Mutant::ResultBeforeNotification)
+            .then(|| self.record_result(plan, started, &frozen, step));
+        self.observe(
+            Observation::at(NodeId::Final)
+                .call(id)
+                .identity(exec.identity())
+                .result(&frozen),
+        );
+        let work: Vec<BoxFuture<'static, ()>> = self
+            .observers
+            .iter()
+            .filter_map(|o| guarded_sync(|| Ok(o.notify(exec, &frozen))).ok().flatten())
+            .collect();
+        match self.revision {
+            // Synchronous notification: observers were called; their async work is not awaited.
+            Revision::Rev2 => {
+                for w in work {
+                    tokio::spawn(w);
+                }
+            }
+            // Parallel notification: the observers' work is awaited together.
+            Revision::Rev1 => {
+                futures_util::future::join_all(work).await;
+            }
+        }
+        if recorded_early.is_none() {
+            self.record_result(plan, started, &frozen, step);
+        }
+        self.observe(Observation::at(NodeId::PresentResult).call(id));
+        if let Some(presenter) = &self.presenter {
+            let _ = guarded_sync(|| {
+                presenter.present_result(id, &plan.args, &frozen);
+                Ok(())
+            });
+        }
+        CallOutcome {
+            call_id: id.clone(),
+            result: frozen,
+        }
+    }
+
+    fn apply_post(
+        &self,
+        decision: PostDecision,
+        mut result: ToolResult,
+        plan: &CallPlan,
+    ) -> Result<ToolResult, Failure> {
+        let post_context = |text| AdditionalContext {
+            origin: ContextOrigin::Post,
+            text,
+        };
+        match decision {
+            PostDecision::Accept {
+                content: Some(_),
+                value: Some(_),
+                ..
+            } => Err(Failure::new(
+                "TypeError: a post-execute accept cannot replace both content and value",
+            )),
+            PostDecision::Accept {
+                content,
+                value,
+                contexts,
+            } => {
+                if let Some(value) = value {
+                    if result.is_error {
+                        return Err(Failure::new(
+                            "TypeError: a post-execute accept cannot replace the value of a failed result",
+                        ));
+                    }
+                    result.content = match &plan.tool {
+                        Some(tool) => tool.render(&plan.args, &value),
+                        None => vec![ContentBlock::text(value.to_string())],
+                    };
+                    result.value = Some(value);
+                }
+                if let Some(content) = content {
+                    result.content = content;
+                }
+                result
+                    .additional_contexts
+                    .extend(contexts.into_iter().map(post_context));
+                Ok(result)
+            }
+            PostDecision::Block { feedback, contexts } => {
+                let text = content_text(&feedback);
+                let message = if text.is_empty() {
+                    "tool result blocked by post-execute policy".to_owned()
+                } else {
+                    text
+                };
+                let mut kept = if self.broken(Mutant::BlockKeepsContexts) {
+                    std::mem::take(&mut result.additional_contexts)
+                } else {
+                    Vec::new()
+                };
+                kept.extend(contexts.into_iter().map(post_context));
+                Ok(ToolResult {
+                    is_error: true,
+                    content: feedback,
+                    error: Some(crate::result::ResultError {
+                        message,
+                        info: None,
+                    }),
+                    meta: None,
+                    additional_contexts: kept,
+                    value: None,
+                })
+            }
+        }
+    }
+
+    fn finalize(&self, plan: &CallPlan, exec: &Execution, candidate: ToolResult) -> ToolResult {
+        let outcome = match &plan.tool {
+            Some(tool) => guarded_sync(|| tool.finalize_content(exec, &candidate)),
+            None => Ok(None),
+        };
+        let obs = Observation::at(NodeId::Finalize)
+            .call(exec.call_id())
+            .identity(exec.identity())
+            .result(&candidate);
+        match outcome {
+            Ok(content) => {
+                self.observe(obs);
+                match content {
+                    Some(content) => ToolResult {
+                        content,
+                        ..candidate
+                    },
+                    None => candidate,
+                }
+            }
+            Err(failure) => {
+                // The callback is not called again; the call ends as a plain error.
+                self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
+                ToolResult::from_failure(&failure)
+            }
+        }
+    }
+
+    fn record_result(
+        &self,
+        plan: &CallPlan,
+        started: &Started,
+        frozen: &Arc<ToolResult>,
+        step: u64,
+    ) -> u64 {
+        let id = &plan.call.call_id;
+        let mut content = frozen.content.clone();
+        if self.broken(Mutant::ResultDiffersFromNotification) {
+            content.push(ContentBlock::text("(edited after notification)"));
+        }
+        let error = frozen.error.as_ref().and_then(|e| e.info.clone());
+        let data = match self.revision {
+            Revision::Rev2 => ToolResultData::Message(ToolResultRecord {
+                turn: 1,
+                step,
+                message: ToolResultMessage {
+                    id: format!("result-{id}"),
+                    role: Role::User,
+                    source: MessageSource::Tool {
+                        call_id: id.clone(),
+                    },
+                    content: vec![ToolResultBlock {
+                        kind: ToolResultBlockType::ToolResult,
+                        tool_call_id: id.clone(),
+                        content,
+                        is_error: frozen.is_error,
+                    }],
+                },
+                error,
+                meta: frozen.meta.clone(),
+            }),
+            Revision::Rev1 => ToolResultData::Flat(FlatToolResult {
+                call_id: id.clone(),
+                content,
+                is_error: frozen.is_error,
+                error,
+                meta: frozen.meta.clone(),
+            }),
+        };
+        self.recorder.append(
+            Some(id),
+            EventBody::ToolResult(data),
+            Some(SurfaceOp::Append),
+            Some(vec![started.call_seq]),
+        )
+    }
+
+    /// Injects one call's additional contexts, in order: rev2 as `user/message` events of the
+    /// active batch, rev1 as buffered `context/message` events.
+    fn inject_contexts(&self, outcome: &CallOutcome) {
+        let id = &outcome.call_id;
+        for (n, context) in outcome.result.additional_contexts.iter().enumerate() {
+            let content = vec![ContentBlock::text(context.text.clone())];
+            let source = MessageSource::Tool {
+                call_id: id.clone(),
+            };
+            let (body, surface) = match self.revision {
+                Revision::Rev2 => (
+                    EventBody::UserMessage(UserMessage {
+                        id: format!("context-{id}-{}", n + 1),
+                        role: Role::User,
+                        content,
+                        source,
+                    }),
+                    Some(SurfaceOp::Append),
+                ),
+                Revision::Rev1 => (
+                    EventBody::ContextMessage(ContextMessage { content, source }),
+                    None,
+                ),
+            };
+            self.recorder.append(Some(id), body, surface, None);
+        }
+    }
+}
+
+/// The innermost `next()` of `tools/execute`: one dispatch of the tool body.
+struct BodyDispatcher<'a> {
+    registry: &'a ToolRegistry,
+    exec: &'a Execution,
+    tool: Option<&'a dyn Tool>,
+    deferred: &'a Mutex<Vec<String>>,
+}
+
+impl Dispatch for BodyDispatcher<'_> {
+    fn dispatch<'b>(&'b self, cancel: CancellationToken) -> BoxFuture<'b, ToolResult> {
+        Box::pin(async move {
+            let Some(tool) = self.tool else {
+                return ToolResult::failure(
+                    format!("unknown tool: {}", self.exec.name()),
+                    Some(ErrorCode::UnknownTool.into()),
+                );
+            };
+            if cancel.is_cancelled() {
+                return ToolResult::failure(
+                    "tool call was cancelled before dispatch",
+                    Some(ErrorCode::AbortedBeforeDispatch.into()),
+                );
+            }
+            let recorder = self.registry.recorder();
+            let id = self.exec.call_id();
+            // Control leaves the wrappers for the body.
+            recorder.observe(
+                Observation::at(NodeId::Around)
+                    .call(id)
+                    .identity(self.exec.identity()),
+            );
+            recorder.observe(
+                Observation::at(NodeId::ToolBody)
+                    .call(id)
+                    .identity(self.exec.identity()),
+            );
+            let ctx = ToolContext {
+                registry: self.registry,
+                exec: self.exec,
+                cancel,
+                deferred: self.deferred,
+            };
+            // The body's own failure is normalized here, before any wrapper sees it.
+            match guarded(tool.execute(ctx)).await {
+                Ok(value) => {
+                    let args = self.exec.arguments();
+                    match guarded_sync(|| Ok(tool.render(args, &value))) {
+                        Ok(content) => ToolResult::success(value, content),
+                        Err(failure) => ToolResult::from_failure(&failure),
+                    }
+                }
+                Err(failure) => ToolResult::from_failure(&failure),
+            }
+        })
+    }
+}

@@ -1,0 +1,272 @@
+//! Results, failures and the normalization of failures into `isError` results.
+
+use std::any::Any;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A block of model-facing content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ContentBlock {
+    Text { text: String },
+}
+
+impl ContentBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+
+    pub fn as_text(&self) -> &str {
+        match self {
+            ContentBlock::Text { text } => text,
+        }
+    }
+}
+
+/// The text of a content list, blocks joined by newlines.
+pub fn content_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The error codes of the reference semantics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    UnknownTool,
+    InvalidToolOutput,
+    InvalidArgs,
+    Aborted,
+    AbortedBeforeDispatch,
+    ToolTimeout,
+    CodeRunFailed,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
+            ErrorCode::InvalidToolOutput => "INVALID_TOOL_OUTPUT",
+            ErrorCode::InvalidArgs => "INVALID_ARGS",
+            ErrorCode::Aborted => "ABORTED",
+            ErrorCode::AbortedBeforeDispatch => "ABORTED_BEFORE_DISPATCH",
+            ErrorCode::ToolTimeout => "TOOL_TIMEOUT",
+            ErrorCode::CodeRunFailed => "CODE_RUN_FAILED",
+        }
+    }
+
+    /// The error class name that goes with the code in `error.info.name`.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownTool => "UnknownToolError",
+            ErrorCode::InvalidToolOutput => "InvalidToolOutputError",
+            ErrorCode::InvalidArgs => "InvalidArgsError",
+            ErrorCode::Aborted | ErrorCode::AbortedBeforeDispatch => "AbortError",
+            ErrorCode::ToolTimeout => "ToolTimeoutError",
+            ErrorCode::CodeRunFailed => "CodeRunFailedError",
+        }
+    }
+}
+
+/// The structured part of a harness error: `{name, code}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorInfo {
+    pub name: String,
+    pub code: String,
+}
+
+impl From<ErrorCode> for ErrorInfo {
+    fn from(code: ErrorCode) -> Self {
+        ErrorInfo {
+            name: code.class_name().to_owned(),
+            code: code.as_str().to_owned(),
+        }
+    }
+}
+
+/// The error of a failed result: `{message, info?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResultError {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<ErrorInfo>,
+}
+
+/// Where an additional context came from. Within one call the batch injects them in this order.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContextOrigin {
+    /// Deferred by the tool body (`exec.deferContext`).
+    Tool,
+    /// Added by a `tools/execute` wrapper.
+    Wrapper,
+    /// Added by a `tools/post-execute` decision.
+    Post,
+}
+
+/// Model-visible text a stage asks to inject after the batch's results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdditionalContext {
+    pub origin: ContextOrigin,
+    pub text: String,
+}
+
+/// The execution-local result of a call.
+///
+/// `value` lives only inside the execution: it is never serialized (reference semantics §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolResult {
+    pub is_error: bool,
+    pub content: Vec<ContentBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ResultError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_contexts: Vec<AdditionalContext>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub value: Option<Value>,
+}
+
+impl ToolResult {
+    /// A success carrying `value`, rendered to `content`.
+    pub fn success(value: Value, content: Vec<ContentBlock>) -> Self {
+        ToolResult {
+            is_error: false,
+            content,
+            error: None,
+            meta: None,
+            additional_contexts: Vec::new(),
+            value: Some(value),
+        }
+    }
+
+    /// A failed result: content `Error: <message>`, `error {message, info?}`.
+    pub fn failure(message: impl Into<String>, info: Option<ErrorInfo>) -> Self {
+        let message = message.into();
+        ToolResult {
+            is_error: true,
+            content: vec![ContentBlock::text(format!("Error: {message}"))],
+            error: Some(ResultError { message, info }),
+            meta: None,
+            additional_contexts: Vec::new(),
+            value: None,
+        }
+    }
+
+    /// The result of a denial (pre-execute `deny`, approval refused, a guard's reason).
+    pub fn denial(reason: &str) -> Self {
+        Self::failure(reason, None)
+    }
+
+    /// Outer normalization of a throw.
+    pub fn from_failure(failure: &Failure) -> Self {
+        Self::failure(failure.message.clone(), failure.info.clone())
+    }
+
+    /// The error code, if the failure carries one.
+    pub fn error_code(&self) -> Option<&str> {
+        self.error
+            .as_ref()
+            .and_then(|e| e.info.as_ref())
+            .map(|i| i.code.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        content_text(&self.content)
+    }
+}
+
+/// A throw: an error returned by an extension point, a tool body or a callback, or a panic
+/// caught at a stage boundary. The pipeline never lets one escape; it becomes an `isError` result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub message: String,
+    pub info: Option<ErrorInfo>,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.info {
+            Some(info) => write!(f, "{} ({}): {}", info.name, info.code, self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl Failure {
+    pub fn new(message: impl Into<String>) -> Self {
+        Failure {
+            message: message.into(),
+            info: None,
+        }
+    }
+
+    pub fn coded(code: ErrorCode, message: impl Into<String>) -> Self {
+        Failure {
+            message: message.into(),
+            info: Some(code.into()),
+        }
+    }
+
+    /// A caught panic, with its message when the payload is a string (the reference semantics'
+    /// rule for hostile thrown values: message, else a printable form, else a placeholder).
+    pub fn from_panic(payload: &(dyn Any + Send)) -> Self {
+        let message = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_owned()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "<unprintable thrown value>".to_owned()
+        };
+        Failure::new(format!("panicked: {message}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_is_never_serialized() {
+        let r = ToolResult::success(
+            serde_json::json!({"secret": 1}),
+            vec![ContentBlock::text("ok")],
+        );
+        let json = serde_json::to_string(&r).unwrap_or_default();
+        assert_eq!(
+            json,
+            r#"{"isError":false,"content":[{"type":"text","text":"ok"}]}"#
+        );
+    }
+
+    #[test]
+    fn failures_normalize_to_error_results() {
+        let r = ToolResult::from_failure(&Failure::coded(ErrorCode::ToolTimeout, "late"));
+        assert!(r.is_error);
+        assert_eq!(r.text(), "Error: late");
+        assert_eq!(r.error_code(), Some("TOOL_TIMEOUT"));
+    }
+
+    #[test]
+    fn panic_payloads_become_messages() {
+        let f = Failure::from_panic(&"boom");
+        assert_eq!(f.message, "panicked: boom");
+        let f = Failure::from_panic(&42_u8);
+        assert_eq!(f.message, "panicked: <unprintable thrown value>");
+    }
+}

@@ -1,0 +1,436 @@
+//! Session events: the durable log of a run, in the shapes of the reference semantics (§3).
+//!
+//! Three nodes of the stage graph are session events (`tool/call`, `tool/result`, the injected
+//! contexts) and one is a family of them (tool-owned events); [`EventBody::node`] says which.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::graph::NodeId;
+use crate::identity::CallId;
+use crate::result::{ContentBlock, ErrorInfo};
+
+/// The envelope every session event shares: `{seq, time, type, data, surfaceOp?, sourceEventSeqs?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEvent {
+    /// Position in the session log, from 1.
+    pub seq: u64,
+    /// Milliseconds since the session started.
+    pub time: u64,
+    #[serde(flatten)]
+    pub body: EventBody,
+    /// Only `user/message` and `tool/result` carry a surface operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface_op: Option<SurfaceOp>,
+    /// The events this one answers (a `tool/result` names its `tool/call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_event_seqs: Option<Vec<u64>>,
+}
+
+/// How a model-visible event changes the surface the model sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SurfaceOp {
+    Append,
+}
+
+/// The type and data of a session event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", content = "data")]
+pub enum EventBody {
+    /// The model's call, logged before any other stage of it runs. Log-only.
+    #[serde(rename = "tool/call")]
+    ToolCall(ToolCallData),
+    /// The single model-facing outcome of a call.
+    #[serde(rename = "tool/result")]
+    ToolResult(ToolResultData),
+    /// A model-visible user message; rev2 injects additional contexts as these.
+    #[serde(rename = "user/message")]
+    UserMessage(UserMessage),
+    /// rev1's buffered additional context.
+    #[serde(rename = "context/message")]
+    ContextMessage(ContextMessage),
+    /// The approval prompt was asked.
+    #[serde(rename = "approval/asked")]
+    ApprovalAsked(ApprovalAsked),
+    /// The approval prompt was answered.
+    #[serde(rename = "approval/decided")]
+    ApprovalDecided(ApprovalDecided),
+    /// A whole-list snapshot of the todo list (tool-owned).
+    #[serde(rename = "todo/write")]
+    TodoWrite(TodoWrite),
+    /// A file's version as the filesystem tools observed it (tool-owned).
+    #[serde(rename = "fs/observed")]
+    FsObserved(FsObserved),
+    /// A hook handler was invoked (tool-owned).
+    #[serde(rename = "hook/invoked")]
+    HookInvoked(HookInvoked),
+    /// A hook handler finished (tool-owned).
+    #[serde(rename = "hook/result")]
+    HookResult(HookResult),
+    /// A Code Mode sub-call actually started.
+    #[serde(rename = "tool/code-dispatch-start")]
+    CodeDispatchStart(CodeDispatchStart),
+    /// A Code Mode sub-call was committed (tool-owned by `run_code`).
+    #[serde(rename = "tool/code-dispatch")]
+    CodeDispatch(CodeDispatch),
+}
+
+impl EventBody {
+    /// Every event type, as traces spell it.
+    pub const TYPES: [&'static str; 12] = [
+        "tool/call",
+        "tool/result",
+        "user/message",
+        "context/message",
+        "approval/asked",
+        "approval/decided",
+        "todo/write",
+        "fs/observed",
+        "hook/invoked",
+        "hook/result",
+        "tool/code-dispatch-start",
+        "tool/code-dispatch",
+    ];
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventBody::ToolCall(_) => "tool/call",
+            EventBody::ToolResult(_) => "tool/result",
+            EventBody::UserMessage(_) => "user/message",
+            EventBody::ContextMessage(_) => "context/message",
+            EventBody::ApprovalAsked(_) => "approval/asked",
+            EventBody::ApprovalDecided(_) => "approval/decided",
+            EventBody::TodoWrite(_) => "todo/write",
+            EventBody::FsObserved(_) => "fs/observed",
+            EventBody::HookInvoked(_) => "hook/invoked",
+            EventBody::HookResult(_) => "hook/result",
+            EventBody::CodeDispatchStart(_) => "tool/code-dispatch-start",
+            EventBody::CodeDispatch(_) => "tool/code-dispatch",
+        }
+    }
+
+    /// The stage-graph node this event is an observation of, when it is one. Approval audit
+    /// events happen inside the `approval` stage and are not nodes of their own.
+    pub fn node(&self) -> Option<NodeId> {
+        match self {
+            EventBody::ToolCall(_) => Some(NodeId::ToolCall),
+            EventBody::ToolResult(_) => Some(NodeId::ToolResult),
+            EventBody::UserMessage(_) | EventBody::ContextMessage(_) => Some(NodeId::Context),
+            EventBody::TodoWrite(_)
+            | EventBody::FsObserved(_)
+            | EventBody::HookInvoked(_)
+            | EventBody::HookResult(_)
+            | EventBody::CodeDispatchStart(_)
+            | EventBody::CodeDispatch(_) => Some(NodeId::Owned),
+            EventBody::ApprovalAsked(_) | EventBody::ApprovalDecided(_) => None,
+        }
+    }
+}
+
+/// `tool/call` data: the raw model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallData {
+    pub turn: u64,
+    pub step: u64,
+    pub call_id: CallId,
+    pub name: String,
+    /// The raw argument string as the model wrote it.
+    pub arguments: String,
+}
+
+/// `tool/result` data. rev2 records a `ToolResultMessage`; rev1 recorded the flat fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ToolResultData {
+    Message(ToolResultRecord),
+    Flat(FlatToolResult),
+}
+
+impl ToolResultData {
+    pub fn call_id(&self) -> Option<&CallId> {
+        match self {
+            ToolResultData::Message(m) => m.message.content.first().map(|b| &b.tool_call_id),
+            ToolResultData::Flat(f) => Some(&f.call_id),
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        match self {
+            ToolResultData::Message(m) => m.message.content.iter().any(|b| b.is_error),
+            ToolResultData::Flat(f) => f.is_error,
+        }
+    }
+
+    pub fn content(&self) -> Vec<ContentBlock> {
+        match self {
+            ToolResultData::Message(m) => m
+                .message
+                .content
+                .iter()
+                .flat_map(|b| b.content.iter().cloned())
+                .collect(),
+            ToolResultData::Flat(f) => f.content.clone(),
+        }
+    }
+
+    pub fn error(&self) -> Option<&ErrorInfo> {
+        match self {
+            ToolResultData::Message(m) => m.error.as_ref(),
+            ToolResultData::Flat(f) => f.error.as_ref(),
+        }
+    }
+}
+
+/// rev2 `tool/result` data: `{turn, step, message, error?, meta?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolResultRecord {
+    pub turn: u64,
+    pub step: u64,
+    pub message: ToolResultMessage,
+    /// Present only when the failure carries `{name, code}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// rev1 `tool/result` data: `{callId, content, isError, error?, meta?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FlatToolResult {
+    pub call_id: CallId,
+    pub content: Vec<ContentBlock>,
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// The model-facing message of a `tool/result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolResultMessage {
+    pub id: String,
+    pub role: Role,
+    pub source: MessageSource,
+    pub content: Vec<ToolResultBlock>,
+}
+
+/// The role of a model-visible message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+}
+
+/// `{type:'tool-result', toolCallId, content, isError}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolResultBlock {
+    #[serde(rename = "type")]
+    pub kind: ToolResultBlockType,
+    pub tool_call_id: CallId,
+    pub content: Vec<ContentBlock>,
+    pub is_error: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolResultBlockType {
+    ToolResult,
+}
+
+/// Where a model-visible message came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum MessageSource {
+    User,
+    Plugin {
+        plugin: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        form: Option<String>,
+    },
+    Tool {
+        #[serde(rename = "callId")]
+        call_id: CallId,
+    },
+}
+
+/// `user/message` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserMessage {
+    pub id: String,
+    pub role: Role,
+    pub content: Vec<ContentBlock>,
+    pub source: MessageSource,
+}
+
+/// rev1 `context/message` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextMessage {
+    pub content: Vec<ContentBlock>,
+    pub source: MessageSource,
+}
+
+/// `approval/asked` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalAsked {
+    pub id: String,
+    pub tool_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<CallId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `approval/decided` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalDecided {
+    pub id: String,
+    /// `allowed-once`, `rejected`, `cancelled` or `unavailable`.
+    pub outcome: crate::graph::Outcome,
+}
+
+/// `todo/write` data: the whole list; the last one wins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TodoWrite {
+    pub todos: Vec<Todo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Todo {
+    pub content: String,
+    pub status: TodoStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// `fs/observed` data. The doc lists it among session events; the original implementation emits
+/// it as an in-process notification instead (docs/divergences.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FsObserved {
+    pub target: String,
+    pub state: FileState,
+    pub actor: String,
+}
+
+/// What the filesystem tools saw of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum FileState {
+    Present { version: u64 },
+    Absent,
+}
+
+/// `hook/invoked` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HookInvoked {
+    pub turn: u64,
+    pub point: String,
+    /// `claude-code` or `codex`.
+    pub dialect: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    pub handler_id: String,
+}
+
+/// `hook/result` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HookResult {
+    pub turn: u64,
+    pub point: String,
+    pub handler_id: String,
+    pub decision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_summary: Option<String>,
+    pub duration_ms: u64,
+}
+
+/// `tool/code-dispatch-start` data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CodeDispatchStart {
+    pub root_call_id: CallId,
+    pub parent_call_id: CallId,
+    pub sub_call_id: CallId,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// `tool/code-dispatch` data. rev1 recorded a `resultSummary` (at most 200 characters) and no
+/// `rootCallId`; rev2 records the full content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CodeDispatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_call_id: Option<CallId>,
+    pub parent_call_id: CallId,
+    pub sub_call_id: CallId,
+    pub name: String,
+    pub arguments: Value,
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ContentBlock>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_summary: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_serializes_in_the_documented_shape() {
+        let event = SessionEvent {
+            seq: 1,
+            time: 0,
+            body: EventBody::ToolCall(ToolCallData {
+                turn: 1,
+                step: 1,
+                call_id: "c1".into(),
+                name: "read".into(),
+                arguments: "{}".into(),
+            }),
+            surface_op: None,
+            source_event_seqs: None,
+        };
+        let json = serde_json::to_string(&event).unwrap_or_default();
+        assert_eq!(
+            json,
+            r#"{"seq":1,"time":0,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1","name":"read","arguments":"{}"}}"#
+        );
+        let back: SessionEvent = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn type_names_match_serde() {
+        let body = EventBody::TodoWrite(TodoWrite { todos: vec![] });
+        let json = serde_json::to_value(&body).unwrap_or_default();
+        assert_eq!(json["type"], body.type_name());
+        assert!(EventBody::TYPES.contains(&body.type_name()));
+    }
+}

@@ -1,0 +1,339 @@
+//! Traces: the session events and the stage observations of a run, in the order they happened.
+//!
+//! A trace is what the conformance checker reads (one [`TraceRecord`] per JSON line). Every stage
+//! visit is an observation tagged with its graph node and call id; the nodes that *are* session
+//! events (`toolCall`, `toolResult`, `owned`, `context`) are observed through the event itself.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::graph::{NodeId, Outcome};
+use crate::identity::{CallId, Identity};
+use crate::result::ToolResult;
+use crate::session::{EventBody, SessionEvent, SurfaceOp};
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TraceRecord {
+    /// A stage visit.
+    Stage(Box<Observation>),
+    /// A session event appended to the log.
+    Event(Box<EventRecord>),
+}
+
+impl TraceRecord {
+    /// The graph node this record observes, if any.
+    pub fn node(&self) -> Option<NodeId> {
+        match self {
+            TraceRecord::Stage(o) => Some(o.node),
+            TraceRecord::Event(e) => e.event.body.node(),
+        }
+    }
+
+    /// The call this record belongs to, if any.
+    pub fn call(&self) -> Option<&CallId> {
+        match self {
+            TraceRecord::Stage(o) => o.call.as_ref(),
+            TraceRecord::Event(e) => e.call.as_ref(),
+        }
+    }
+}
+
+/// A session event as a trace line: the event, and the call it belongs to. Events such as
+/// `todo/write` carry no call id of their own; the trace attributes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallId>,
+    pub event: SessionEvent,
+}
+
+/// A stage visit. Which fields a node fills is listed in `docs/trace-format.md`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Observation {
+    /// The stage-graph node visited.
+    pub node: NodeId,
+    /// The call, for per-call nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallId>,
+    /// How the visit ended; selects the labeled edge taken next. Required at nodes whose every
+    /// outgoing edge is labeled (`pre`, `guards`, `approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// The reason of a denial or refusal, or the message of a throw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The call identity the stage was handed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
+    /// Waterfall listeners (or guards) that ran, in the order they were entered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listeners: Option<Vec<String>>,
+    /// `guards`: each guard's verdict, in the order they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdicts: Option<Vec<GuardVerdictRecord>>,
+    /// `fsGate`: the intent that was gated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<FsIntentRecord>,
+    /// `post`: the result it was handed; `finalize`: the candidate; `final`: the frozen outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ToolResult>,
+    /// `model`: the batch, in model order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<Vec<DeclaredCall>>,
+    /// The `run_code` call a Code Mode sub-call was issued from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<CallId>,
+}
+
+impl Observation {
+    /// A visit of `node` with every optional field empty.
+    pub fn at(node: NodeId) -> Self {
+        Observation {
+            node,
+            call: None,
+            outcome: None,
+            reason: None,
+            identity: None,
+            listeners: None,
+            verdicts: None,
+            intent: None,
+            result: None,
+            calls: None,
+            parent: None,
+        }
+    }
+
+    pub fn call(mut self, call: &CallId) -> Self {
+        self.call = Some(call.clone());
+        self
+    }
+
+    pub fn outcome(mut self, outcome: Outcome) -> Self {
+        self.outcome = Some(outcome);
+        self
+    }
+
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    pub fn identity(mut self, identity: Identity) -> Self {
+        self.identity = Some(identity);
+        self
+    }
+
+    /// Records a result as it persists: without the execution-local `value`.
+    pub fn result(mut self, result: &ToolResult) -> Self {
+        self.result = Some(ToolResult {
+            value: None,
+            ..result.clone()
+        });
+        self
+    }
+}
+
+/// A call of the batch as the `model` observation declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeclaredCall {
+    pub call_id: CallId,
+    pub name: String,
+    /// Whether the call may overlap other concurrency-safe calls in `tools/execute`.
+    pub concurrency_safe: bool,
+}
+
+/// A guard's verdict. There is no allow: a guard denies or abstains.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GuardVerdictRecord {
+    pub guard: String,
+    pub verdict: GuardVerdictKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GuardVerdictKind {
+    Abstain,
+    Deny,
+    Throw,
+}
+
+/// A filesystem mutation presented to the `fs/write-intent` / `fs/edit-intent` gate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FsIntentRecord {
+    pub intent: FsIntentKind,
+    pub target: String,
+    /// The file's version on disk when the intent was gated; absent for a missing file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FsIntentKind {
+    /// `fs/write-intent`: create or overwrite.
+    Write,
+    /// `fs/edit-intent`: change an existing file.
+    Edit,
+}
+
+impl FsIntentKind {
+    pub fn event_name(self) -> &'static str {
+        match self {
+            FsIntentKind::Write => "fs/write-intent",
+            FsIntentKind::Edit => "fs/edit-intent",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct RecorderInner {
+    records: Vec<TraceRecord>,
+    next_seq: u64,
+    started: tokio::time::Instant,
+}
+
+/// Records a run: appends session events (assigning `seq` and `time`) and stage observations to
+/// one ordered trace. Cheap to clone; clones share the trace.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    inner: Arc<Mutex<RecorderInner>>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Recorder {
+            inner: Arc::new(Mutex::new(RecorderInner {
+                records: Vec::new(),
+                next_seq: 1,
+                started: tokio::time::Instant::now(),
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, RecorderInner> {
+        // A panic while holding the lock cannot leave a half-written record behind: every
+        // critical section is a single push.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a stage visit.
+    pub fn observe(&self, observation: Observation) {
+        self.lock()
+            .records
+            .push(TraceRecord::Stage(Box::new(observation)));
+    }
+
+    /// Appends a session event and returns its `seq`.
+    pub fn append(
+        &self,
+        call: Option<&CallId>,
+        body: EventBody,
+        surface_op: Option<SurfaceOp>,
+        source_event_seqs: Option<Vec<u64>>,
+    ) -> u64 {
+        let mut inner = self.lock();
+        let seq = inner.next_seq;
+        inner.next_seq += 1;
+        let time = u64::try_from(inner.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        inner.records.push(TraceRecord::Event(Box::new(EventRecord {
+            call: call.cloned(),
+            event: SessionEvent {
+                seq,
+                time,
+                body,
+                surface_op,
+                source_event_seqs,
+            },
+        })));
+        seq
+    }
+
+    /// The trace so far.
+    pub fn records(&self) -> Vec<TraceRecord> {
+        self.lock().records.clone()
+    }
+
+    /// The session log so far.
+    pub fn session_log(&self) -> Vec<SessionEvent> {
+        self.lock()
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                TraceRecord::Event(e) => Some(e.event.clone()),
+                TraceRecord::Stage(_) => None,
+            })
+            .collect()
+    }
+
+    /// The trace as JSON Lines.
+    pub fn to_jsonl(&self) -> String {
+        to_jsonl(&self.records())
+    }
+}
+
+/// Serializes records as JSON Lines (one record per line, each line ending in `\n`).
+pub fn to_jsonl(records: &[TraceRecord]) -> String {
+    let mut out = String::new();
+    for record in records {
+        // Serializing these types cannot fail: every map key is a string.
+        if let Ok(line) = serde_json::to_string(record) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_through_json() {
+        let recorder = Recorder::new();
+        recorder.observe(
+            Observation::at(NodeId::Pre)
+                .call(&"c1".into())
+                .outcome(Outcome::Deny)
+                .reason("no"),
+        );
+        recorder.append(
+            Some(&"c1".into()),
+            EventBody::TodoWrite(crate::session::TodoWrite { todos: vec![] }),
+            None,
+            None,
+        );
+        let jsonl = recorder.to_jsonl();
+        let back: Vec<TraceRecord> = jsonl
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        assert_eq!(back, recorder.records());
+        assert!(jsonl.starts_with(
+            r#"{"kind":"stage","node":"pre","call":"c1","outcome":"deny","reason":"no"}"#
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let line = r#"{"kind":"stage","node":"pre","call":"c1","outcom":"deny"}"#;
+        assert!(serde_json::from_str::<TraceRecord>(line).is_err());
+    }
+}
