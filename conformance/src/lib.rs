@@ -1,1 +1,29 @@
-//! placeholder
+//! # tep-conformance
+//!
+//! The conformance suite for tool execution pipelines.
+//!
+//! - [`invariants`]: every documented ordering invariant as data (id, level, statement, source,
+//!   revisions, capability, how it is checked).
+//! - [`checker`] and [`trace_io`]: replay mode. One streaming pass over a JSON Lines trace,
+//!   every violation with its witness lines.
+//! - [`scenario`]: the language-neutral corpus (`conformance/scenarios/*.json`, embedded).
+//! - [`scripted`]: the built-in implementation (the reference with a scenario's scripts).
+//! - [`protocol`], [`adapter`], [`serve`]: drive mode against any implementation over
+//!   newline-delimited JSON on stdin/stdout.
+//! - [`runner`], [`expect`], [`baseline`], [`report`]: running the corpus, judging traces,
+//!   expected-failure baselines, terminal/JSON/JUnit reports.
+//! - [`mutation`]: trace mutations that prove the checker has teeth.
+
+pub mod adapter;
+pub mod baseline;
+pub mod checker;
+pub mod expect;
+pub mod invariants;
+pub mod mutation;
+pub mod protocol;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod scripted;
+pub mod serve;
+pub mod trace_io;

@@ -1,1 +1,442 @@
-fn main() {}
+//! `tep`: the conformance suite for tool execution pipelines.
+//!
+//! Exit codes: 0 conformant, 1 violations, 2 usage or environment error.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use tep_conformance::adapter::{AdapterOptions, ProcessAdapter};
+use tep_conformance::baseline::Baseline;
+use tep_conformance::checker::{CheckOptions, CheckReport, Checker, TraceError};
+use tep_conformance::invariants::{CATALOG, InvariantId, Level, invariant};
+use tep_conformance::report;
+use tep_conformance::runner::{BuiltinReference, Implementation, RunOptions, run_suite};
+use tep_conformance::scenario::{Scenario, corpus, corpus_files};
+use tep_conformance::trace_io::for_each_record;
+use tep_reference::graph::Revision;
+use tep_reference::mutant::Mutant;
+use tep_reference::trace::{Capability, TraceRecord};
+
+/// Conformance suite for the tool execution pipeline of AI coding-agent harnesses.
+#[derive(Debug, Parser)]
+#[command(name = "tep", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Drive mode: run the scenario corpus against an implementation and check every trace.
+    Run {
+        /// The adapter command (split like a shell would). Default: the built-in reference.
+        #[arg(long, value_name = "CMD")]
+        adapter: Option<String>,
+        /// The spec revision to test against.
+        #[arg(long, default_value = "rev2")]
+        spec: Revision,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Also write a JUnit XML report here.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Expected failures (JSON: {"expectedFailures":[{"id","reason","issue"?}]}).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Run only this scenario (repeatable).
+        #[arg(long = "scenario", value_name = "ID")]
+        scenarios: Vec<String>,
+        /// Seconds one scenario may take an adapter.
+        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+        timeout: f64,
+        /// SHOULD-level violations fail the run too.
+        #[arg(long)]
+        strict: bool,
+        /// Write each scenario's trace to DIR/<scenario>.jsonl.
+        #[arg(long, value_name = "DIR")]
+        traces: Option<PathBuf>,
+        /// Break the built-in reference on purpose (see `tep mutants`), to watch the suite catch it.
+        #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
+        mutant: Vec<Mutant>,
+    },
+    /// Replay mode: check a recorded trace (JSON Lines) from a file, or `-` for stdin.
+    Check {
+        trace: PathBuf,
+        /// The spec revision (default: the trace header's, else rev2).
+        #[arg(long)]
+        spec: Option<Revision>,
+        /// The implementation's optional parts (default: the trace header's, else all).
+        #[arg(long, value_delimiter = ',', value_name = "CAPS")]
+        capabilities: Option<Vec<Capability>>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// SHOULD-level violations fail the check too.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// List, show or export the scenario corpus.
+    Scenarios {
+        #[command(subcommand)]
+        action: ScenariosAction,
+    },
+    /// List the invariants, or explain one.
+    Invariants {
+        #[command(subcommand)]
+        action: InvariantsAction,
+    },
+    /// List the mutants of the built-in reference.
+    Mutants,
+    /// Print a JSON Schema: scenario, trace-record, protocol-request, protocol-ready,
+    /// protocol-answer or baseline.
+    Schema { name: SchemaName },
+    /// Serve the built-in reference over the adapter protocol on stdin/stdout.
+    ReferenceAdapter {
+        /// Break it on purpose.
+        #[arg(long, value_name = "NAME")]
+        mutant: Vec<Mutant>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ScenariosAction {
+    /// One line per scenario.
+    List {
+        /// Only the scenarios of this revision.
+        #[arg(long)]
+        spec: Option<Revision>,
+    },
+    /// A scenario's JSON.
+    Show { id: String },
+    /// Write every scenario (and the scenario schema) into DIR.
+    Export { dir: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+enum InvariantsAction {
+    /// One line per invariant.
+    List {
+        /// Only the invariants of this revision.
+        #[arg(long)]
+        spec: Option<Revision>,
+    },
+    /// Everything about one invariant.
+    Explain { id: InvariantId },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum SchemaName {
+    Scenario,
+    TraceRecord,
+    ProtocolRequest,
+    ProtocolReady,
+    ProtocolAnswer,
+    Baseline,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli.command) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("tep: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Result<u8> {
+    match command {
+        Command::Run {
+            adapter,
+            spec,
+            format,
+            junit,
+            baseline,
+            scenarios,
+            timeout,
+            strict,
+            traces,
+            mutant,
+        } => {
+            let corpus = corpus().context("the embedded scenario corpus is invalid")?;
+            let baseline = baseline
+                .map(|path| Baseline::load(&path, &corpus))
+                .transpose()?;
+            if !(timeout.is_finite() && timeout > 0.0) {
+                bail!("--timeout must be a positive number of seconds");
+            }
+            let mut implementation: Box<dyn Implementation> = match adapter {
+                Some(command) => {
+                    let mut options = AdapterOptions::new(command);
+                    options.timeout = Duration::from_secs_f64(timeout);
+                    Box::new(ProcessAdapter::start(options)?)
+                }
+                None => Box::new(BuiltinReference::new(mutant)),
+            };
+            let options = RunOptions {
+                spec,
+                strict,
+                only: scenarios,
+                traces_dir: traces,
+            };
+            let mut run = run_suite(implementation.as_mut(), &corpus, &options)?;
+            drop(implementation);
+            let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
+            if let Some(path) = junit {
+                let xml = report::junit(&run).context("cannot render the JUnit report")?;
+                std::fs::write(&path, xml)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            match format {
+                Format::Text => print!("{}", report::text(&run, outcome.as_ref())),
+                Format::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report::json(&run, outcome.as_ref()))?
+                ),
+            }
+            Ok(report::exit_code(&run, outcome.as_ref()) as u8)
+        }
+        Command::Check {
+            trace,
+            spec,
+            capabilities,
+            format,
+            strict,
+        } => check(trace, spec, capabilities, format, strict),
+        Command::Scenarios { action } => scenarios(action),
+        Command::Invariants { action } => invariants(action),
+        Command::Mutants => {
+            for m in Mutant::ALL {
+                println!("{:<34} {}", m.name(), m.description());
+            }
+            Ok(0)
+        }
+        Command::Schema { name } => {
+            let schema = match name {
+                SchemaName::Scenario => schemars::schema_for!(Scenario),
+                SchemaName::TraceRecord => schemars::schema_for!(TraceRecord),
+                SchemaName::ProtocolRequest => {
+                    schemars::schema_for!(tep_conformance::protocol::Request)
+                }
+                SchemaName::ProtocolReady => {
+                    schemars::schema_for!(tep_conformance::protocol::Ready)
+                }
+                SchemaName::ProtocolAnswer => {
+                    schemars::schema_for!(tep_conformance::protocol::RunAnswer)
+                }
+                SchemaName::Baseline => {
+                    schemars::schema_for!(tep_conformance::baseline::BaselineFile)
+                }
+            };
+            println!("{}", serde_json::to_string_pretty(&schema)?);
+            Ok(0)
+        }
+        Command::ReferenceAdapter { mutant } => {
+            let stdin = std::io::stdin();
+            let stdout = std::io::stdout();
+            tep_conformance::serve::serve_reference(mutant, stdin.lock(), stdout.lock())
+                .context("the reference adapter lost its stdin/stdout")?;
+            Ok(0)
+        }
+    }
+}
+
+/// Checks a trace in one pass. The header (if any) chooses the revision and capabilities unless
+/// the command line does.
+fn check(
+    path: PathBuf,
+    spec: Option<Revision>,
+    capabilities: Option<Vec<Capability>>,
+    format: Format,
+    strict: bool,
+) -> Result<u8> {
+    let name = path.display().to_string();
+    let reader: Box<dyn BufRead> = if name == "-" {
+        Box::new(BufReader::new(std::io::stdin()))
+    } else {
+        let file = std::fs::File::open(&path).with_context(|| format!("cannot open {name}"))?;
+        Box::new(BufReader::new(file))
+    };
+    let mut checker: Option<Checker> = None;
+    let mut options: Option<CheckOptions> = None;
+    let mut header_spec = None;
+    let result = for_each_record(reader, |line, record| {
+        if checker.is_none() {
+            let (header_rev, header_caps) = match &record {
+                TraceRecord::Header(h) => (Some(h.spec), h.capabilities.clone()),
+                _ => (None, None),
+            };
+            header_spec = header_rev;
+            let opts = CheckOptions {
+                revision: spec.or(header_rev).unwrap_or(Revision::CURRENT),
+                capabilities: capabilities
+                    .clone()
+                    .or(header_caps)
+                    .map(|c| c.into_iter().collect::<BTreeSet<_>>()),
+            };
+            checker = Some(Checker::new(opts.clone()));
+            options = Some(opts);
+        }
+        match checker.as_mut() {
+            Some(c) => c.feed(line, &record),
+            None => Ok(()),
+        }
+    });
+    let options = options.unwrap_or_else(|| CheckOptions::new(spec.unwrap_or(Revision::CURRENT)));
+    let report: Result<CheckReport, TraceError> = result.and_then(|()| match checker {
+        Some(c) => c.finish(),
+        None => Ok(CheckReport::default()),
+    });
+    let report = report.with_context(|| format!("{name} is not a valid trace"))?;
+    let failing = report
+        .violations
+        .iter()
+        .filter(|v| strict || v.level == Level::Must)
+        .count();
+    match format {
+        Format::Json => {
+            let value = serde_json::json!({
+                "trace": name,
+                "spec": options.revision,
+                "records": report.records,
+                "conformant": failing == 0,
+                "violations": report.violations,
+                "omitted": report.omitted,
+            });
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        Format::Text => {
+            let mut out = std::io::stdout().lock();
+            let note = match header_spec {
+                Some(h) if h != options.revision => format!(" (its header says {h})"),
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "tep check: {name} against {}{note}, {} records",
+                options.revision, report.records
+            )?;
+            for v in &report.violations {
+                let inv = invariant(v.invariant);
+                writeln!(out, "{} [{}]: {}", v.invariant, v.level, v.message)?;
+                let sources: Vec<String> = inv.sources.iter().map(ToString::to_string).collect();
+                writeln!(out, "  {} ({})", inv.doc_link(), sources.join("; "))?;
+            }
+            if report.omitted > 0 {
+                writeln!(out, "... and {} more violations not shown", report.omitted)?;
+            }
+            let must = report
+                .violations
+                .iter()
+                .filter(|v| v.level == Level::Must)
+                .count();
+            writeln!(
+                out,
+                "{} violation(s): {must} MUST, {} SHOULD",
+                report.violations.len(),
+                report.violations.len() - must
+            )?;
+        }
+    }
+    Ok(u8::from(failing > 0))
+}
+
+fn scenarios(action: ScenariosAction) -> Result<u8> {
+    let corpus = corpus().context("the embedded scenario corpus is invalid")?;
+    match action {
+        ScenariosAction::List { spec } => {
+            for s in corpus
+                .iter()
+                .filter(|s| spec.is_none_or(|r| s.applies_to(r)))
+            {
+                let revs: Vec<&str> = s.revisions.iter().map(|r| r.as_str()).collect();
+                println!("{:<40} {:<10} {}", s.id, revs.join(","), s.description);
+            }
+            Ok(0)
+        }
+        ScenariosAction::Show { id } => {
+            let (_, text) = corpus_files()
+                .iter()
+                .find(|(file, _)| file.trim_end_matches(".json") == id)
+                .with_context(|| {
+                    format!("no scenario is called {id} (run `tep scenarios list`)")
+                })?;
+            print!("{text}");
+            Ok(0)
+        }
+        ScenariosAction::Export { dir } => {
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            for (file, text) in corpus_files() {
+                let path = dir.join(file);
+                std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            let schema = serde_json::to_string_pretty(&schemars::schema_for!(Scenario))?;
+            std::fs::write(dir.join("scenario.schema.json"), schema + "\n")
+                .with_context(|| format!("cannot write the schema into {}", dir.display()))?;
+            eprintln!(
+                "wrote {} scenarios and scenario.schema.json to {}",
+                corpus.len(),
+                dir.display()
+            );
+            Ok(0)
+        }
+    }
+}
+
+fn invariants(action: InvariantsAction) -> Result<u8> {
+    match action {
+        InvariantsAction::List { spec } => {
+            for inv in CATALOG
+                .iter()
+                .filter(|i| spec.is_none_or(|r| i.applies_to(r)))
+            {
+                let revs: Vec<&str> = inv.revisions().iter().map(|r| r.as_str()).collect();
+                println!(
+                    "{:<30} {:<6} {:<10} {}",
+                    inv.id,
+                    inv.level,
+                    revs.join(","),
+                    inv.statement
+                );
+            }
+            Ok(0)
+        }
+        InvariantsAction::Explain { id } => {
+            let inv = invariant(id);
+            let corpus = corpus().context("the embedded scenario corpus is invalid")?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{} [{}]", inv.id, inv.level)?;
+            writeln!(out, "  {}", inv.statement)?;
+            let revs: Vec<&str> = inv.revisions().iter().map(|r| r.as_str()).collect();
+            writeln!(out, "  revisions: {}", revs.join(", "))?;
+            if let Some(cap) = inv.requires {
+                writeln!(out, "  applies when the implementation declares: {cap}")?;
+            }
+            for source in inv.sources {
+                writeln!(out, "  source: {source}")?;
+            }
+            writeln!(out, "  checked {}", inv.check.describe())?;
+            let exercised: Vec<&str> = corpus
+                .iter()
+                .filter(|s| s.exercises.contains(&id))
+                .map(|s| s.id.as_str())
+                .collect();
+            writeln!(out, "  scenarios: {}", exercised.join(", "))?;
+            writeln!(out, "  more: {}", inv.doc_link())?;
+            Ok(0)
+        }
+    }
+}

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::graph::{NodeId, Outcome};
+use crate::graph::{NodeId, Outcome, Revision};
 use crate::identity::{CallId, Identity};
 use crate::result::ToolResult;
 use crate::session::{EventBody, SessionEvent, SurfaceOp};
@@ -18,10 +18,14 @@ use crate::session::{EventBody, SessionEvent, SurfaceOp};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum TraceRecord {
+    /// Optional first line: what produced the trace.
+    Header(TraceHeader),
     /// A stage visit.
     Stage(Box<Observation>),
     /// A session event appended to the log.
     Event(Box<EventRecord>),
+    /// Something a scripted part did that is not a stage visit.
+    Mark(Mark),
 }
 
 impl TraceRecord {
@@ -30,6 +34,7 @@ impl TraceRecord {
         match self {
             TraceRecord::Stage(o) => Some(o.node),
             TraceRecord::Event(e) => e.event.body.node(),
+            TraceRecord::Header(_) | TraceRecord::Mark(_) => None,
         }
     }
 
@@ -38,8 +43,108 @@ impl TraceRecord {
         match self {
             TraceRecord::Stage(o) => o.call.as_ref(),
             TraceRecord::Event(e) => e.call.as_ref(),
+            TraceRecord::Mark(m) => Some(&m.call),
+            TraceRecord::Header(_) => None,
         }
     }
+}
+
+/// What produced a trace. When present it is the first line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TraceHeader {
+    /// The spec revision the implementation follows.
+    pub spec: Revision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<String>,
+    /// The optional parts the implementation has; invariants about parts it lacks are N/A.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<Capability>>,
+}
+
+/// An optional part of a pipeline. Scenarios and invariants that need a part an implementation
+/// does not declare are reported N/A, not failed.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// A mountable `ctx.approval` prompt.
+    Approval,
+    /// The `fs/write-intent` / `fs/edit-intent` gate with read-before-edit.
+    FsGate,
+    /// Concurrency-safe calls whose bodies overlap.
+    Parallel,
+    /// Tool-owned session events (`todo/write`, `hook/*`, `fs/observed`).
+    OwnedEvents,
+    /// The UI cards `presentCall` / `presentResult`.
+    Ui,
+    /// Code Mode: `run_code` and its sub-calls.
+    CodeMode,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 6] = [
+        Capability::Approval,
+        Capability::FsGate,
+        Capability::Parallel,
+        Capability::OwnedEvents,
+        Capability::Ui,
+        Capability::CodeMode,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Approval => "approval",
+            Capability::FsGate => "fs-gate",
+            Capability::Parallel => "parallel",
+            Capability::OwnedEvents => "owned-events",
+            Capability::Ui => "ui",
+            Capability::CodeMode => "code-mode",
+        }
+    }
+}
+
+/// The error for a capability name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown capability `{0}` (one of: approval, fs-gate, parallel, owned-events, ui, code-mode)"
+)]
+pub struct UnknownCapability(pub String);
+
+impl std::str::FromStr for Capability {
+    type Err = UnknownCapability;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Capability::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| UnknownCapability(s.to_owned()))
+    }
+}
+
+impl std::fmt::Display for Capability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A scripted part's own report, for facts no stage visit shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Mark {
+    pub call: CallId,
+    pub mark: MarkKind,
+    /// The scripted part that reports it.
+    pub by: String,
+    /// How long the part's asynchronous work took, in milliseconds.
+    pub after_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MarkKind {
+    /// A `tools/result` observer's asynchronous work finished.
+    ObserverSettled,
 }
 
 /// A session event as a trace line: the event, and the call it belongs to. Events such as
@@ -240,6 +345,11 @@ impl Recorder {
             .push(TraceRecord::Stage(Box::new(observation)));
     }
 
+    /// Records a scripted part's mark.
+    pub fn mark(&self, mark: Mark) {
+        self.lock().records.push(TraceRecord::Mark(mark));
+    }
+
     /// Appends a session event and returns its `seq`.
     pub fn append(
         &self,
@@ -277,7 +387,7 @@ impl Recorder {
             .iter()
             .filter_map(|r| match r {
                 TraceRecord::Event(e) => Some(e.event.clone()),
-                TraceRecord::Stage(_) => None,
+                _ => None,
             })
             .collect()
     }

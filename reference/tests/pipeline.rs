@@ -320,7 +320,7 @@ async fn identity_is_one_shared_execution_through_every_stage() {
         .iter()
         .filter_map(|r| match r {
             TraceRecord::Stage(o) => o.identity.clone(),
-            TraceRecord::Event(_) => None,
+            _ => None,
         })
         .collect();
     assert!(identities.len() >= 7);

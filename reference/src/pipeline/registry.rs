@@ -99,6 +99,7 @@ pub struct RegistryBuilder {
     fs: Option<VirtualFs>,
     max_parallel: Option<usize>,
     mutants: BTreeSet<Mutant>,
+    recorder: Option<Recorder>,
 }
 
 impl std::fmt::Debug for RegistryBuilder {
@@ -185,6 +186,12 @@ impl RegistryBuilder {
         self
     }
 
+    /// Records into `recorder` (shared with scripted parts that add marks) instead of a new one.
+    pub fn recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
     /// Breaks the pipeline on purpose (see [`crate::mutant`]).
     pub fn mutant(mut self, mutant: Mutant) -> Self {
         self.mutants.insert(mutant);
@@ -213,7 +220,7 @@ impl RegistryBuilder {
             observers: self.observers,
             presenter: self.presenter,
             fs: self.fs.unwrap_or_default(),
-            recorder: Recorder::new(),
+            recorder: self.recorder.unwrap_or_default(),
             max_parallel: self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL),
             mutants: self.mutants,
             tokens: AtomicU64::new(0),

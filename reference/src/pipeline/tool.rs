@@ -77,6 +77,12 @@ impl<'a> ToolContext<'a> {
         &self.cancel
     }
 
+    /// The filesystem as other actors see it. Writes through it bypass the intent gate and are
+    /// not observed by the agent: use it to simulate another process changing a file.
+    pub fn shared_fs(&self) -> &'a crate::fs::VirtualFs {
+        self.registry.fs()
+    }
+
     /// Defers a context to be injected after the batch's results (before wrapper and
     /// post-execute contexts of this call). Deferred contexts survive a throwing body.
     pub fn defer_context(&self, text: impl Into<String>) {

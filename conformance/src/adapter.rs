@@ -1,0 +1,407 @@
+//! Driving an implementation as a subprocess that speaks the adapter protocol.
+//!
+//! The runner never trusts the adapter: every answer has a deadline, lines are bounded, stderr is
+//! drained continuously into a bounded tail, and after any problem the process (its whole process
+//! group on Unix) is killed and a fresh one is started for the next scenario. A misbehaving
+//! adapter costs one `errored` scenario, never a hang or a panic of ours.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tep_reference::graph::Revision;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::task::JoinHandle;
+
+use crate::protocol::{PROTOCOL_VERSION, Ready, Request, RunAnswer};
+use crate::runner::{Answer, Implementation};
+use crate::scenario::Scenario;
+
+/// The longest protocol line accepted from an adapter.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+/// How much of the adapter's stderr is kept.
+pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
+
+/// How to run an adapter.
+#[derive(Debug, Clone)]
+pub struct AdapterOptions {
+    /// The command line, split like a shell would (no shell is involved).
+    pub command: String,
+    /// How long one scenario may take.
+    pub timeout: Duration,
+    /// How long the handshake may take.
+    pub handshake_timeout: Duration,
+}
+
+impl AdapterOptions {
+    pub fn new(command: impl Into<String>) -> Self {
+        AdapterOptions {
+            command: command.into(),
+            timeout: Duration::from_secs(30),
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why an adapter could not be used at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdapterError {
+    #[error("the adapter command is empty or not valid shell words: {0:?}")]
+    BadCommand(String),
+    #[error("cannot start a runtime: {0}")]
+    Runtime(String),
+    #[error("the adapter did not complete the handshake: {message}{}", stderr_suffix(.stderr))]
+    Handshake { message: String, stderr: String },
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    if stderr.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\nadapter stderr (tail):\n{stderr}")
+    }
+}
+
+/// The last bytes an adapter wrote to stderr.
+#[derive(Debug, Default)]
+struct Tail {
+    bytes: VecDeque<u8>,
+}
+
+impl Tail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.bytes.extend(chunk);
+        let excess = self.bytes.len().saturating_sub(STDERR_TAIL_BYTES);
+        self.bytes.drain(..excess);
+    }
+
+    /// The tail as text: the last 20 lines at most.
+    fn text(&self) -> String {
+        let (a, b) = self.bytes.as_slices();
+        let text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+}
+
+struct Running {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    tail: Arc<Mutex<Tail>>,
+    drain: JoinHandle<()>,
+}
+
+/// An implementation reached through the adapter protocol.
+pub struct ProcessAdapter {
+    options: AdapterOptions,
+    argv: Vec<String>,
+    runtime: tokio::runtime::Runtime,
+    running: Option<Running>,
+    ready: Ready,
+}
+
+impl std::fmt::Debug for ProcessAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessAdapter")
+            .field("command", &self.options.command)
+            .field("running", &self.running.is_some())
+            .finish()
+    }
+}
+
+impl ProcessAdapter {
+    /// Starts the adapter and completes the handshake.
+    pub fn start(options: AdapterOptions) -> Result<Self, AdapterError> {
+        let argv = shlex::split(&options.command)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| AdapterError::BadCommand(options.command.clone()))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| AdapterError::Runtime(e.to_string()))?;
+        let (running, ready) = runtime
+            .block_on(launch(&argv, options.handshake_timeout))
+            .map_err(|(message, stderr)| AdapterError::Handshake { message, stderr })?;
+        Ok(ProcessAdapter {
+            options,
+            argv,
+            runtime,
+            running: Some(running),
+            ready,
+        })
+    }
+
+    /// Kills the current process, if any, and returns its stderr tail.
+    fn discard(&mut self) -> String {
+        let Some(running) = self.running.take() else {
+            return String::new();
+        };
+        self.runtime.block_on(kill(running))
+    }
+}
+
+impl Drop for ProcessAdapter {
+    fn drop(&mut self) {
+        if let Some(mut running) = self.running.take() {
+            self.runtime.block_on(async {
+                let stop = line_of(&Request::Stop);
+                let polite = async {
+                    running.stdin.write_all(stop.as_bytes()).await.ok()?;
+                    running.stdin.flush().await.ok()?;
+                    running.child.wait().await.ok()
+                };
+                if tokio::time::timeout(Duration::from_secs(2), polite)
+                    .await
+                    .is_err()
+                {
+                    kill(running).await;
+                }
+            });
+        }
+    }
+}
+
+impl Implementation for ProcessAdapter {
+    fn ready(&self) -> &Ready {
+        &self.ready
+    }
+
+    fn run(&mut self, seq: u64, spec: Revision, scenario: &Scenario) -> Answer {
+        if self.running.is_none() {
+            match self
+                .runtime
+                .block_on(launch(&self.argv, self.options.handshake_timeout))
+            {
+                Ok((running, _)) => self.running = Some(running),
+                Err((message, stderr)) => {
+                    return Answer::Errored {
+                        message: format!("could not restart the adapter: {message}"),
+                        stderr: Some(stderr).filter(|s| !s.trim().is_empty()),
+                    };
+                }
+            }
+        }
+        let request = line_of(&Request::Run {
+            seq,
+            spec,
+            scenario: Box::new(scenario.clone()),
+        });
+        let timeout = self.options.timeout;
+        let Some(running) = self.running.as_mut() else {
+            return Answer::Errored {
+                message: "the adapter is not running".to_owned(),
+                stderr: None,
+            };
+        };
+        let exchange = async {
+            running
+                .stdin
+                .write_all(request.as_bytes())
+                .await
+                .map_err(|e| format!("cannot write the request: {e}"))?;
+            running
+                .stdin
+                .flush()
+                .await
+                .map_err(|e| format!("cannot write the request: {e}"))?;
+            read_message::<RunAnswer>(&mut running.stdout, "an answer").await
+        };
+        let outcome = match self
+            .runtime
+            .block_on(tokio::time::timeout(timeout, exchange))
+        {
+            Err(_) => Err(format!(
+                "no answer within {} s (per-scenario timeout)",
+                timeout.as_secs_f64()
+            )),
+            Ok(Err(problem)) => Err(problem),
+            Ok(Ok(answer)) if answer.seq != seq => Err(format!(
+                "the adapter answered seq {} to request seq {seq}",
+                answer.seq
+            )),
+            Ok(Ok(answer)) => Ok(answer),
+        };
+        match outcome {
+            Ok(answer) => answer.outcome.into(),
+            Err(message) => {
+                // The process is in an unknown state: replace it before the next scenario.
+                let stderr = self.discard();
+                Answer::Errored {
+                    message,
+                    stderr: Some(stderr).filter(|s| !s.trim().is_empty()),
+                }
+            }
+        }
+    }
+}
+
+fn line_of(request: &Request) -> String {
+    // Serializing our own request types cannot fail (string keys only).
+    let mut line = serde_json::to_string(request).unwrap_or_default();
+    line.push('\n');
+    line
+}
+
+/// Spawns the adapter and completes the handshake; on failure, the message and stderr tail.
+async fn launch(
+    argv: &[String],
+    handshake_timeout: Duration,
+) -> Result<(Running, Ready), (String, String)> {
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| (format!("cannot start {:?}: {e}", argv[0]), String::new()))?;
+    let (Some(stdin), Some(stdout), Some(mut stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err((
+            "the adapter's pipes could not be opened".to_owned(),
+            String::new(),
+        ));
+    };
+    let tail = Arc::new(Mutex::new(Tail::default()));
+    let sink = tail.clone();
+    let drain = tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(&buf[..n]);
+        }
+    });
+    let mut running = Running {
+        child,
+        stdin,
+        stdout: BufReader::new(stdout),
+        tail,
+        drain,
+    };
+    let handshake = async {
+        running
+            .stdin
+            .write_all(
+                line_of(&Request::Start {
+                    protocol: PROTOCOL_VERSION,
+                })
+                .as_bytes(),
+            )
+            .await
+            .map_err(|e| format!("cannot write the start request: {e}"))?;
+        running
+            .stdin
+            .flush()
+            .await
+            .map_err(|e| format!("cannot write the start request: {e}"))?;
+        let ready: Ready = read_message(&mut running.stdout, "the ready message").await?;
+        if !ready.ready {
+            return Err("the adapter answered start with \"ready\": false".to_owned());
+        }
+        if ready.protocol != PROTOCOL_VERSION {
+            return Err(format!(
+                "the adapter speaks protocol {}, this runner speaks {PROTOCOL_VERSION}",
+                ready.protocol
+            ));
+        }
+        Ok(ready)
+    };
+    let result = match tokio::time::timeout(handshake_timeout, handshake).await {
+        Err(_) => Err(format!(
+            "no ready message within {} s",
+            handshake_timeout.as_secs_f64()
+        )),
+        Ok(r) => r,
+    };
+    match result {
+        Ok(ready) => Ok((running, ready)),
+        Err(message) => {
+            let stderr = kill(running).await;
+            Err((message, stderr))
+        }
+    }
+}
+
+/// Kills the adapter's process group (or the process), and returns its stderr tail.
+async fn kill(mut running: Running) -> String {
+    #[cfg(unix)]
+    if let Some(pid) = running.child.id() {
+        // The adapter runs in its own process group; take its children down with it.
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .arg("--")
+            .arg(format!("-{pid}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await;
+    }
+    let _ = running.child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(2), running.child.wait()).await;
+    // Give the drain a moment to collect what was written before the end.
+    let _ = tokio::time::timeout(Duration::from_millis(200), &mut running.drain).await;
+    running.drain.abort();
+    running
+        .tail
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .text()
+}
+
+/// Reads one protocol line and parses it as `T`.
+async fn read_message<T: serde::de::DeserializeOwned>(
+    stdout: &mut BufReader<ChildStdout>,
+    what: &str,
+) -> Result<T, String> {
+    let mut line = Vec::new();
+    // Blank lines carry nothing; skip them.
+    while line.iter().all(u8::is_ascii_whitespace) {
+        line.clear();
+        loop {
+            let available = stdout
+                .fill_buf()
+                .await
+                .map_err(|e| format!("cannot read the adapter's stdout: {e}"))?;
+            if available.is_empty() {
+                return Err(if line.is_empty() {
+                    format!("the adapter closed stdout (exited?) before sending {what}")
+                } else {
+                    format!("the adapter closed stdout in the middle of {what}")
+                });
+            }
+            let (used, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (available.len(), false),
+            };
+            if line.len() + used > MAX_ANSWER_BYTES {
+                return Err(format!(
+                    "the adapter sent a line longer than {MAX_ANSWER_BYTES} bytes"
+                ));
+            }
+            line.extend_from_slice(&available[..used]);
+            stdout.consume(used);
+            if done {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&line);
+    let text = text.trim();
+    serde_json::from_str(text).map_err(|e| {
+        let shown: String = text.chars().take(160).collect();
+        format!("the adapter sent something that is not {what} ({e}): {shown:?}")
+    })
+}

@@ -1,0 +1,567 @@
+//! Scenarios: language-neutral JSON scripts for every extension point, with the expected outcome.
+//!
+//! A scenario says what each scripted part does (pre-execute listeners, the approval prompt,
+//! guards, `tools/execute` wrappers, tool bodies, post-execute listeners, `finalizeContent`,
+//! `tools/result` observers) and what must come out. An implementation installs those parts in
+//! its own pipeline (that is the adapter's whole job), runs the batch and returns the trace.
+//! `docs/scenario-format.md` describes every field; `docs/schemas/scenario.schema.json` is
+//! generated from these types.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tep_reference::graph::Revision;
+use tep_reference::identity::CallId;
+use tep_reference::session::Todo;
+use tep_reference::trace::Capability;
+
+use crate::invariants::{InvariantId, invariant};
+
+/// One scenario of the corpus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scenario {
+    /// Stable id; the file is `<id>.json`.
+    pub id: String,
+    /// What the scenario shows, in a sentence or two.
+    pub description: String,
+    /// The spec paragraph or flowchart edges it exercises.
+    pub spec: String,
+    /// The spec revisions it applies to (default: all).
+    #[serde(default = "all_revisions")]
+    pub revisions: Vec<Revision>,
+    /// Optional parts an implementation needs; without them the scenario is N/A.
+    #[serde(default)]
+    pub requires: Vec<Capability>,
+    /// Invariants this scenario would catch a breach of.
+    pub exercises: Vec<InvariantId>,
+    /// Tool definitions.
+    pub tools: Vec<ToolSpec>,
+    /// The batch: one assistant message's calls, in model order.
+    pub calls: Vec<CallSpec>,
+    /// `tools/pre-execute` listeners, in registration order.
+    #[serde(default)]
+    pub pre: Vec<Listener<PreAction>>,
+    /// `ctx.approval`; absent means no approval is mounted.
+    #[serde(default)]
+    pub approval: Option<ApprovalSpec>,
+    /// Monotonic guards, in registration order.
+    #[serde(default)]
+    pub guards: Vec<Listener<GuardAction>>,
+    /// `tools/execute` wrappers, outermost first.
+    #[serde(default)]
+    pub wrappers: Vec<WrapperSpec>,
+    /// `tools/post-execute` listeners, in registration order.
+    #[serde(default)]
+    pub post: Vec<Listener<PostAction>>,
+    /// `tools/result` observers.
+    #[serde(default)]
+    pub observers: Vec<ObserverSpec>,
+    /// Files on disk before the batch (path to content).
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// The cap of concurrently executing safe calls (default 10).
+    #[serde(default)]
+    pub max_parallel: Option<usize>,
+    pub expect: Expectation,
+}
+
+fn all_revisions() -> Vec<Revision> {
+    Revision::ALL.to_vec()
+}
+
+/// A tool definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolSpec {
+    pub name: String,
+    /// `isConcurrencySafe` returns exactly `true`.
+    #[serde(default)]
+    pub concurrency_safe: bool,
+    /// The timeout the definition declares (applied by a `timeout` wrapper).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// What `finalizeContent` does.
+    #[serde(default)]
+    pub finalize: FinalizeAction,
+}
+
+/// One call of the batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallSpec {
+    pub call_id: CallId,
+    /// The tool called; a name no tool has is a call to an unknown tool.
+    pub tool: String,
+    /// The arguments (sent to the model-facing call as compact JSON).
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// What the body does, step by step, when it runs.
+    #[serde(default)]
+    pub body: Vec<BodyStep>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+impl CallSpec {
+    /// The argument string as the model wrote it.
+    pub fn raw_arguments(&self) -> String {
+        serde_json::to_string(&self.arguments).unwrap_or_else(|_| "{}".to_owned())
+    }
+}
+
+/// A scripted listener: an id, and what it does for each call (`"*"` for every other call).
+/// Calls it does not list get the default action (pass on; a guard abstains).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Listener<A> {
+    pub id: String,
+    #[serde(default)]
+    pub decide: BTreeMap<String, A>,
+}
+
+impl<A: Clone + Default> Listener<A> {
+    /// The action for a call.
+    pub fn action(&self, call: &CallId) -> A {
+        self.decide
+            .get(call.as_str())
+            .or_else(|| self.decide.get("*"))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// What a pre-execute listener does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreAction {
+    /// Calls `next` and returns its decision.
+    #[default]
+    Pass,
+    /// Decides allow without calling `next`.
+    Allow,
+    /// Decides deny with the reason.
+    Deny(String),
+    /// Decides ask, with an optional reason.
+    Ask(Option<String>),
+    /// Throws with the message.
+    Throw(String),
+}
+
+/// What a guard says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuardAction {
+    #[default]
+    Abstain,
+    Deny(String),
+    Throw(String),
+}
+
+/// What a post-execute listener does.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PostAction {
+    /// Calls `next` and returns its decision.
+    #[default]
+    Pass,
+    /// Calls `next`, then adds a context to its decision.
+    AddContext(String),
+    /// Decides accept (without calling `next`).
+    Accept(AcceptSpec),
+    /// Decides block (without calling `next`).
+    Block(BlockSpec),
+    /// Throws with the message.
+    Throw(String),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AcceptSpec {
+    /// Replaces the content with this text.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// Replaces the value (re-rendered to content).
+    #[serde(default)]
+    pub value: Option<Value>,
+    /// Adds this context.
+    #[serde(default)]
+    pub context: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BlockSpec {
+    pub feedback: String,
+    #[serde(default)]
+    pub context: Option<String>,
+}
+
+/// The approval prompt: an answer per call (`"*"` for every other call; default `rejected`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalSpec {
+    pub answers: BTreeMap<String, ApprovalAnswer>,
+}
+
+impl ApprovalSpec {
+    pub fn answer(&self, call: &CallId) -> ApprovalAnswer {
+        self.answers
+            .get(call.as_str())
+            .or_else(|| self.answers.get("*"))
+            .cloned()
+            .unwrap_or(ApprovalAnswer::Rejected)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalAnswer {
+    AllowedOnce,
+    Rejected,
+    Cancelled,
+    Unavailable,
+    /// The prompt throws with the message.
+    Throw(String),
+}
+
+/// A `tools/execute` wrapper.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum WrapperSpec {
+    /// Applies the tool's declared `timeoutMs`: cancels the body's signal at the deadline, waits
+    /// for the body to stop, reports `TOOL_TIMEOUT`.
+    Timeout,
+    /// Dispatches again while the result is an error, up to `attempts` dispatches.
+    Retry {
+        attempts: u32,
+        #[serde(default)]
+        delay_ms: u64,
+    },
+    /// Counts calls (no visible effect).
+    Metrics,
+    /// Adds a wrapper context to the result of the listed calls (all if none listed).
+    Context {
+        text: String,
+        #[serde(default)]
+        calls: Vec<CallId>,
+    },
+    /// Throws, before or after dispatch, for the listed calls (all if none listed).
+    Throw {
+        message: String,
+        #[serde(default)]
+        phase: ThrowPhase,
+        #[serde(default)]
+        calls: Vec<CallId>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThrowPhase {
+    /// Before calling `next`: the body never runs.
+    Before,
+    /// After `next` returned.
+    #[default]
+    After,
+}
+
+/// A `tools/result` observer whose asynchronous work takes `asyncMs` and then reports
+/// `observer-settled`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObserverSpec {
+    pub id: String,
+    #[serde(default)]
+    pub async_ms: u64,
+}
+
+/// What `finalizeContent` does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinalizeAction {
+    /// Keeps the content (returns nothing).
+    #[default]
+    Keep,
+    /// Prefixes every text block's content.
+    Prefix(String),
+    /// Replaces the content with this text.
+    Replace(String),
+    /// Throws with the message.
+    Throw(String),
+}
+
+/// One step of a tool body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum BodyStep {
+    /// Waits this many milliseconds, or until cancelled (then the body fails as cancelled).
+    Sleep(u64),
+    /// Waits until cancelled, then fails as cancelled.
+    Hang,
+    /// Reads a file through the fs tools (`fs/observed`); a missing file makes the body throw.
+    Read(String),
+    /// Writes a file through `fs/write-intent`; a refusal makes the body throw.
+    Write(WriteSpec),
+    /// Edits a file through `fs/edit-intent`; a refusal makes the body throw.
+    Edit(EditSpec),
+    /// Another actor changes a file (no gate, not observed by the agent).
+    ExternalWrite(WriteSpec),
+    /// Records a `todo/write` snapshot.
+    Todo(Vec<Todo>),
+    /// Records a hook handler's `hook/invoked` and `hook/result`.
+    Hook(HookSpec),
+    /// Defers a context to after the batch's results.
+    DeferContext(String),
+    /// Fails (throws) unless this dispatch is at least the given attempt (1-based).
+    FailUntilAttempt(u32),
+    /// Returns this value (strings render raw, other JSON pretty-printed).
+    Return(Value),
+    /// Throws with the message.
+    Throw(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteSpec {
+    pub path: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditSpec {
+    pub path: String,
+    pub old: String,
+    pub new: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HookSpec {
+    pub point: String,
+    pub handler_id: String,
+    pub decision: String,
+}
+
+/// The observable outcome the scripts determine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Expectation {
+    /// Per call.
+    pub calls: BTreeMap<String, CallExpectation>,
+    /// The injected contexts, in order (empty: none).
+    #[serde(default)]
+    pub contexts: Vec<ExpectedContext>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallExpectation {
+    pub is_error: bool,
+    /// How many times the body was dispatched.
+    pub body_runs: u32,
+    /// Whether post-execute ran.
+    #[serde(default)]
+    pub post_runs: Option<bool>,
+    /// The exact model-facing text (SHOULD: reference semantics).
+    #[serde(default)]
+    pub content: Option<String>,
+    /// Text the model-facing content includes.
+    #[serde(default)]
+    pub content_includes: Option<String>,
+    /// The error code (`TOOL_TIMEOUT`, `UNKNOWN_TOOL`, ...) (SHOULD: reference semantics).
+    #[serde(default)]
+    pub error_code: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedContext {
+    pub call: CallId,
+    pub text: String,
+}
+
+/// Why a scenario is not well-formed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("scenario {id}: {message}")]
+pub struct ScenarioError {
+    pub id: String,
+    pub message: String,
+}
+
+impl Scenario {
+    /// Parses and validates a scenario file.
+    pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = serde_json::from_str(text).map_err(|e| ScenarioError {
+            id: "<unparsed>".to_owned(),
+            message: e.to_string(),
+        })?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    pub fn applies_to(&self, revision: Revision) -> bool {
+        self.revisions.contains(&revision)
+    }
+
+    /// The capabilities the scripts actually use.
+    pub fn used_capabilities(&self) -> BTreeSet<Capability> {
+        let mut used = BTreeSet::new();
+        if self.approval.is_some() {
+            used.insert(Capability::Approval);
+        }
+        for call in &self.calls {
+            for step in &call.body {
+                match step {
+                    BodyStep::Read(_) | BodyStep::Write(_) | BodyStep::Edit(_) => {
+                        used.insert(Capability::FsGate);
+                    }
+                    BodyStep::Todo(_) | BodyStep::Hook(_) => {
+                        used.insert(Capability::OwnedEvents);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let safe_calls = self
+            .calls
+            .iter()
+            .filter(|c| {
+                self.tools
+                    .iter()
+                    .any(|t| t.name == c.tool && t.concurrency_safe)
+            })
+            .count();
+        if safe_calls >= 2 {
+            used.insert(Capability::Parallel);
+        }
+        used
+    }
+
+    /// Checks what serde cannot: references between fields.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let fail = |message: String| ScenarioError {
+            id: self.id.clone(),
+            message,
+        };
+        if self.id.is_empty()
+            || !self
+                .id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(fail("the id must be kebab-case ASCII".into()));
+        }
+        if self.revisions.is_empty() {
+            return Err(fail("`revisions` is empty".into()));
+        }
+        if self.exercises.is_empty() {
+            return Err(fail(
+                "`exercises` is empty: name the invariants the scenario would catch".into(),
+            ));
+        }
+        for id in &self.exercises {
+            if !self.revisions.iter().any(|&r| invariant(*id).applies_to(r)) {
+                return Err(fail(format!(
+                    "it exercises {id}, which applies to none of its revisions"
+                )));
+            }
+        }
+        let mut ids = BTreeSet::new();
+        for call in &self.calls {
+            if !ids.insert(call.call_id.as_str()) {
+                return Err(fail(format!("duplicate call id {}", call.call_id)));
+            }
+        }
+        if self.calls.is_empty() {
+            return Err(fail("the batch has no calls".into()));
+        }
+        let mut names = BTreeSet::new();
+        for tool in &self.tools {
+            if !names.insert(tool.name.as_str()) {
+                return Err(fail(format!("duplicate tool {}", tool.name)));
+            }
+        }
+        let known = |key: &String| key == "*" || ids.contains(key.as_str());
+        let keys = self
+            .pre
+            .iter()
+            .flat_map(|l| l.decide.keys())
+            .chain(self.guards.iter().flat_map(|l| l.decide.keys()))
+            .chain(self.post.iter().flat_map(|l| l.decide.keys()))
+            .chain(self.approval.iter().flat_map(|a| a.answers.keys()));
+        for key in keys {
+            if !known(key) {
+                return Err(fail(format!(
+                    "a script names call {key}, which is not in the batch"
+                )));
+            }
+        }
+        for wrapper in &self.wrappers {
+            if let WrapperSpec::Context { calls, .. } | WrapperSpec::Throw { calls, .. } = wrapper
+                && let Some(c) = calls.iter().find(|c| !ids.contains(c.as_str()))
+            {
+                return Err(fail(format!(
+                    "a wrapper names call {c}, which is not in the batch"
+                )));
+            }
+        }
+        let expected: BTreeSet<&str> = self.expect.calls.keys().map(String::as_str).collect();
+        if expected != ids {
+            return Err(fail(
+                "`expect.calls` must have exactly one entry per call".into(),
+            ));
+        }
+        for ctx in &self.expect.contexts {
+            if !ids.contains(ctx.call.as_str()) {
+                return Err(fail(format!(
+                    "an expected context names call {}, which is not in the batch",
+                    ctx.call
+                )));
+            }
+        }
+        let declared: BTreeSet<Capability> = self.requires.iter().copied().collect();
+        if let Some(missing) = self.used_capabilities().difference(&declared).next() {
+            return Err(fail(format!(
+                "the scripts use {missing} but `requires` does not list it"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The corpus files, embedded at build time from `conformance/scenarios/`.
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/corpus.rs"));
+}
+
+/// The scenario corpus, in file-name order.
+pub fn corpus() -> Result<Vec<Scenario>, ScenarioError> {
+    embedded::CORPUS
+        .iter()
+        .map(|(file, text)| {
+            let scenario = Scenario::from_json(text).map_err(|e| ScenarioError {
+                id: file.to_string(),
+                message: e.to_string(),
+            })?;
+            let stem = file.trim_end_matches(".json");
+            if scenario.id != stem {
+                return Err(ScenarioError {
+                    id: file.to_string(),
+                    message: format!("the id `{}` does not match the file name", scenario.id),
+                });
+            }
+            Ok(scenario)
+        })
+        .collect()
+}
+
+/// The raw JSON of each corpus file, by file name.
+pub fn corpus_files() -> &'static [(&'static str, &'static str)] {
+    embedded::CORPUS
+}

@@ -1,0 +1,411 @@
+//! The built-in implementation: the reference pipeline with a scenario's scripted parts
+//! installed. This is what an adapter does for another harness, written against our own.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tep_reference::fs::VirtualFs;
+use tep_reference::graph::Revision;
+use tep_reference::identity::{CallId, Execution};
+use tep_reference::mutant::Mutant;
+use tep_reference::pipeline::{
+    ApprovalOutcome, BoxFuture, DispatchCall, ExecuteNext, ExecuteWrapper, GuardVerdict, ModelCall,
+    Named, PostDecision, PostExecute, PostNext, PreDecision, RegistryBuilder, ResultObserver, Tool,
+    ToolContext, ToolRegistry, cancelled_failure, simple,
+};
+use tep_reference::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
+use tep_reference::session::{HookInvoked, HookResult};
+use tep_reference::trace::{Capability, Mark, MarkKind, Recorder, TraceHeader, TraceRecord};
+use tep_reference::wrappers::{MetricsWrapper, RetryWrapper, TimeoutWrapper};
+
+use crate::scenario::{
+    ApprovalAnswer, BodyStep, FinalizeAction, GuardAction, PostAction, PreAction, Scenario,
+    ThrowPhase, ToolSpec, WrapperSpec,
+};
+
+/// How long, in virtual time, a scenario may run before it is declared hung.
+pub const VIRTUAL_TIME_LIMIT: Duration = Duration::from_secs(3600);
+
+/// The name the built-in implementation reports.
+pub fn implementation_name() -> String {
+    format!("tep-reference {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Runs a scenario on the reference pipeline (with `mutants`, if any) and returns its trace,
+/// starting with a header. Runs on a paused clock: timeouts cost no real time.
+pub fn run_reference(
+    scenario: &Scenario,
+    revision: Revision,
+    mutants: &[Mutant],
+) -> Result<Vec<TraceRecord>, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    runtime.block_on(async {
+        let recorder = Recorder::new();
+        let registry = build_registry(scenario, revision, mutants, recorder.clone())
+            .map_err(|e| format!("scenario {}: {e}", scenario.id))?;
+        let calls = scenario
+            .calls
+            .iter()
+            .map(|c| ModelCall {
+                call_id: c.call_id.clone(),
+                name: c.tool.clone(),
+                arguments: c.raw_arguments(),
+            })
+            .collect();
+        tokio::time::timeout(VIRTUAL_TIME_LIMIT, registry.run_batch(calls))
+            .await
+            .map_err(|_| {
+                format!(
+                    "scenario {} did not finish within {VIRTUAL_TIME_LIMIT:?} of virtual time",
+                    scenario.id
+                )
+            })?;
+        // Let observers' unawaited work settle so their marks are in the trace.
+        let settle = scenario
+            .observers
+            .iter()
+            .map(|o| o.async_ms)
+            .max()
+            .unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(settle + 1)).await;
+        let mut records = vec![TraceRecord::Header(TraceHeader {
+            spec: revision,
+            implementation: Some(implementation_name()),
+            capabilities: Some(Capability::ALL.to_vec()),
+        })];
+        records.extend(recorder.records());
+        Ok(records)
+    })
+}
+
+/// Installs a scenario's scripted parts in a reference registry.
+pub fn build_registry(
+    scenario: &Scenario,
+    revision: Revision,
+    mutants: &[Mutant],
+    recorder: Recorder,
+) -> Result<ToolRegistry, tep_reference::pipeline::RegistryError> {
+    let mut builder: RegistryBuilder = ToolRegistry::builder()
+        .revision(revision)
+        .recorder(recorder.clone())
+        .fs(VirtualFs::with_files(
+            scenario.files.iter().map(|(p, c)| (p.as_str(), c.as_str())),
+        ));
+    if let Some(cap) = scenario.max_parallel {
+        builder = builder.max_parallel(cap);
+    }
+    for &m in mutants {
+        builder = builder.mutant(m);
+    }
+    for tool in &scenario.tools {
+        let bodies = scenario
+            .calls
+            .iter()
+            .filter(|c| c.tool == tool.name)
+            .map(|c| (c.call_id.clone(), c.body.clone()))
+            .collect();
+        builder = builder.tool(ScriptedTool {
+            spec: tool.clone(),
+            bodies,
+            attempts: Mutex::new(HashMap::new()),
+        });
+    }
+    for listener in &scenario.pre {
+        let listener = listener.clone();
+        builder = builder.pre_execute(simple::pre(
+            &listener.id.clone(),
+            move |exec| match listener.action(exec.call_id()) {
+                PreAction::Pass => Ok(None),
+                PreAction::Allow => Ok(Some(PreDecision::Allow)),
+                PreAction::Deny(reason) => Ok(Some(PreDecision::Deny { reason })),
+                PreAction::Ask(reason) => Ok(Some(PreDecision::Ask { reason })),
+                PreAction::Throw(message) => Err(Failure::new(message)),
+            },
+        ));
+    }
+    if let Some(approval) = &scenario.approval {
+        let approval = approval.clone();
+        builder = builder.approval(simple::approval(move |request| {
+            match approval.answer(&request.call_id) {
+                ApprovalAnswer::AllowedOnce => Ok(ApprovalOutcome::AllowedOnce),
+                ApprovalAnswer::Rejected => Ok(ApprovalOutcome::Rejected),
+                ApprovalAnswer::Cancelled => Ok(ApprovalOutcome::Cancelled),
+                ApprovalAnswer::Unavailable => Ok(ApprovalOutcome::Unavailable),
+                ApprovalAnswer::Throw(message) => Err(Failure::new(message)),
+            }
+        }));
+    }
+    for guard in &scenario.guards {
+        let guard = guard.clone();
+        builder = builder.guard(simple::guard(&guard.id.clone(), move |exec| {
+            match guard.action(exec.call_id()) {
+                GuardAction::Abstain => Ok(GuardVerdict::Abstain),
+                GuardAction::Deny(reason) => Ok(GuardVerdict::Deny(reason)),
+                GuardAction::Throw(message) => Err(Failure::new(message)),
+            }
+        }));
+    }
+    for (n, wrapper) in scenario.wrappers.iter().enumerate() {
+        let installed: Arc<dyn ExecuteWrapper> = match wrapper {
+            WrapperSpec::Timeout => Arc::new(TimeoutWrapper),
+            WrapperSpec::Retry { attempts, delay_ms } => Arc::new(RetryWrapper::new(
+                *attempts,
+                Duration::from_millis(*delay_ms),
+            )),
+            WrapperSpec::Metrics => Arc::new(MetricsWrapper::new()),
+            other => Arc::new(ScriptedWrapper {
+                id: format!("wrapper-{}", n + 1),
+                spec: other.clone(),
+            }),
+        };
+        builder = builder.wrap(installed);
+    }
+    for listener in &scenario.post {
+        builder = builder.post_execute(Arc::new(ScriptedPost {
+            id: listener.id.clone(),
+            listener: listener.clone(),
+        }));
+    }
+    for observer in &scenario.observers {
+        builder = builder.observe(Arc::new(ScriptedObserver {
+            id: observer.id.clone(),
+            async_ms: observer.async_ms,
+            recorder: recorder.clone(),
+        }));
+    }
+    builder.build()
+}
+
+struct ScriptedTool {
+    spec: ToolSpec,
+    bodies: HashMap<CallId, Vec<BodyStep>>,
+    attempts: Mutex<HashMap<CallId, u32>>,
+}
+
+impl ScriptedTool {
+    async fn run(&self, ctx: &ToolContext<'_>) -> Result<Value, Failure> {
+        let id = ctx.execution().call_id().clone();
+        let attempt = {
+            let mut attempts = self.attempts.lock().unwrap_or_else(PoisonError::into_inner);
+            let n = attempts.entry(id.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let steps = self.bodies.get(&id).map(Vec::as_slice).unwrap_or_default();
+        for step in steps {
+            match step {
+                BodyStep::Sleep(ms) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(*ms)) => {}
+                        () = ctx.cancelled() => return Err(cancelled_failure()),
+                    }
+                }
+                BodyStep::Hang => {
+                    ctx.cancelled().await;
+                    return Err(cancelled_failure());
+                }
+                BodyStep::Read(path) => {
+                    ctx.read_file(path)?;
+                }
+                BodyStep::Write(w) => ctx.write_file(&w.path, &w.content)?,
+                BodyStep::Edit(e) => ctx.edit_file(&e.path, &e.old, &e.new)?,
+                BodyStep::ExternalWrite(w) => {
+                    ctx.shared_fs().put(&w.path, &w.content);
+                }
+                BodyStep::Todo(todos) => ctx.write_todos(todos.clone()),
+                BodyStep::Hook(h) => ctx.record_hook(
+                    HookInvoked {
+                        turn: 1,
+                        point: h.point.clone(),
+                        dialect: "claude-code".to_owned(),
+                        matcher: None,
+                        handler_id: h.handler_id.clone(),
+                    },
+                    HookResult {
+                        turn: 1,
+                        point: h.point.clone(),
+                        handler_id: h.handler_id.clone(),
+                        decision: h.decision.clone(),
+                        exit_code: Some(0),
+                        stderr_summary: None,
+                        duration_ms: 0,
+                    },
+                ),
+                BodyStep::DeferContext(text) => ctx.defer_context(text.clone()),
+                BodyStep::FailUntilAttempt(n) => {
+                    if attempt < *n {
+                        return Err(Failure::new(format!("attempt {attempt} fails")));
+                    }
+                }
+                BodyStep::Return(value) => return Ok(value.clone()),
+                BodyStep::Throw(message) => return Err(Failure::new(message.clone())),
+            }
+        }
+        Ok(Value::String("ok".to_owned()))
+    }
+}
+
+impl Tool for ScriptedTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
+        self.spec.concurrency_safe
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.spec.timeout_ms.map(Duration::from_millis)
+    }
+
+    fn execute<'a>(&'a self, ctx: ToolContext<'a>) -> BoxFuture<'a, Result<Value, Failure>> {
+        Box::pin(async move { self.run(&ctx).await })
+    }
+
+    fn finalize_content(
+        &self,
+        _exec: &Execution,
+        candidate: &ToolResult,
+    ) -> Result<Option<Vec<ContentBlock>>, Failure> {
+        match &self.spec.finalize {
+            FinalizeAction::Keep => Ok(None),
+            FinalizeAction::Prefix(prefix) => Ok(Some(
+                candidate
+                    .content
+                    .iter()
+                    .map(|b| ContentBlock::text(format!("{prefix}{}", b.as_text())))
+                    .collect(),
+            )),
+            FinalizeAction::Replace(text) => Ok(Some(vec![ContentBlock::text(text.clone())])),
+            FinalizeAction::Throw(message) => Err(Failure::new(message.clone())),
+        }
+    }
+}
+
+struct ScriptedWrapper {
+    id: String,
+    spec: WrapperSpec,
+}
+
+impl Named for ScriptedWrapper {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl ExecuteWrapper for ScriptedWrapper {
+    fn wrap<'a>(
+        &'a self,
+        call: DispatchCall<'a>,
+        next: ExecuteNext<'a>,
+    ) -> BoxFuture<'a, Result<ToolResult, Failure>> {
+        Box::pin(async move {
+            let applies =
+                |calls: &[CallId]| calls.is_empty() || calls.contains(call.exec.call_id());
+            match &self.spec {
+                WrapperSpec::Context { text, calls } if applies(calls) => {
+                    let mut result = next.run(call.cancel.clone()).await?;
+                    result.additional_contexts.push(AdditionalContext {
+                        origin: ContextOrigin::Wrapper,
+                        text: text.clone(),
+                    });
+                    Ok(result)
+                }
+                WrapperSpec::Throw {
+                    message,
+                    phase,
+                    calls,
+                } if applies(calls) => {
+                    if *phase == ThrowPhase::After {
+                        next.run(call.cancel.clone()).await?;
+                    }
+                    Err(Failure::new(message.clone()))
+                }
+                _ => next.run(call.cancel.clone()).await,
+            }
+        })
+    }
+}
+
+struct ScriptedPost {
+    id: String,
+    listener: crate::scenario::Listener<PostAction>,
+}
+
+impl Named for ScriptedPost {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl PostExecute for ScriptedPost {
+    fn call<'a>(
+        &'a self,
+        exec: &'a Execution,
+        _result: &'a ToolResult,
+        next: PostNext<'a>,
+    ) -> BoxFuture<'a, Result<PostDecision, Failure>> {
+        Box::pin(async move {
+            match self.listener.action(exec.call_id()) {
+                PostAction::Pass => next.run().await,
+                PostAction::AddContext(text) => {
+                    let mut decision = next.run().await?;
+                    match &mut decision {
+                        PostDecision::Accept { contexts, .. }
+                        | PostDecision::Block { contexts, .. } => contexts.push(text),
+                    }
+                    Ok(decision)
+                }
+                PostAction::Accept(spec) => Ok(PostDecision::Accept {
+                    content: spec.content.map(|t| vec![ContentBlock::text(t)]),
+                    value: spec.value,
+                    contexts: spec.context.into_iter().collect(),
+                }),
+                PostAction::Block(spec) => Ok(PostDecision::Block {
+                    feedback: vec![ContentBlock::text(spec.feedback)],
+                    contexts: spec.context.into_iter().collect(),
+                }),
+                PostAction::Throw(message) => Err(Failure::new(message)),
+            }
+        })
+    }
+}
+
+struct ScriptedObserver {
+    id: String,
+    async_ms: u64,
+    recorder: Recorder,
+}
+
+impl Named for ScriptedObserver {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl ResultObserver for ScriptedObserver {
+    fn notify(
+        &self,
+        exec: &Execution,
+        _result: &Arc<ToolResult>,
+    ) -> Option<BoxFuture<'static, ()>> {
+        let recorder = self.recorder.clone();
+        let mark = Mark {
+            call: exec.call_id().clone(),
+            mark: MarkKind::ObserverSettled,
+            by: self.id.clone(),
+            after_ms: self.async_ms,
+        };
+        let delay = Duration::from_millis(self.async_ms);
+        Some(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            recorder.mark(mark);
+        }))
+    }
+}

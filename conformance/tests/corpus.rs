@@ -1,0 +1,175 @@
+//! The corpus against the reference, and proof that the checker has teeth.
+//!
+//! - every scenario passes on the reference, in every revision it applies to, with no warning;
+//! - the corpus takes every edge of each revision's graph (100% edge coverage);
+//! - every invariant is exercised by at least one scenario of each revision it applies to;
+//! - for every scenario and every invariant it claims to exercise, planting that breach in the
+//!   scenario's reference trace makes the checker report exactly that invariant;
+//! - every mutant of the reference is caught, with the invariant it breaks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+use tep_conformance::checker::CheckOptions;
+use tep_conformance::invariants::{CATALOG, InvariantId};
+use tep_conformance::mutation::plant;
+use tep_conformance::runner::{BuiltinReference, RunOptions, Status, judge, run_suite};
+use tep_conformance::scenario::{Scenario, corpus};
+use tep_conformance::scripted::run_reference;
+use tep_reference::graph::{Revision, StageGraph};
+use tep_reference::mutant::Mutant;
+
+fn scenarios() -> Vec<Scenario> {
+    corpus().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_corpus_is_valid_and_large_enough() {
+    let corpus = scenarios();
+    assert!(corpus.len() >= 40, "only {} scenarios", corpus.len());
+    let ids: BTreeSet<&str> = corpus.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids.len(), corpus.len(), "scenario ids are unique");
+}
+
+#[test]
+fn the_reference_passes_every_scenario_with_full_edge_coverage() {
+    let corpus = scenarios();
+    for revision in Revision::ALL {
+        let mut reference = BuiltinReference::new(vec![]);
+        let options = RunOptions {
+            spec: revision,
+            ..RunOptions::default()
+        };
+        let report = run_suite(&mut reference, &corpus, &options).unwrap();
+        for s in &report.scenarios {
+            assert!(
+                matches!(s.status, Status::Passed | Status::Skipped),
+                "{revision} {}: {:?} {:#?} {:?}",
+                s.id,
+                s.status,
+                s.violations,
+                s.reason
+            );
+        }
+        assert_eq!(
+            report.missing_edges(),
+            Vec::<String>::new(),
+            "{revision}: edges no scenario takes"
+        );
+        assert_eq!(report.edges.len(), StageGraph::of(revision).edges().len());
+        assert!((report.edge_coverage() - 1.0).abs() < f64::EPSILON);
+    }
+}
+
+#[test]
+fn every_invariant_is_exercised_in_every_revision_it_applies_to() {
+    let corpus = scenarios();
+    let mut gaps = Vec::new();
+    for inv in CATALOG {
+        for revision in inv.revisions() {
+            let covered = corpus
+                .iter()
+                .any(|s| s.applies_to(revision) && s.exercises.contains(&inv.id));
+            if !covered {
+                gaps.push(format!("{} in {revision}", inv.id));
+            }
+        }
+    }
+    assert!(
+        gaps.is_empty(),
+        "invariants no scenario exercises: {gaps:#?}"
+    );
+}
+
+#[test]
+fn every_claimed_breach_is_caught_with_its_id() {
+    let corpus = scenarios();
+    let mut problems = Vec::new();
+    let mut planted = 0;
+    for scenario in &corpus {
+        for revision in Revision::ALL
+            .into_iter()
+            .filter(|&r| scenario.applies_to(r))
+        {
+            let trace = run_reference(scenario, revision, &[]).unwrap();
+            let options = CheckOptions::new(revision);
+            for &id in &scenario.exercises {
+                if !tep_conformance::invariants::invariant(id).applies_to(revision) {
+                    continue;
+                }
+                let Some(mutated) = plant(id, &trace) else {
+                    problems.push(format!(
+                        "{} ({revision}) claims {id} but no breach of it can be planted in its trace",
+                        scenario.id
+                    ));
+                    continue;
+                };
+                planted += 1;
+                let mut edges = BTreeSet::new();
+                let result = judge(scenario, &options, mutated, &mut edges);
+                let reported: BTreeSet<InvariantId> =
+                    result.violations.iter().map(|v| v.invariant).collect();
+                if !reported.contains(&id) {
+                    problems.push(format!(
+                        "{} ({revision}): planting {id} was reported as {reported:?} {:?}",
+                        scenario.id, result.reason
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    assert!(planted > 200, "only {planted} breaches planted");
+}
+
+/// The invariant each mutant breaks.
+fn breaks(mutant: Mutant) -> InvariantId {
+    use InvariantId as I;
+    match mutant {
+        Mutant::RunBodyAfterDeny => I::DenySkipsBody,
+        Mutant::SkipPostForDenials => I::DenialReachesPost,
+        Mutant::PostAfterThrow => I::ThrowSkipsPost,
+        Mutant::CommitInCompletionOrder => I::ModelOrderCommit,
+        Mutant::ContextsBeforeResults => I::ContextsAfterAllResults,
+        Mutant::ContextsReversed => I::ContextsFifo,
+        Mutant::GuardsBeforeApproval => I::GuardsOnlyAfterAllow,
+        Mutant::GuardDenyIgnored => I::GuardDenyBinds,
+        Mutant::FinalizeTwice => I::FinalizeOnce,
+        Mutant::ResultBeforeNotification => I::NotificationBeforeResult,
+        Mutant::ResultDiffersFromNotification => I::FrozenOutcome,
+        Mutant::ExclusiveInPool => I::OnlySafeBodiesOverlap,
+        Mutant::LateToolCall => I::ToolCallFirst,
+        Mutant::BlockKeepsContexts => I::BlockDropsContexts,
+        Mutant::EditWithoutRead => I::ReadBeforeEdit,
+        Mutant::RewriteArguments => I::IdentityUnchanged,
+        // Only the outcome shows it: the body of an asked call ran.
+        Mutant::AbsentApprovalAllows => I::ExpectedOutcome,
+        Mutant::DenialNotError => I::DenialIsError,
+    }
+}
+
+#[test]
+fn every_mutant_of_the_reference_is_caught_with_the_invariant_it_breaks() {
+    let corpus = scenarios();
+    for &mutant in Mutant::ALL {
+        let mut reference = BuiltinReference::new(vec![mutant]);
+        let report = run_suite(&mut reference, &corpus, &RunOptions::default()).unwrap();
+        let reported: BTreeSet<InvariantId> = report
+            .scenarios
+            .iter()
+            .flat_map(|s| s.violations.iter().map(|v| v.invariant))
+            .collect();
+        assert!(
+            reported.contains(&breaks(mutant)),
+            "{mutant}: reported {reported:?}, expected {}",
+            breaks(mutant)
+        );
+        assert!(report.count(Status::Failed) > 0, "{mutant} went unnoticed");
+    }
+}
