@@ -394,12 +394,14 @@ impl ToolRegistry {
     ) -> T {
         let mut fut = std::pin::pin!(fut);
         loop {
+            // Bodies first: a call allowed a moment ago starts its body before the next
+            // ordered stage of another call.
             tokio::select! {
                 biased;
-                out = &mut fut => return out,
                 Some((i, r)) = inflight.next(), if !inflight.is_empty() => {
                     finished.insert(i, r);
                 }
+                out = &mut fut => return out,
             }
         }
     }
