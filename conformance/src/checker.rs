@@ -1110,6 +1110,16 @@ impl Checker {
                             "line {line} (approval/decided, call {call_id}) without approval/asked"
                         ),
                     ));
+                } else if call.position != NodeId::Pre {
+                    // The decision is audited inside the approval stage, before it ends.
+                    found.push((
+                        InvariantId::ApprovalAudited,
+                        vec![line, call.position_line],
+                        format!(
+                            "line {line} (approval/decided, call {call_id}) after {} ended the approval stage",
+                            at(call.position_line, call.position, call.outcome, &call_id)
+                        ),
+                    ));
                 }
                 call.approval_decided = Some((data.outcome, line));
             }
@@ -1131,6 +1141,7 @@ fn classify(graph: &StageGraph, call: &CallState, node: NodeId) -> InvariantId {
             .contains(&Outcome::Throw);
     let has_finalize = graph.contains(NodeId::Finalize);
     match node {
+        NodeId::Context => I::ContextsAfterAllResults,
         NodeId::ToolCall if call.started.is_some() => I::ToolCallOnce,
         _ if call.started.is_none() => I::ToolCallFirst,
         NodeId::ToolResult if call.result.is_some() => I::OneResultPerCall,
@@ -1155,7 +1166,6 @@ fn classify(graph: &StageGraph, call: &CallState, node: NodeId) -> InvariantId {
         NodeId::ToolBody => I::BodyInsideExecute,
         NodeId::FsGate => I::FsGateInsideBody,
         NodeId::Owned => I::OwnedEventsInsideBody,
-        NodeId::Context => I::ContextsAfterAllResults,
         _ => I::StageGraphWalk,
     }
 }

@@ -11,24 +11,28 @@ use tep_reference::graph::Revision;
 use tep_reference::trace::{TraceRecord, to_jsonl};
 
 fn snapshot_traces(revision: Revision) {
-    insta::glob!(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"), "*.json", |path| {
-        let text = std::fs::read_to_string(path).unwrap();
-        let scenario = Scenario::from_json(&text).unwrap();
-        if !scenario.applies_to(revision) {
-            return;
+    insta::glob!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"),
+        "*.json",
+        |path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let scenario = Scenario::from_json(&text).unwrap();
+            if !scenario.applies_to(revision) {
+                return;
+            }
+            let records = run_reference(&scenario, revision, &[]).unwrap();
+            // The header names the crate version; the trace proper starts after it.
+            let body: Vec<TraceRecord> = records
+                .into_iter()
+                .filter(|r| !matches!(r, TraceRecord::Header(_)))
+                .collect();
+            let mut settings = insta::Settings::clone_current();
+            settings.set_snapshot_suffix(format!("{}.{}", scenario.id, revision));
+            settings.set_prepend_module_to_snapshot(false);
+            settings.set_description(scenario.description.clone());
+            settings.bind(|| insta::assert_snapshot!("trace", to_jsonl(&body)));
         }
-        let records = run_reference(&scenario, revision, &[]).unwrap();
-        // The header names the crate version; the trace proper starts after it.
-        let body: Vec<TraceRecord> = records
-            .into_iter()
-            .filter(|r| !matches!(r, TraceRecord::Header(_)))
-            .collect();
-        let mut settings = insta::Settings::clone_current();
-        settings.set_snapshot_suffix(format!("{}.{}", scenario.id, revision));
-        settings.set_prepend_module_to_snapshot(false);
-        settings.set_description(scenario.description.clone());
-        settings.bind(|| insta::assert_snapshot!("trace", to_jsonl(&body)));
-    });
+    );
 }
 
 #[test]

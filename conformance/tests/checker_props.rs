@@ -1,0 +1,476 @@
+//! Properties of the checker.
+//!
+//! - Random scenarios (random scripts for every extension point) run on the reference produce
+//!   traces the checker accepts, in both revisions: no false alarms.
+//! - Random mutations of such traces are rejected, with the invariant the mutation breaks:
+//!   a context moved before a result, a body run after a deny, and structural damage (a record
+//!   dropped, duplicated, or swapped with the next record of the same call), whose expected
+//!   invariants are derived from the stage graph per kind of record.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+use serde_json::json;
+use tep_conformance::checker::{CheckOptions, check_records};
+use tep_conformance::invariants::InvariantId;
+use tep_conformance::mutation::Structural;
+use tep_conformance::scenario::{
+    AcceptSpec, ApprovalAnswer, ApprovalSpec, BlockSpec, BodyStep, CallExpectation, CallSpec,
+    EditSpec, Expectation, FinalizeAction, GuardAction, Listener, ObserverSpec, PostAction,
+    PreAction, Scenario, ThrowPhase, ToolSpec, WrapperSpec,
+};
+use tep_conformance::scripted::run_reference;
+use tep_reference::graph::{NodeId, Revision};
+use tep_reference::identity::CallId;
+use tep_reference::trace::{Capability, TraceRecord};
+
+// ---------------------------------------------------------------------------------------------
+// Random scenarios
+
+fn pre_action(throws: bool) -> BoxedStrategy<PreAction> {
+    let mut options = vec![
+        (4, Just(PreAction::Pass).boxed()),
+        (1, Just(PreAction::Allow).boxed()),
+        (1, Just(PreAction::Deny("denied".into())).boxed()),
+        (1, Just(PreAction::Ask(None)).boxed()),
+    ];
+    if throws {
+        options.push((1, Just(PreAction::Throw("pre threw".into())).boxed()));
+    }
+    proptest::strategy::Union::new_weighted(options).boxed()
+}
+
+fn guard_action(throws: bool) -> BoxedStrategy<GuardAction> {
+    let mut options = vec![
+        (5, Just(GuardAction::Abstain).boxed()),
+        (1, Just(GuardAction::Deny("guard denied".into())).boxed()),
+    ];
+    if throws {
+        options.push((1, Just(GuardAction::Throw("guard threw".into())).boxed()));
+    }
+    proptest::strategy::Union::new_weighted(options).boxed()
+}
+
+fn post_action(throws: bool) -> BoxedStrategy<PostAction> {
+    let mut options = vec![
+        (4, Just(PostAction::Pass).boxed()),
+        (
+            1,
+            Just(PostAction::AddContext("post context".into())).boxed(),
+        ),
+        (
+            1,
+            Just(PostAction::Accept(AcceptSpec {
+                content: Some("replaced".into()),
+                value: None,
+                context: None,
+            }))
+            .boxed(),
+        ),
+        (
+            1,
+            Just(PostAction::Block(BlockSpec {
+                feedback: "blocked".into(),
+                context: Some("block context".into()),
+            }))
+            .boxed(),
+        ),
+    ];
+    if throws {
+        options.push((1, Just(PostAction::Throw("post threw".into())).boxed()));
+    }
+    proptest::strategy::Union::new_weighted(options).boxed()
+}
+
+fn body(throws: bool) -> BoxedStrategy<Vec<BodyStep>> {
+    let step = prop_oneof![
+        3 => (0u64..40).prop_map(BodyStep::Sleep),
+        2 => Just(BodyStep::DeferContext("tool context".into())),
+        1 => Just(BodyStep::Read("a.txt".into())),
+        1 => Just(BodyStep::Edit(EditSpec { path: "a.txt".into(), old: "a".into(), new: "b".into() })),
+        1 => Just(BodyStep::Todo(vec![])),
+    ];
+    let last = if throws {
+        prop_oneof![
+            3 => Just(BodyStep::Return(json!("done"))),
+            1 => Just(BodyStep::Throw("body threw".into())),
+            1 => Just(BodyStep::Hang),
+        ]
+        .boxed()
+    } else {
+        prop_oneof![3 => Just(BodyStep::Return(json!("done"))), 1 => Just(BodyStep::Hang)].boxed()
+    };
+    (proptest::collection::vec(step, 0..3), last)
+        .prop_map(|(mut steps, last)| {
+            steps.push(last);
+            steps
+        })
+        .boxed()
+}
+
+fn decide<A: Clone>(ids: &[String], actions: &[A]) -> BTreeMap<String, A> {
+    ids.iter().cloned().zip(actions.iter().cloned()).collect()
+}
+
+/// A random scenario; throws only where the revision has throw edges.
+fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
+    let throws = revision == Revision::Rev2;
+    let calls = proptest::collection::vec((any::<bool>(), body(throws)), 1..5);
+    (
+        calls,
+        proptest::collection::vec(proptest::collection::vec(pre_action(throws), 5), 0..3),
+        proptest::option::of(proptest::collection::vec(
+            prop_oneof![
+                Just(ApprovalAnswer::AllowedOnce),
+                Just(ApprovalAnswer::Rejected),
+                Just(ApprovalAnswer::Cancelled)
+            ],
+            5,
+        )),
+        proptest::collection::vec(proptest::collection::vec(guard_action(throws), 5), 0..3),
+        proptest::collection::vec(proptest::collection::vec(post_action(throws), 5), 0..3),
+        (any::<bool>(), any::<bool>()),
+        proptest::option::of(0u64..300),
+        1usize..4,
+    )
+        .prop_map(
+            move |(calls, pre, approval, guards, post, (retry, wrapper_throw), observer, cap)| {
+                let ids: Vec<String> = (1..=calls.len()).map(|i| format!("c{i}")).collect();
+                // Every tool declares a timeout and the wrapper applies it, so a hanging body ends.
+                let mut wrappers = vec![WrapperSpec::Timeout];
+                if retry {
+                    wrappers.push(WrapperSpec::Retry {
+                        attempts: 2,
+                        delay_ms: 1,
+                    });
+                }
+                wrappers.push(WrapperSpec::Context {
+                    text: "wrapper context".into(),
+                    calls: vec![],
+                });
+                if wrapper_throw && throws {
+                    wrappers.push(WrapperSpec::Throw {
+                        message: "wrapper threw".into(),
+                        phase: ThrowPhase::After,
+                        calls: vec![CallId::from("c1")],
+                    });
+                }
+                Scenario {
+                    id: "random".into(),
+                    description: String::new(),
+                    spec: String::new(),
+                    revisions: vec![revision],
+                    requires: Capability::ALL.to_vec(),
+                    exercises: vec![InvariantId::StageGraphWalk],
+                    tools: calls
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (safe, _))| ToolSpec {
+                            name: format!("t{}", i + 1),
+                            concurrency_safe: *safe,
+                            timeout_ms: Some(60),
+                            finalize: if throws && i == 0 {
+                                FinalizeAction::Prefix("> ".into())
+                            } else {
+                                FinalizeAction::Keep
+                            },
+                        })
+                        .collect(),
+                    calls: calls
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (_, body))| CallSpec {
+                            call_id: CallId::from(ids[i].as_str()),
+                            tool: format!("t{}", i + 1),
+                            arguments: json!({"i": i}),
+                            body: body.clone(),
+                        })
+                        .collect(),
+                    pre: pre
+                        .iter()
+                        .enumerate()
+                        .map(|(k, a)| Listener {
+                            id: format!("pre{k}"),
+                            decide: decide(&ids, a),
+                        })
+                        .collect(),
+                    approval: approval.map(|answers| ApprovalSpec {
+                        answers: decide(&ids, &answers),
+                    }),
+                    guards: guards
+                        .iter()
+                        .enumerate()
+                        .map(|(k, a)| Listener {
+                            id: format!("guard{k}"),
+                            decide: decide(&ids, a),
+                        })
+                        .collect(),
+                    wrappers,
+                    post: post
+                        .iter()
+                        .enumerate()
+                        .map(|(k, a)| Listener {
+                            id: format!("post{k}"),
+                            decide: decide(&ids, a),
+                        })
+                        .collect(),
+                    observers: observer
+                        .map(|ms| {
+                            vec![ObserverSpec {
+                                id: "observer".into(),
+                                async_ms: ms,
+                            }]
+                        })
+                        .unwrap_or_default(),
+                    files: [("a.txt".to_owned(), "a file".to_owned())]
+                        .into_iter()
+                        .collect(),
+                    max_parallel: Some(cap),
+                    expect: Expectation {
+                        calls: ids
+                            .iter()
+                            .map(|id| {
+                                (
+                                    id.clone(),
+                                    CallExpectation {
+                                        is_error: false,
+                                        body_runs: 0,
+                                        post_runs: None,
+                                        content: None,
+                                        content_includes: None,
+                                        error_code: None,
+                                    },
+                                )
+                            })
+                            .collect(),
+                        contexts: vec![],
+                    },
+                }
+            },
+        )
+}
+
+fn trace_of(scenario: &Scenario, revision: Revision) -> Vec<TraceRecord> {
+    run_reference(scenario, revision, &[]).unwrap()
+}
+
+fn violations(
+    revision: Revision,
+    records: &[TraceRecord],
+) -> Result<BTreeSet<InvariantId>, String> {
+    check_records(&CheckOptions::new(revision), records)
+        .map(|r| r.invariants())
+        .map_err(|e| e.to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// What each structural mutation must be reported as
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Node(NodeId),
+    Audit(&'static str),
+    Other,
+}
+
+fn kind(r: &TraceRecord) -> Kind {
+    match r {
+        TraceRecord::Event(e) if e.event.body.node().is_none() => {
+            Kind::Audit(e.event.body.type_name())
+        }
+        _ => r.node().map_or(Kind::Other, Kind::Node),
+    }
+}
+
+/// Dropping a record of this kind must be reported as one of these.
+fn after_drop(k: Kind) -> Option<Vec<InvariantId>> {
+    use InvariantId as I;
+    use NodeId as N;
+    Some(match k {
+        Kind::Node(N::ToolCall) => vec![I::ToolCallFirst],
+        Kind::Node(N::PresentCall | N::PresentResult) => vec![I::UiPresentsEachCall],
+        Kind::Node(N::Pre) => vec![
+            I::GuardsOnlyAfterAllow,
+            I::ApprovalOnlyAfterAsk,
+            I::StageGraphWalk,
+        ],
+        Kind::Node(N::Guards | N::Denied | N::Post) => {
+            vec![
+                I::StageGraphWalk,
+                I::BodyInsideExecute,
+                I::DenialReachesPost,
+                I::FsGateInsideBody,
+            ]
+        }
+        Kind::Node(N::Approval) => vec![I::GuardsOnlyAfterAllow, I::StageGraphWalk],
+        Kind::Node(N::Around | N::ToolBody | N::FsGate) => {
+            vec![
+                I::StageGraphWalk,
+                I::BodyInsideExecute,
+                I::FsGateInsideBody,
+                I::OwnedEventsInsideBody,
+            ]
+        }
+        Kind::Node(N::Normalized) => vec![I::ThrowIsNormalized],
+        Kind::Node(N::Finalize) => vec![I::FinalizeBeforeNotification],
+        Kind::Node(N::Final) => vec![I::NotificationBeforeResult],
+        Kind::Node(N::ToolResult) => vec![I::StageGraphWalk, I::BatchSettles],
+        Kind::Node(N::AllResults) => vec![I::ContextsAfterAllResults, I::BatchSettles],
+        Kind::Node(N::Context) => vec![I::ContextsFifo],
+        Kind::Audit(_) => vec![I::ApprovalAudited],
+        // Tool-owned events and marks may be dropped unnoticed; the batch head is a format error.
+        Kind::Node(N::Owned | N::Model) | Kind::Other => return None,
+    })
+}
+
+/// Repeating a record of this kind must be reported as one of these.
+fn after_duplicate(k: Kind) -> Option<Vec<InvariantId>> {
+    use InvariantId as I;
+    use NodeId as N;
+    let mut ids = match k {
+        Kind::Node(N::ToolCall) => vec![I::ToolCallOnce],
+        Kind::Node(N::PresentCall | N::PresentResult) => vec![I::UiPresentsEachCall],
+        Kind::Node(N::Pre) => vec![I::PreExecuteOnce],
+        Kind::Node(N::Guards) => vec![I::GuardsOnlyAfterAllow],
+        Kind::Node(N::Approval) => vec![I::ApprovalOnlyAfterAsk],
+        Kind::Node(N::Denied) => vec![I::DenialReachesPost],
+        Kind::Node(N::Around | N::Post | N::Normalized) => {
+            vec![I::StageGraphWalk, I::ThrowSkipsPost, I::ThrowIsNormalized]
+        }
+        Kind::Node(N::ToolBody) => vec![I::BodyInsideExecute],
+        Kind::Node(N::FsGate) => vec![I::FsGateInsideBody],
+        Kind::Node(N::Finalize) => vec![I::FinalizeOnce],
+        Kind::Node(N::Final | N::ToolResult) => vec![I::OneResultPerCall],
+        Kind::Node(N::AllResults) => vec![I::BatchSettles],
+        Kind::Node(N::Context) => vec![I::ContextsFifo],
+        Kind::Audit(_) => vec![I::ApprovalOnlyAfterAsk, I::ApprovalAudited],
+        // A repeated owned event is a legal side branch, but its seq repeats.
+        Kind::Node(N::Owned) => vec![],
+        Kind::Node(N::Model) | Kind::Other => return None,
+    };
+    // Every repeated session event repeats its seq.
+    if matches!(
+        k,
+        Kind::Node(N::ToolCall | N::ToolResult | N::Owned | N::Context) | Kind::Audit(_)
+    ) {
+        ids.push(I::SessionSeqIncreasing);
+    }
+    Some(ids)
+}
+
+fn check_structural(
+    revision: Revision,
+    trace: &[TraceRecord],
+    mutation: Structural,
+    expected: &[InvariantId],
+) -> Result<(), TestCaseError> {
+    let mutated = mutation.apply(trace);
+    let found = violations(revision, &mutated)
+        .map_err(|e| TestCaseError::fail(format!("{mutation:?}: {e}")))?;
+    prop_assert!(
+        found.iter().any(|id| expected.contains(id)),
+        "{:?} on {:?} was reported as {:?}, expected one of {:?}",
+        mutation,
+        revision,
+        found,
+        expected
+    );
+    Ok(())
+}
+
+fn revision() -> impl Strategy<Value = Revision> {
+    prop_oneof![Just(Revision::Rev1), Just(Revision::Rev2)]
+}
+
+proptest! {
+    #[test]
+    fn reference_traces_of_random_scenarios_are_accepted(
+        (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r)))
+    ) {
+        let trace = trace_of(&s, rev);
+        let found = violations(rev, &trace).map_err(TestCaseError::fail)?;
+        prop_assert!(found.is_empty(), "{:?}: {:?}", rev, found);
+    }
+
+    #[test]
+    fn a_context_moved_before_a_result_is_caught(
+        (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r))),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let trace = trace_of(&s, rev);
+        let contexts: Vec<usize> = (0..trace.len()).filter(|&i| trace[i].node() == Some(NodeId::Context)).collect();
+        let results: Vec<usize> = (0..trace.len()).filter(|&i| trace[i].node() == Some(NodeId::ToolResult)).collect();
+        prop_assume!(!contexts.is_empty() && !results.is_empty());
+        let mut mutated = trace.clone();
+        let context = mutated.remove(*pick.get(&contexts));
+        mutated.insert(*pick.get(&results), context);
+        let found = violations(rev, &mutated).map_err(TestCaseError::fail)?;
+        prop_assert!(found.contains(&InvariantId::ContextsAfterAllResults), "{:?}", found);
+    }
+
+    #[test]
+    fn a_body_run_after_a_deny_is_caught(
+        (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r))),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let trace = trace_of(&s, rev);
+        let denials: Vec<usize> = (0..trace.len()).filter(|&i| trace[i].node() == Some(NodeId::Denied)).collect();
+        prop_assume!(!denials.is_empty());
+        let at = *pick.get(&denials);
+        let call = trace[at].call().cloned().unwrap();
+        let mut mutated = trace.clone();
+        mutated.insert(at + 1, TraceRecord::Stage(Box::new(tep_reference::trace::Observation::at(NodeId::ToolBody).call(&call))));
+        let found = violations(rev, &mutated).map_err(TestCaseError::fail)?;
+        prop_assert!(found.contains(&InvariantId::DenySkipsBody), "{:?}", found);
+    }
+
+    #[test]
+    fn a_dropped_record_is_caught(
+        (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r))),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let trace = trace_of(&s, rev);
+        let i = pick.index(trace.len());
+        let expected = after_drop(kind(&trace[i]));
+        prop_assume!(expected.is_some());
+        check_structural(rev, &trace, Structural::Drop(i), &expected.unwrap_or_default())?;
+    }
+
+    #[test]
+    fn a_duplicated_record_is_caught(
+        (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r))),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let trace = trace_of(&s, rev);
+        let i = pick.index(trace.len());
+        let expected = after_duplicate(kind(&trace[i]));
+        prop_assume!(expected.is_some());
+        check_structural(rev, &trace, Structural::Duplicate(i), &expected.unwrap_or_default())?;
+    }
+
+    #[test]
+    fn two_records_of_one_call_swapped_are_caught(
+        (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r))),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let trace = trace_of(&s, rev);
+        // Adjacent records of the same call, both visits of stage nodes (the order of two
+        // side branches, such as two owned events, is free).
+        let candidates: Vec<usize> = (0..trace.len().saturating_sub(1))
+            .filter(|&i| {
+                let (a, b) = (&trace[i], &trace[i + 1]);
+                a.call().is_some() && a.call() == b.call()
+                    && !matches!((kind(a), kind(b)), (Kind::Node(NodeId::Owned), Kind::Node(NodeId::Owned)))
+                    && !matches!((kind(a), kind(b)), (Kind::Node(NodeId::Context), Kind::Node(NodeId::Context)))
+                    && kind(a) != Kind::Other && kind(b) != Kind::Other
+            })
+            .collect();
+        prop_assume!(!candidates.is_empty());
+        let i = *pick.get(&candidates);
+        let mutated = Structural::SwapWithNext(i).apply(&trace);
+        let found = violations(rev, &mutated).map_err(TestCaseError::fail)?;
+        prop_assert!(!found.is_empty(), "swapping {:?} and {:?} went unnoticed", kind(&trace[i]), kind(&trace[i + 1]));
+    }
+}
