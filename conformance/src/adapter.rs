@@ -211,7 +211,7 @@ impl Implementation for ProcessAdapter {
         };
         let outcome = match self
             .runtime
-            .block_on(tokio::time::timeout(timeout, exchange))
+            .block_on(async { tokio::time::timeout(timeout, exchange).await })
         {
             Err(_) => Err(format!(
                 "no answer within {} s (per-scenario timeout)",

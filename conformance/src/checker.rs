@@ -170,6 +170,8 @@ struct CallState {
     approval_decided: Option<(Outcome, usize)>,
     approval_outcome: Option<Outcome>,
     marks: Vec<(usize, u64, String)>,
+    /// Step invariants already reported for this call: one fault is reported once.
+    step_reported: BTreeSet<InvariantId>,
     presented_call: u32,
     presented_result: u32,
     last_line: usize,
@@ -201,6 +203,7 @@ impl CallState {
             approval_decided: None,
             approval_outcome: None,
             marks: Vec::new(),
+            step_reported: BTreeSet::new(),
             presented_call: 0,
             presented_result: 0,
             last_line: line,
@@ -792,19 +795,30 @@ impl Checker {
                 }
                 Err(err) => {
                     let id = classify(graph, call, node);
-                    let before = at(call.position_line, call.position, call.outcome, &call_id);
-                    let message = explain(
-                        id,
-                        &at(line, node, outcome, &call_id),
-                        &before,
-                        &err.to_string(),
-                        call,
-                    );
-                    let mut lines = vec![line, call.position_line];
-                    if let Some(d) = call.denied.filter(|_| id == InvariantId::DenySkipsBody) {
-                        lines = vec![line, d];
+                    if call.step_reported.insert(id) {
+                        let before = at(call.position_line, call.position, call.outcome, &call_id);
+                        let message = explain(
+                            id,
+                            &at(line, node, outcome, &call_id),
+                            &before,
+                            &err.to_string(),
+                            call,
+                        );
+                        let mut lines = vec![line, call.position_line];
+                        if let Some(d) = call.denied.filter(|_| id == InvariantId::DenySkipsBody) {
+                            lines = vec![line, d];
+                        }
+                        found.push((id, lines, message));
                     }
-                    found.push((id, lines, message));
+                    // A stray visit (a body after a denial, a stage after the result, a stage
+                    // run twice) does not move the call: the walk goes on from where it was.
+                    if keeps_position(id) {
+                        call.last_line = line;
+                        for (id, lines, message) in found {
+                            self.violate(id, lines, Some(&call_id), message);
+                        }
+                        return;
+                    }
                 }
             }
         }
@@ -1168,6 +1182,20 @@ fn classify(graph: &StageGraph, call: &CallState, node: NodeId) -> InvariantId {
         NodeId::Owned => I::OwnedEventsInsideBody,
         _ => I::StageGraphWalk,
     }
+}
+
+/// Whether a visit classified as `id` is an intrusion the walk should step over.
+fn keeps_position(id: InvariantId) -> bool {
+    use InvariantId as I;
+    matches!(
+        id,
+        I::DenySkipsBody
+            | I::NoStageAfterResult
+            | I::OneResultPerCall
+            | I::ToolCallOnce
+            | I::PreExecuteOnce
+            | I::FinalizeOnce
+    )
 }
 
 /// One plain sentence for a classified step violation.
