@@ -347,31 +347,33 @@ impl Checker {
             .call
             .as_ref()
             .ok_or_else(|| TraceError::new(line, format!("stage `{node}` needs a `call`")))?;
-        if self.graph.requires_outcome(node) && obs.outcome.is_none() {
-            return Err(TraceError::new(
-                line,
-                format!(
-                    "stage `{node}` needs an `outcome` (one of: {})",
-                    self.graph
+        let present = |field: &str| match field {
+            "outcome" => obs.outcome.is_some(),
+            "result" => obs.result.is_some(),
+            "intent" => obs.intent.is_some(),
+            _ => true,
+        };
+        if let Some(field) = required_fields(self.graph, node)
+            .into_iter()
+            .find(|f| !present(f))
+        {
+            let mut message = format!("stage `{node}` needs a `{field}`");
+            if field == "outcome" {
+                let outcomes: Vec<&str> = match node {
+                    NodeId::FsGate => vec!["allow", "deny"],
+                    _ => self
+                        .graph
                         .decisive_outcomes(node)
                         .iter()
                         .map(|o| o.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-        let missing = match node {
-            NodeId::Final if obs.result.is_none() => Some("result"),
-            NodeId::FsGate if obs.intent.is_none() => Some("intent"),
-            NodeId::FsGate if obs.outcome.is_none() => Some("outcome"),
-            _ => None,
-        };
-        if let Some(field) = missing {
-            return Err(TraceError::new(
-                line,
-                format!("stage `{node}` needs a `{field}`"),
-            ));
+                        .collect(),
+                };
+                message = format!(
+                    "stage `{node}` needs an `outcome` (one of: {})",
+                    outcomes.join(", ")
+                );
+            }
+            return Err(TraceError::new(line, message));
         }
         let i = self.call_index(line, call)?;
         self.visit(line, i, node, obs.outcome);
@@ -1143,6 +1145,23 @@ impl Checker {
             self.violate(id, lines, Some(&call_id), message);
         }
     }
+}
+
+/// The fields a stage record of `node` must carry (besides `node`, and `call` for per-call
+/// nodes): `outcome` where every edge out is labeled, the frozen `result` at `final`, the gated
+/// `intent` and its `outcome` at `fsGate`, the batch's `calls` at `model`.
+pub fn required_fields(graph: &StageGraph, node: NodeId) -> Vec<&'static str> {
+    let mut fields = Vec::new();
+    if graph.requires_outcome(node) || node == NodeId::FsGate {
+        fields.push("outcome");
+    }
+    match node {
+        NodeId::Final => fields.push("result"),
+        NodeId::FsGate => fields.push("intent"),
+        NodeId::Model => fields.push("calls"),
+        _ => {}
+    }
+    fields
 }
 
 /// The most specific invariant a step the graph does not allow breaks.

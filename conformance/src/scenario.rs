@@ -45,7 +45,7 @@ pub struct Scenario {
     #[serde(default)]
     pub pre: Vec<Listener<PreAction>>,
     /// `ctx.approval`; absent means no approval is mounted.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalSpec>,
     /// Monotonic guards, in registration order.
     #[serde(default)]
@@ -63,7 +63,7 @@ pub struct Scenario {
     #[serde(default)]
     pub files: BTreeMap<String, String>,
     /// The cap of concurrently executing safe calls (default 10).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_parallel: Option<usize>,
     pub expect: Expectation,
 }
@@ -81,7 +81,7 @@ pub struct ToolSpec {
     #[serde(default)]
     pub concurrency_safe: bool,
     /// The timeout the definition declares (applied by a `timeout` wrapper).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// What `finalizeContent` does.
     #[serde(default)]
@@ -183,13 +183,13 @@ pub enum PostAction {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AcceptSpec {
     /// Replaces the content with this text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// Replaces the value (re-rendered to content).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
     /// Adds this context.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
 }
 
@@ -197,7 +197,7 @@ pub struct AcceptSpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BlockSpec {
     pub feedback: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
 }
 
@@ -366,16 +366,16 @@ pub struct CallExpectation {
     /// How many times the body was dispatched.
     pub body_runs: u32,
     /// Whether post-execute ran.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_runs: Option<bool>,
     /// The exact model-facing text (SHOULD: reference semantics).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// Text the model-facing content includes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_includes: Option<String>,
     /// The error code (`TOOL_TIMEOUT`, `UNKNOWN_TOOL`, ...) (SHOULD: reference semantics).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
 }
 

@@ -112,20 +112,25 @@ impl EventBody {
         }
     }
 
-    /// The stage-graph node this event is an observation of, when it is one. Approval audit
-    /// events happen inside the `approval` stage and are not nodes of their own.
+    /// The stage-graph node this event is an observation of, when it is one.
     pub fn node(&self) -> Option<NodeId> {
-        match self {
-            EventBody::ToolCall(_) => Some(NodeId::ToolCall),
-            EventBody::ToolResult(_) => Some(NodeId::ToolResult),
-            EventBody::UserMessage(_) | EventBody::ContextMessage(_) => Some(NodeId::Context),
-            EventBody::TodoWrite(_)
-            | EventBody::FsObserved(_)
-            | EventBody::HookInvoked(_)
-            | EventBody::HookResult(_)
-            | EventBody::CodeDispatchStart(_)
-            | EventBody::CodeDispatch(_) => Some(NodeId::Owned),
-            EventBody::ApprovalAsked(_) | EventBody::ApprovalDecided(_) => None,
+        Self::node_of(self.type_name())
+    }
+
+    /// The node events of a type observe. Approval audit events happen inside the `approval`
+    /// stage and are not nodes of their own.
+    pub fn node_of(type_name: &str) -> Option<NodeId> {
+        match type_name {
+            "tool/call" => Some(NodeId::ToolCall),
+            "tool/result" => Some(NodeId::ToolResult),
+            "user/message" | "context/message" => Some(NodeId::Context),
+            "todo/write"
+            | "fs/observed"
+            | "hook/invoked"
+            | "hook/result"
+            | "tool/code-dispatch-start"
+            | "tool/code-dispatch" => Some(NodeId::Owned),
+            _ => None,
         }
     }
 }

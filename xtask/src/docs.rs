@@ -1,0 +1,258 @@
+//! `cargo xtask docs`: everything in `docs/` that is derived from the definitions.
+//!
+//! [`generate`] computes every generated file in memory; [`stale`] compares them with the files
+//! on disk (for `--check` and for the `docs_are_fresh` test); [`write`] replaces the changed
+//! ones atomically (write to a temporary sibling, then rename).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use similar::TextDiff;
+use tep_conformance::scenario::{Scenario, corpus};
+use tep_reference::graph::mermaid::{LabelStyle, print_flowchart};
+use tep_reference::graph::{Revision, StageGraph};
+use tep_reference::vocabulary;
+
+use crate::markdown::{self, MarkdownError, code_spans};
+use crate::{pages, svg};
+
+/// One generated file, relative to the repository root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generated {
+    pub path: PathBuf,
+    pub contents: String,
+}
+
+/// A name in curated prose that no definition knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    pub file: PathBuf,
+    pub line: usize,
+    pub name: String,
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: `{}` names no node, event, extension point or known term (reference/src/vocabulary.rs)",
+            self.file.display(),
+            self.line,
+            self.name
+        )
+    }
+}
+
+/// Why the docs could not be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum DocsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Template {
+        path: PathBuf,
+        source: MarkdownError,
+    },
+    #[error("curated prose names what the definitions do not know:\n{}", .0.iter().map(|u| format!("  {u}")).collect::<Vec<_>>().join("\n"))]
+    UnknownNames(Vec<UnknownName>),
+    #[error("{0}")]
+    Generate(String),
+}
+
+/// A generated file whose committed copy differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stale {
+    pub path: PathBuf,
+    /// A short unified diff (committed → generated), or why there is none.
+    pub diff: String,
+}
+
+/// A page of the pipeline doc: its template (curated prose), the revision whose flowchart fills
+/// its Mermaid block, and where the page and its SVG go.
+struct PipelinePage {
+    template: &'static str,
+    revision: Revision,
+    page: &'static str,
+    picture: &'static str,
+}
+
+const PIPELINE_PAGES: &[PipelinePage] = &[PipelinePage {
+    template: "xtask/templates/tool-execution-pipeline.md",
+    revision: Revision::Rev2,
+    page: "docs/tool-execution-pipeline.md",
+    picture: "docs/tool-execution-pipeline.svg",
+}];
+
+fn read(root: &Path, rel: &str) -> Result<String, DocsError> {
+    let path = root.join(rel);
+    std::fs::read_to_string(&path).map_err(|source| DocsError::Read { path, source })
+}
+
+/// The names in backticks of a template's prose that nothing defines.
+pub fn lint(file: &Path, template: &str) -> Vec<UnknownName> {
+    code_spans(template)
+        .into_iter()
+        .filter(|(_, name)| !vocabulary::is_known(name))
+        .map(|(line, name)| UnknownName {
+            file: file.to_path_buf(),
+            line,
+            name,
+        })
+        .collect()
+}
+
+/// Every generated file.
+pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
+    let corpus: Vec<Scenario> = corpus().map_err(|e| DocsError::Generate(e.to_string()))?;
+    let mut out = Vec::new();
+    let mut unknown = Vec::new();
+    for page in PIPELINE_PAGES {
+        let template = read(root, page.template)?;
+        unknown.extend(lint(Path::new(page.template), &template));
+        let graph = StageGraph::of(page.revision);
+        let name = format!("stage-graph {}", page.revision);
+        let body = markdown::replace_mermaid(
+            &template,
+            &name,
+            &print_flowchart(graph, LabelStyle::Markup),
+        )
+        .map_err(|source| DocsError::Template {
+            path: page.template.into(),
+            source,
+        })?;
+        out.push(Generated {
+            path: page.page.into(),
+            contents: pages::header(&format!(
+                "{} and the {} stage graph",
+                page.template, page.revision
+            )) + &body,
+        });
+        out.push(Generated {
+            path: page.picture.into(),
+            contents: svg::render(graph).map_err(DocsError::Generate)?,
+        });
+    }
+    if !unknown.is_empty() {
+        return Err(DocsError::UnknownNames(unknown));
+    }
+    out.push(Generated {
+        path: "docs/invariants.md".into(),
+        contents: pages::invariants_page(&corpus),
+    });
+    out.push(Generated {
+        path: "docs/events.md".into(),
+        contents: pages::events_page(),
+    });
+    out.push(Generated {
+        path: "docs/scenarios.md".into(),
+        contents: pages::scenarios_page(&corpus),
+    });
+    out.push(Generated {
+        path: "docs/stage-graph.md".into(),
+        contents: pages::stage_graph_page(&corpus).map_err(DocsError::Generate)?,
+    });
+    for (file, schema) in pages::schemas() {
+        let text = serde_json::to_string_pretty(&schema)
+            .map_err(|e| DocsError::Generate(e.to_string()))?;
+        out.push(Generated {
+            path: Path::new("docs/schemas").join(file),
+            contents: text + "\n",
+        });
+    }
+    let template = "xtask/templates/adapter-protocol.md";
+    let protocol = read(root, template)?;
+    let exchange = pages::adapter_exchange(&corpus).map_err(DocsError::Generate)?;
+    let protocol =
+        markdown::replace_region(&protocol, "worked-exchange", &exchange).map_err(|source| {
+            DocsError::Template {
+                path: template.into(),
+                source,
+            }
+        })?;
+    out.push(Generated {
+        path: "docs/adapter-protocol.md".into(),
+        contents: pages::header(template) + &protocol,
+    });
+    Ok(out)
+}
+
+/// The generated files whose committed copies differ (or are missing).
+pub fn stale(root: &Path, generated: &[Generated]) -> Vec<Stale> {
+    generated
+        .iter()
+        .filter_map(|g| {
+            let path = root.join(&g.path);
+            let committed = match std::fs::read_to_string(&path) {
+                Ok(text) => text.replace("\r\n", "\n"),
+                Err(_) => {
+                    return Some(Stale {
+                        path: g.path.clone(),
+                        diff: "missing".to_owned(),
+                    });
+                }
+            };
+            (committed != g.contents).then(|| Stale {
+                path: g.path.clone(),
+                diff: short_diff(&committed, &g.contents),
+            })
+        })
+        .collect()
+}
+
+fn short_diff(old: &str, new: &str) -> String {
+    const MAX_LINES: usize = 40;
+    let diff = TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(2)
+        .header("committed", "generated")
+        .to_string();
+    let lines: Vec<&str> = diff.lines().collect();
+    if lines.len() <= MAX_LINES {
+        return diff;
+    }
+    format!(
+        "{}\n... ({} more diff lines)\n",
+        lines[..MAX_LINES].join("\n"),
+        lines.len() - MAX_LINES
+    )
+}
+
+/// Writes the files that changed, each atomically. Returns the paths written.
+pub fn write(root: &Path, generated: &[Generated]) -> Result<Vec<PathBuf>, DocsError> {
+    let mut written = Vec::new();
+    for g in stale(root, generated) {
+        let contents = generated
+            .iter()
+            .find(|x| x.path == g.path)
+            .map(|x| x.contents.as_str())
+            .unwrap_or_default();
+        let path = root.join(&g.path);
+        let fail = |source| DocsError::Write {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        let tmp = path.with_file_name(format!(
+            ".{}.tmp-{}",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("doc"),
+            std::process::id()
+        ));
+        std::fs::write(&tmp, contents).map_err(fail)?;
+        std::fs::rename(&tmp, &path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            fail(e)
+        })?;
+        written.push(g.path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,16 @@
+//! Maintainer tasks. `cargo xtask docs` regenerates `docs/` from the stage graph, the invariant
+//! catalog, the scenario corpus and the Rust types; `cargo xtask docs --check` fails when a
+//! committed file has drifted.
+
+pub mod docs;
+pub mod markdown;
+pub mod pages;
+pub mod svg;
+
+/// The repository root (the workspace this xtask belongs to).
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
+}
