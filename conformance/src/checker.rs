@@ -16,12 +16,15 @@ use std::fmt;
 
 use serde::Serialize;
 use serde_json::Value;
-use tep_reference::graph::{EdgeId, NodeId, Outcome, Phase, Revision, Scope, StageGraph};
+use tep_reference::graph::{
+    EdgeId, GraphKind, NodeId, Outcome, Phase, Revision, Scope, StageGraph,
+};
 use tep_reference::identity::{CallId, Identity, parse_arguments};
 use tep_reference::result::ToolResult;
+use tep_reference::session::SessionEvent;
 use tep_reference::session::{EventBody, FileState, ToolResultData};
 use tep_reference::trace::{
-    Capability, EventRecord, GuardVerdictKind, Mark, Observation, TraceRecord,
+    Capability, EventRecord, GuardVerdictKind, Mark, MarkKind, Observation, TraceRecord,
 };
 
 use crate::invariants::{InvariantId, Level, invariant};
@@ -99,8 +102,10 @@ pub struct CheckReport {
     pub violations: Vec<Violation>,
     /// Violations beyond [`MAX_VIOLATIONS`], not kept.
     pub omitted: usize,
-    /// Edges of the graph the trace took.
+    /// Edges of the pipeline graph the trace took.
     pub edges: BTreeSet<EdgeId>,
+    /// Edges of the Code Mode graph the trace's sub-calls took.
+    pub code_mode_edges: BTreeSet<EdgeId>,
     /// How many records were checked.
     pub records: usize,
 }
@@ -148,6 +153,15 @@ struct CallState {
     id: CallId,
     name: String,
     safe: bool,
+    /// The graph this call walks: the pipeline, or Code Mode for a sub-call.
+    graph: &'static StageGraph,
+    /// For a Code Mode sub-call: its `run_code` call.
+    parent: Option<usize>,
+    /// For a `run_code` call: how many sub-calls it started, and the one still running.
+    sub_calls: usize,
+    open_sub: Option<usize>,
+    /// For a sub-call: the line of its `tool/code-dispatch`.
+    dispatched: Option<usize>,
     position: NodeId,
     outcome: Option<Outcome>,
     position_line: usize,
@@ -178,12 +192,17 @@ struct CallState {
 }
 
 impl CallState {
-    fn new(id: CallId, name: String, safe: bool, line: usize) -> Self {
+    fn new(id: CallId, name: String, safe: bool, graph: &'static StageGraph, line: usize) -> Self {
         CallState {
             id,
             name,
             safe,
-            position: NodeId::Model,
+            graph,
+            parent: None,
+            sub_calls: 0,
+            open_sub: None,
+            dispatched: None,
+            position: graph.entry(),
             outcome: None,
             position_line: line,
             started: None,
@@ -375,7 +394,7 @@ impl Checker {
             }
             return Err(TraceError::new(line, message));
         }
-        let i = self.call_index(line, call)?;
+        let i = self.resolve_call(line, call)?;
         self.visit(line, i, node, obs.outcome);
         self.after_stage(line, i, obs);
         Ok(())
@@ -402,6 +421,8 @@ impl Checker {
             EventBody::ToolCall(data) => Some(data.call_id.clone()),
             EventBody::ToolResult(data) => data.call_id().cloned(),
             EventBody::ApprovalAsked(data) => data.call_id.clone(),
+            EventBody::CodeDispatchStart(data) => Some(data.sub_call_id.clone()),
+            EventBody::CodeDispatch(data) => Some(data.sub_call_id.clone()),
             _ => None,
         };
         // A tool/result that names another call is `result-names-its-call`, checked below; any
@@ -424,17 +445,20 @@ impl Checker {
                 format!("a `{}` event needs a `call`", event.body.type_name()),
             )
         })?;
-        let i = self.call_index(line, &call)?;
-        match event.body.node() {
+        let i = self.resolve_call(line, &call)?;
+        let is_sub_call = self
+            .batch
+            .as_ref()
+            .is_some_and(|b| b.calls[i].parent.is_some());
+        let node = if is_sub_call {
+            EventBody::code_mode_node_of(event.body.type_name())
+        } else {
+            event.body.node()
+        };
+        match node {
             Some(node) => {
                 self.visit(line, i, node, None);
-                self.after_event(
-                    line,
-                    i,
-                    &event.body,
-                    event.seq,
-                    event.source_event_seqs.as_deref(),
-                );
+                self.after_event(line, i, event);
             }
             None => self.audit_event(line, i, &event.body),
         }
@@ -442,7 +466,10 @@ impl Checker {
     }
 
     fn mark(&mut self, line: usize, mark: &Mark) -> Result<(), TraceError> {
-        let i = self.call_index(line, &mark.call)?;
+        let i = self.resolve_call(line, &mark.call)?;
+        if mark.mark != MarkKind::ObserverSettled {
+            return self.binding_mark(line, i, mark);
+        }
         let revision = self.options.revision;
         let Some(batch) = self.batch.as_mut() else {
             return Ok(());
@@ -466,22 +493,131 @@ impl Checker {
         Ok(())
     }
 
-    fn call_index(&self, line: usize, call: &CallId) -> Result<usize, TraceError> {
-        let batch = self.batch.as_ref().ok_or_else(|| {
+    /// A Code Mode program reports how a binding settled: the sub-call's walk returns to the
+    /// program, and the settlement must match the sub-call's announced outcome.
+    fn binding_mark(&mut self, line: usize, i: usize, mark: &Mark) -> Result<(), TraceError> {
+        let is_sub_call = self
+            .batch
+            .as_ref()
+            .is_some_and(|b| b.calls[i].parent.is_some());
+        if !is_sub_call {
+            return Err(TraceError::new(
+                line,
+                format!(
+                    "a `{}` mark is for a Code Mode sub-call, not call {}",
+                    serde_json::to_value(mark.mark)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    mark.call
+                ),
+            ));
+        }
+        let rejected = mark.mark == MarkKind::BindingRejected;
+        self.visit(
+            line,
+            i,
+            NodeId::RunCode,
+            Some(if rejected {
+                Outcome::Reject
+            } else {
+                Outcome::Resolve
+            }),
+        );
+        let Some(batch) = self.batch.as_ref() else {
+            return Ok(());
+        };
+        let call = &batch.calls[i];
+        let id = call.id.clone();
+        let problem = match (&call.notified, rejected, &mark.rejection) {
+            (Some((result, _)), false, _) if result.is_error => {
+                Some("resolved, but the sub-call ended as an error".to_owned())
+            }
+            (Some((result, _)), true, _) if !result.is_error => {
+                Some("rejected, but the sub-call succeeded".to_owned())
+            }
+            (Some(_), true, None) => Some("rejected without saying with what".to_owned()),
+            (Some((result, _)), true, Some(rejection)) => {
+                let message = result
+                    .error
+                    .as_ref()
+                    .map_or_else(|| result.text(), |e| e.message.clone());
+                (rejection.tool_name != call.name || rejection.message != message).then(|| {
+                    format!(
+                        "rejected with {{toolName: {:?}, message: {:?}}}, expected {{toolName: {:?}, message: {:?}}}",
+                        rejection.tool_name, rejection.message, call.name, message
+                    )
+                })
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            let at = call.notified.as_ref().map_or(line, |(_, l)| *l);
+            self.violate(
+                InvariantId::BindingSettles,
+                vec![line, at],
+                Some(&id),
+                format!(
+                    "line {line} (binding of sub-call {id}): {problem} (announced at line {at})"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The index of `call` in the open batch. A Code Mode sub-call (`<parent>:code:<n>` of a
+    /// call of the batch) is added the first time it appears.
+    fn resolve_call(&mut self, line: usize, call: &CallId) -> Result<usize, TraceError> {
+        let revision = self.options.revision;
+        let batch = self.batch.as_mut().ok_or_else(|| {
             TraceError::new(
                 line,
                 "a record before the first `model` observation (every trace starts with the batch)",
             )
         })?;
-        batch.index.get(call).copied().ok_or_else(|| {
+        if let Some(&i) = batch.index.get(call) {
+            return Ok(i);
+        }
+        let unknown = || {
             TraceError::new(
                 line,
                 format!(
-                    "unknown call {call}: the batch declared at line {} does not list it",
+                    "unknown call {call}: the batch declared at line {} does not list it (nor is it a sub-call `<call>:code:<n>` of one)",
                     batch.model_line
                 ),
             )
-        })
+        };
+        let (parent_id, n) = call.as_str().rsplit_once(":code:").ok_or_else(unknown)?;
+        let n: usize = n.parse().map_err(|_| unknown())?;
+        let parent = *batch
+            .index
+            .get(&CallId::from(parent_id))
+            .ok_or_else(unknown)?;
+        if batch.calls[parent].parent.is_some() {
+            return Err(unknown());
+        }
+        let i = batch.calls.len();
+        batch.calls[parent].sub_calls += 1;
+        let expected = batch.calls[parent].sub_calls;
+        let mut sub = CallState::new(
+            call.clone(),
+            String::new(),
+            false,
+            StageGraph::code_mode(revision),
+            line,
+        );
+        sub.parent = Some(parent);
+        batch.calls.push(sub);
+        batch.index.insert(call.clone(), i);
+        if n != expected {
+            self.violate(
+                InvariantId::SubCallIdScheme,
+                vec![line],
+                Some(call),
+                format!("line {line}: sub-call {call} is the {expected}th sub-call of {parent_id} to start; expected id {parent_id}:code:{expected}"),
+            );
+        }
+        Ok(i)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -514,6 +650,7 @@ impl Checker {
                 d.call_id.clone(),
                 d.name.clone(),
                 d.concurrency_safe,
+                self.graph,
                 line,
             ));
         }
@@ -555,7 +692,7 @@ impl Checker {
         }
         batch.settled = Some(line);
         let mut edges = Vec::new();
-        for call in batch.calls.iter_mut() {
+        for call in batch.calls.iter_mut().filter(|c| c.parent.is_none()) {
             match self.graph.step(call.position, call.outcome, NodeId::AllResults) {
                 Ok((edge, _)) => edges.push(edge),
                 Err(_) if call.result.is_none() => found.push((
@@ -580,6 +717,7 @@ impl Checker {
             .calls
             .iter()
             .enumerate()
+            .filter(|(_, c)| c.parent.is_none())
             .flat_map(|(i, c)| {
                 c.notified.iter().flat_map(move |(result, l)| {
                     result
@@ -613,7 +751,27 @@ impl Checker {
                 ),
             ));
         }
-        for call in &batch.calls {
+        for call in batch.calls.iter().filter(|c| c.parent.is_some()) {
+            if call.dispatched.is_none() {
+                found.push((
+                    InvariantId::SubCallLogsDispatch,
+                    vec![call.last_line],
+                    Some(call.id.clone()),
+                    format!(
+                        "sub-call {} (last seen at line {}) was never logged as tool/code-dispatch",
+                        call.id, call.last_line
+                    ),
+                ));
+            } else if call.position != NodeId::RunCode {
+                found.push((
+                    InvariantId::BindingSettles,
+                    vec![call.last_line],
+                    Some(call.id.clone()),
+                    format!("sub-call {} was logged (line {}) but its binding never settled in the program", call.id, call.last_line),
+                ));
+            }
+        }
+        for call in batch.calls.iter().filter(|c| c.parent.is_none()) {
             if call.result.is_none() {
                 found.push((
                     InvariantId::OneResultPerCall,
@@ -670,13 +828,16 @@ impl Checker {
 
     /// The step check, its classification, the position update and the cross-call checks.
     fn visit(&mut self, line: usize, i: usize, node: NodeId, outcome: Option<Outcome>) {
-        let graph = self.graph;
         let revision = self.options.revision;
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
         let mut found: Vec<(InvariantId, Vec<usize>, String)> = Vec::new();
         let call_id = batch.calls[i].id.clone();
+        let graph = batch.calls[i].graph;
+        // Sub-calls live inside their parent's body: the batch-level order checks are the
+        // parent's; theirs are the Code Mode ones below.
+        let top_level = batch.calls[i].parent.is_none();
 
         // Cross-call checks first: they look at the other calls as they were before this visit.
         let phase = graph.node(node).map(|n| n.phase);
@@ -700,10 +861,9 @@ impl Checker {
                 ));
             }
         }
-        if let Some(x) = batch
-            .calls
-            .iter()
-            .position(|c| !c.safe && c.started.is_some() && c.result.is_none())
+        if let Some(x) = batch.calls.iter().position(|c| {
+            c.parent.is_none() && !c.safe && c.started.is_some() && c.result.is_none()
+        }) && top_level
             && x != i
             && batch.calls[i].result.is_none()
         {
@@ -719,7 +879,10 @@ impl Checker {
                 ),
             ));
         }
-        if !is_leaf && let Some(sec) = phase.and_then(section) {
+        if top_level
+            && !is_leaf
+            && let Some(sec) = phase.and_then(section)
+        {
             if let Some((holder, held, since)) = batch.lane
                 && holder != i
             {
@@ -760,10 +923,14 @@ impl Checker {
                 .any(|&n| graph.node(n).and_then(|d| section(d.phase)) == Some(sec));
             batch.lane = if stays { Some((i, sec, line)) } else { None };
         }
-        if node == NodeId::ToolBody
+        if top_level
+            && node == NodeId::ToolBody
             && batch.calls[i].position == NodeId::Around
             && let Some(k) = batch.calls.iter().position(|c| {
-                c.body_running.is_some() && c.id != call_id && !(c.safe && batch.calls[i].safe)
+                c.parent.is_none()
+                    && c.body_running.is_some()
+                    && c.id != call_id
+                    && !(c.safe && batch.calls[i].safe)
             })
         {
             let other = &batch.calls[k];
@@ -779,11 +946,74 @@ impl Checker {
                 ));
         }
 
+        if let Some(p) = batch.calls[i].parent {
+            let parent = &batch.calls[p];
+            if parent.body_running.is_none()
+                && !batch.calls[i]
+                    .step_reported
+                    .contains(&InvariantId::CodeDispatchInsideBody)
+            {
+                found.push((
+                    InvariantId::CodeDispatchInsideBody,
+                    vec![line, parent.position_line],
+                    format!(
+                        "{} while its run_code call is not running its program (last at {})",
+                        at(line, node, outcome, &call_id),
+                        at(
+                            parent.position_line,
+                            parent.position,
+                            parent.outcome,
+                            &parent.id
+                        )
+                    ),
+                ));
+            }
+            if let Some(j) = parent.open_sub.filter(|&j| j != i)
+                && !batch.calls[i]
+                    .step_reported
+                    .contains(&InvariantId::SubCallsSerialized)
+            {
+                let other = &batch.calls[j];
+                found.push((
+                    InvariantId::SubCallsSerialized,
+                    vec![line, other.last_line],
+                    format!(
+                        "{} while sub-call {} of the same program is still running (last seen at line {}, not yet logged as tool/code-dispatch)",
+                        at(line, node, outcome, &call_id),
+                        other.id,
+                        other.last_line
+                    ),
+                ));
+            }
+            let running = batch.calls[i].dispatched.is_none()
+                && node != NodeId::Dispatched
+                && node != NodeId::RunCode;
+            if running && batch.calls[p].open_sub.is_none() {
+                batch.calls[p].open_sub = Some(i);
+            }
+            if node == NodeId::Dispatched && batch.calls[p].open_sub == Some(i) {
+                batch.calls[p].open_sub = None;
+            }
+            for (id, _, _) in &found {
+                if matches!(
+                    id,
+                    InvariantId::CodeDispatchInsideBody | InvariantId::SubCallsSerialized
+                ) {
+                    batch.calls[i].step_reported.insert(*id);
+                }
+            }
+        }
+
         // The step itself.
         let call = &mut batch.calls[i];
         if !graph.contains(node) {
+            let id = if node == NodeId::Context && !top_level {
+                InvariantId::SubCallContextsOmitted
+            } else {
+                InvariantId::StageGraphWalk
+            };
             found.push((
-                InvariantId::StageGraphWalk,
+                id,
                 vec![line],
                 format!(
                     "{}: {revision} has no stage `{node}`",
@@ -793,7 +1023,10 @@ impl Checker {
         } else {
             match graph.step(call.position, call.outcome, node) {
                 Ok((edge, _)) => {
-                    self.report.edges.insert(edge);
+                    match graph.kind() {
+                        GraphKind::Pipeline => self.report.edges.insert(edge),
+                        GraphKind::CodeMode => self.report.code_mode_edges.insert(edge),
+                    };
                 }
                 Err(err) => {
                     let id = classify(graph, call, node);
@@ -816,6 +1049,7 @@ impl Checker {
                     // run twice) does not move the call: the walk goes on from where it was.
                     if keeps_position(id) {
                         call.last_line = line;
+                        track_body(call, node, line);
                         for (id, lines, message) in found {
                             self.violate(id, lines, Some(&call_id), message);
                         }
@@ -830,12 +1064,7 @@ impl Checker {
             call.position_line = line;
         }
         call.last_line = line;
-        // Bodies run from dispatch (or resume) until control returns to the wrappers.
-        match node {
-            NodeId::ToolBody if call.body_running.is_none() => call.body_running = Some(line),
-            NodeId::Around => call.body_running = None,
-            _ => {}
-        }
+        track_body(call, node, line);
         // A denial decided here.
         let denial = matches!(
             (node, outcome),
@@ -864,6 +1093,11 @@ impl Checker {
         let call_id = call.id.clone();
         let mut found: Vec<(InvariantId, Vec<usize>, String)> = Vec::new();
         if let Some(identity) = &obs.identity {
+            // A sub-call is first named by what its stages are handed.
+            if call.parent.is_some() && call.name.is_empty() {
+                call.name = identity.name.clone();
+                call.args.get_or_insert_with(|| identity.arguments.clone());
+            }
             if let Some(problem) = identity_problem(call, identity, line) {
                 found.push(problem);
             }
@@ -871,6 +1105,32 @@ impl Checker {
                 call.first_identity = Some((identity.clone(), line));
             }
         }
+        if let (Some(p), Some(identity)) = (batch.calls[i].parent, &obs.identity) {
+            let parent = &batch.calls[p];
+            let expected = parent
+                .first_identity
+                .as_ref()
+                .map(|(id, _)| id.token.clone());
+            if expected.is_some() && identity.parent_token != expected {
+                found.push((
+                    InvariantId::SubCallCarriesParentToken,
+                    vec![line],
+                    format!(
+                        "line {line} (sub-call {call_id}) was handed parent token {}, but its run_code call's token is {}",
+                        identity.parent_token.as_deref().unwrap_or("none"),
+                        expected.unwrap_or_default()
+                    ),
+                ));
+            }
+            if identity.name == tep_reference::pipeline::RUN_CODE {
+                found.push((
+                    InvariantId::RunCodeReserved,
+                    vec![line],
+                    format!("line {line}: sub-call {call_id} calls run_code itself"),
+                ));
+            }
+        }
+        let call = &mut batch.calls[i];
         match obs.node {
             NodeId::Pre => call.pre_line = Some(line),
             NodeId::Approval => {
@@ -952,6 +1212,29 @@ impl Checker {
                 if let Some(result) = &obs.result {
                     found.extend(outcome_problems(call, result, line));
                     call.notified = Some((result.clone(), line));
+                    // A run_code call must not carry its sub-calls' contexts forward.
+                    let forwarded =
+                        batch
+                            .calls
+                            .iter()
+                            .filter(|c| c.parent == Some(i))
+                            .find_map(|sub| {
+                                let (announced, at) = sub.notified.as_ref()?;
+                                announced
+                                    .additional_contexts
+                                    .iter()
+                                    .find(|c| {
+                                        result.additional_contexts.iter().any(|r| r.text == c.text)
+                                    })
+                                    .map(|c| (sub.id.clone(), c.text.clone(), *at))
+                            });
+                    if let Some((sub, text, at)) = forwarded {
+                        found.push((
+                            InvariantId::SubCallContextsOmitted,
+                            vec![line, at],
+                            format!("line {line} (tools/result, call {call_id}) carries {text:?}, a context of sub-call {sub} (line {at})"),
+                        ));
+                    }
                 }
             }
             NodeId::PresentCall => call.presented_call += 1,
@@ -964,14 +1247,8 @@ impl Checker {
     }
 
     /// Checks that need a node event's data.
-    fn after_event(
-        &mut self,
-        line: usize,
-        i: usize,
-        body: &EventBody,
-        seq: u64,
-        sources: Option<&[u64]>,
-    ) {
+    fn after_event(&mut self, line: usize, i: usize, event: &SessionEvent) {
+        let (body, seq, sources) = (&event.body, event.seq, event.source_event_seqs.as_deref());
         let revision = self.options.revision;
         let Some(batch) = self.batch.as_mut() else {
             return;
@@ -1034,6 +1311,71 @@ impl Checker {
                             ));
                         }
                     }
+                }
+            }
+            EventBody::CodeDispatchStart(data) => {
+                if call.name.is_empty() {
+                    call.name = data.name.clone();
+                    call.args = Some(data.arguments.clone());
+                }
+                if data.name == tep_reference::pipeline::RUN_CODE {
+                    found.push((
+                        InvariantId::RunCodeReserved,
+                        vec![line],
+                        format!("line {line}: sub-call {call_id} calls run_code itself"),
+                    ));
+                }
+                if event.surface_op.is_some() {
+                    found.push((
+                        InvariantId::DispatchNotModelFacing,
+                        vec![line],
+                        format!("line {line} (tool/code-dispatch-start, sub-call {call_id}) carries a surface operation"),
+                    ));
+                }
+            }
+            EventBody::CodeDispatch(data) => {
+                call.dispatched.get_or_insert(line);
+                if call.name.is_empty() {
+                    call.name = data.name.clone();
+                    call.args = Some(data.arguments.clone());
+                }
+                if event.surface_op.is_some() {
+                    found.push((
+                        InvariantId::DispatchNotModelFacing,
+                        vec![line],
+                        format!("line {line} (tool/code-dispatch, sub-call {call_id}) carries a surface operation: a model-facing message"),
+                    ));
+                }
+                if let Some((announced, nl)) = &call.notified {
+                    let content_differs = data
+                        .content
+                        .as_ref()
+                        .is_some_and(|c| *c != announced.content);
+                    if data.is_error != announced.is_error || content_differs {
+                        found.push((
+                            InvariantId::FrozenOutcome,
+                            vec![line, *nl],
+                            format!("line {line} (tool/code-dispatch, sub-call {call_id}) differs from the outcome tools/result announced at line {nl}"),
+                        ));
+                    }
+                }
+                match revision {
+                    Revision::Rev2 if data.root_call_id.is_none() || data.content.is_none() => found.push((
+                        InvariantId::CodeDispatchContentShape,
+                        vec![line],
+                        format!("line {line} (tool/code-dispatch, sub-call {call_id}) lacks rootCallId or content"),
+                    )),
+                    Revision::Rev1
+                        if data.root_call_id.is_some()
+                            || data.result_summary.as_ref().is_none_or(|r| r.chars().count() > 200) =>
+                    {
+                        found.push((
+                            InvariantId::CodeDispatchSummaryShape,
+                            vec![line],
+                            format!("line {line} (tool/code-dispatch, sub-call {call_id}) is not rev1's shape (a resultSummary of at most 200 characters, no rootCallId)"),
+                        ))
+                    }
+                    _ => {}
                 }
             }
             EventBody::FsObserved(data) => match data.state {
@@ -1176,16 +1518,23 @@ fn classify(graph: &StageGraph, call: &CallState, node: NodeId) -> InvariantId {
     match node {
         NodeId::Context => I::ContextsAfterAllResults,
         NodeId::ToolCall if call.started.is_some() => I::ToolCallOnce,
-        _ if call.started.is_none() => I::ToolCallFirst,
+        _ if call.started.is_none() && call.parent.is_none() => I::ToolCallFirst,
         NodeId::ToolResult if call.result.is_some() => I::OneResultPerCall,
         NodeId::Final if call.notified.is_some() => I::OneResultPerCall,
         _ if call.result.is_some() && !matches!(node, NodeId::PresentResult | NodeId::Context) => {
             I::NoStageAfterResult
         }
+        _ if call.dispatched.is_some() && node != NodeId::RunCode => I::NoStageAfterResult,
         NodeId::Around | NodeId::ToolBody | NodeId::FsGate | NodeId::Owned
             if call.denied.is_some() =>
         {
             I::DenySkipsBody
+        }
+        NodeId::RunCode if call.position == NodeId::Final => I::SubCallLogsDispatch,
+        NodeId::Pre
+            if call.position == NodeId::RunCode && graph.contains(NodeId::DispatchStart) =>
+        {
+            I::SubCallStartLogged
         }
         NodeId::Pre if call.pre_line.is_some() => I::PreExecuteOnce,
         NodeId::Approval => I::ApprovalOnlyAfterAsk,
@@ -1200,6 +1549,15 @@ fn classify(graph: &StageGraph, call: &CallState, node: NodeId) -> InvariantId {
         NodeId::FsGate => I::FsGateInsideBody,
         NodeId::Owned => I::OwnedEventsInsideBody,
         _ => I::StageGraphWalk,
+    }
+}
+
+/// Bodies run from dispatch (or resume) until control returns to the wrappers.
+fn track_body(call: &mut CallState, node: NodeId, line: usize) {
+    match node {
+        NodeId::ToolBody if call.body_running.is_none() => call.body_running = Some(line),
+        NodeId::Around => call.body_running = None,
+        _ => {}
     }
 }
 

@@ -78,6 +78,18 @@ invariant_ids! {
     ApprovalAudited = "approval-audited",
     UiPresentsEachCall = "ui-presents-each-call",
     SessionSeqIncreasing = "session-seq-increasing",
+    RunCodeReserved = "run-code-reserved",
+    CodeDispatchInsideBody = "code-dispatch-inside-body",
+    SubCallsSerialized = "sub-calls-serialized",
+    SubCallCarriesParentToken = "sub-call-carries-parent-token",
+    SubCallIdScheme = "sub-call-id-scheme",
+    SubCallStartLogged = "sub-call-start-logged",
+    SubCallLogsDispatch = "sub-call-logs-dispatch",
+    BindingSettles = "binding-settles",
+    SubCallContextsOmitted = "sub-call-contexts-omitted",
+    DispatchNotModelFacing = "dispatch-not-model-facing",
+    CodeDispatchContentShape = "code-dispatch-content-shape",
+    CodeDispatchSummaryShape = "code-dispatch-summary-shape",
     ExpectedOutcome = "expected-outcome",
     ExpectedContent = "expected-content",
 }
@@ -669,6 +681,134 @@ pub const CATALOG: &[Invariant] = &[
         "Session events carry strictly increasing `seq` numbers.",
         &[Semantics(&[8])],
         Stage,
+    ),
+    needs(
+        inv(
+            I::RunCodeReserved,
+            Must,
+            "`run_code` is reserved: a program's binding calls never reach it, so no sub-call is a `run_code` call.",
+            &[Doc("the reserved `run_code` transport"), Semantics(&[43])],
+            Stage,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        inv(
+            I::CodeDispatchInsideBody,
+            Must,
+            "Sub-calls run inside their `run_code` call's body: every stage of a sub-call happens while the parent is in its body.",
+            &[
+                Doc("its serialized sub-calls through the pipeline"),
+                Semantics(&[49]),
+            ],
+            Batch,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        inv(
+            I::SubCallsSerialized,
+            Must,
+            "Sub-calls run one at a time, in submission order: a sub-call starts only after the previous one is logged as `tool/code-dispatch`.",
+            &[Doc("its serialized sub-calls through the pipeline")],
+            Batch,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        inv(
+            I::SubCallCarriesParentToken,
+            Must,
+            "Every stage of a sub-call is handed the parent `run_code` execution's token.",
+            &[Doc("sub-calls carry the parent token"), Semantics(&[44])],
+            Stage,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        inv(
+            I::SubCallIdScheme,
+            Should,
+            "Sub-calls are numbered `<parent>:code:<n>`, from 1, in the order they start.",
+            &[Semantics(&[44])],
+            Batch,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        rev2(inv(
+            I::SubCallStartLogged,
+            Should,
+            "A sub-call logs `tool/code-dispatch-start` when it actually starts, before its first stage.",
+            &[Semantics(&[46])],
+            Step,
+        )),
+        Capability::CodeMode,
+    ),
+    needs(
+        inv(
+            I::SubCallLogsDispatch,
+            Must,
+            "Every sub-call is logged as `tool/code-dispatch`, with the outcome its `tools/result` announced, after that notification.",
+            &[Doc("log `tool/code-dispatch`"), Semantics(&[46])],
+            Step,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        inv(
+            I::BindingSettles,
+            Must,
+            "Every logged sub-call settles its binding in the program: it resolves for a success, and a denial or failure rejects it with the tool name and message.",
+            &[
+                Doc("return denials as binding rejections"),
+                Semantics(&[47]),
+            ],
+            Stage,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        inv(
+            I::SubCallContextsOmitted,
+            Must,
+            "A sub-call's additional contexts are omitted: never injected, and not forwarded to the `run_code` call.",
+            &[Doc(
+                "omit `additionalContexts` to preserve call/result adjacency",
+            )],
+            Stage,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        inv(
+            I::DispatchNotModelFacing,
+            Should,
+            "Dispatch events never become model messages: they carry no surface operation.",
+            &[Semantics(&[50])],
+            Stage,
+        ),
+        Capability::CodeMode,
+    ),
+    needs(
+        rev2(inv(
+            I::CodeDispatchContentShape,
+            Should,
+            "The rev2 `tool/code-dispatch` data carries `rootCallId` and the full `content`.",
+            &[Semantics(&[46])],
+            Stage,
+        )),
+        Capability::CodeMode,
+    ),
+    needs(
+        rev1_only(inv(
+            I::CodeDispatchSummaryShape,
+            Should,
+            "The rev1 `tool/code-dispatch` data carries a `resultSummary` of at most 200 characters and no `rootCallId`.",
+            &[Semantics(&[46])],
+            Stage,
+        )),
+        Capability::CodeMode,
     ),
     inv(
         I::ExpectedOutcome,

@@ -101,6 +101,27 @@ fn result_data_mut(r: &mut TraceRecord) -> Option<&mut ToolResultData> {
     }
 }
 
+/// Whether a record belongs to a call of the batch (not a Code Mode sub-call).
+fn is_top_level(r: &TraceRecord) -> bool {
+    call_of(r).is_some_and(|c| !c.as_str().contains(":code:"))
+}
+
+/// The first Code Mode sub-call in the trace.
+fn first_sub_call(records: &Records) -> Option<CallId> {
+    records
+        .iter()
+        .filter_map(|r| r.call())
+        .find(|c| c.as_str().contains(":code:"))
+        .cloned()
+}
+
+/// The `run_code` call a sub-call id belongs to.
+fn parent_of(sub: &CallId) -> Option<CallId> {
+    sub.as_str()
+        .rsplit_once(":code:")
+        .map(|(p, _)| CallId::from(p))
+}
+
 /// Plants a breach of `id` in `records`; `None` when the trace has nothing to break it with
 /// (a scenario that claims to exercise `id` must always allow it).
 pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord>> {
@@ -547,9 +568,153 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
                 e.event.seq = first_seq;
             }
         }
+        I::RunCodeReserved => {
+            let at = find(&r, |x| {
+                stage(x).is_some_and(|o| o.parent.is_some() && o.identity.is_some())
+            })?;
+            stage_mut(&mut r[at])?.identity.as_mut()?.name = "run_code".to_owned();
+        }
+        I::CodeDispatchInsideBody => {
+            // The first sub-call runs after its run_code call left its body.
+            let sub = first_sub_call(&r)?;
+            let parent = parent_of(&sub)?;
+            let block: Vec<usize> = (0..r.len())
+                .filter(|&i| call_of(&r[i]) == Some(&sub))
+                .collect();
+            let moved: Vec<TraceRecord> = block.iter().map(|&i| r[i].clone()).collect();
+            for &i in block.iter().rev() {
+                r.remove(i);
+            }
+            let post = find(&r, |x| {
+                is_stage(x, NodeId::Post) && call_of(x) == Some(&parent)
+            })?;
+            for (k, rec) in moved.into_iter().enumerate() {
+                r.insert(post + 1 + k, rec);
+            }
+        }
+        I::SubCallsSerialized => {
+            // The second sub-call starts while the first is still running.
+            let sub = first_sub_call(&r)?;
+            let parent = parent_of(&sub)?;
+            let second = parent.code_sub_call(2);
+            let first_of_second = find(&r, |x| call_of(x) == Some(&second))?;
+            let first_of_first = find(&r, |x| call_of(x) == Some(&sub))?;
+            move_record(&mut r, first_of_second, first_of_first + 1);
+        }
+        I::SubCallCarriesParentToken => {
+            let at = find(&r, |x| {
+                stage(x).is_some_and(|o| o.parent.is_some() && o.identity.is_some())
+            })?;
+            stage_mut(&mut r[at])?.identity.as_mut()?.parent_token = Some("tok-forged".to_owned());
+        }
+        I::SubCallIdScheme => {
+            // The first sub-call is numbered as if others had started before it.
+            let sub = first_sub_call(&r)?;
+            let parent = parent_of(&sub)?;
+            let renamed = parent.code_sub_call(7);
+            for rec in r.iter_mut().filter(|x| x.call() == Some(&sub)) {
+                match rec {
+                    TraceRecord::Stage(o) => {
+                        o.call = Some(renamed.clone());
+                        if let Some(identity) = o.identity.as_mut() {
+                            identity.call_id = renamed.clone();
+                        }
+                    }
+                    TraceRecord::Event(e) => {
+                        e.call = Some(renamed.clone());
+                        match &mut e.event.body {
+                            EventBody::CodeDispatchStart(d) => d.sub_call_id = renamed.clone(),
+                            EventBody::CodeDispatch(d) => d.sub_call_id = renamed.clone(),
+                            _ => {}
+                        }
+                    }
+                    TraceRecord::Mark(m) => m.call = renamed.clone(),
+                    TraceRecord::Header(_) => {}
+                }
+            }
+        }
+        I::SubCallStartLogged => {
+            let at = find(&r, |x| event_type(x) == Some("tool/code-dispatch-start"))?;
+            r.remove(at);
+        }
+        I::SubCallLogsDispatch => {
+            let at = find(&r, |x| event_type(x) == Some("tool/code-dispatch"))?;
+            r.remove(at);
+        }
+        I::BindingSettles => {
+            let at = find(
+                &r,
+                |x| matches!(x, TraceRecord::Mark(m) if m.mark != MarkKind::ObserverSettled),
+            )?;
+            if let TraceRecord::Mark(m) = &mut r[at] {
+                m.mark = match m.mark {
+                    MarkKind::BindingRejected => MarkKind::BindingResolved,
+                    _ => MarkKind::BindingRejected,
+                };
+            }
+        }
+        I::SubCallContextsOmitted => {
+            // A sub-call's context injected after the batch.
+            let sub = first_sub_call(&r)?;
+            let settled = find(&r, |x| is_stage(x, NodeId::AllResults))?;
+            let seq = r
+                .iter()
+                .filter_map(|x| match x {
+                    TraceRecord::Event(e) => Some(e.event.seq),
+                    _ => None,
+                })
+                .max()?
+                + 1;
+            let content = vec![ContentBlock::text("a sub-call's context")];
+            let source = MessageSource::Tool {
+                call_id: sub.clone(),
+            };
+            let rev1 = r.iter().any(|x| event_type(x) == Some("tool/result") && matches!(x, TraceRecord::Event(e) if matches!(&e.event.body, EventBody::ToolResult(ToolResultData::Flat(_)))));
+            let body = if rev1 {
+                EventBody::ContextMessage(ContextMessage { content, source })
+            } else {
+                EventBody::UserMessage(UserMessage {
+                    id: "injected".to_owned(),
+                    role: Role::User,
+                    content,
+                    source,
+                })
+            };
+            r.insert(
+                settled + 1,
+                TraceRecord::Event(Box::new(tep_reference::trace::EventRecord {
+                    call: Some(sub),
+                    event: tep_reference::session::SessionEvent {
+                        seq,
+                        time: 0,
+                        body,
+                        surface_op: None,
+                        source_event_seqs: None,
+                    },
+                })),
+            );
+        }
+        I::DispatchNotModelFacing => {
+            let at = find(&r, |x| event_type(x) == Some("tool/code-dispatch"))?;
+            if let TraceRecord::Event(e) = &mut r[at] {
+                e.event.surface_op = Some(tep_reference::session::SurfaceOp::Append);
+            }
+        }
+        I::CodeDispatchContentShape | I::CodeDispatchSummaryShape => {
+            let at = find(&r, |x| event_type(x) == Some("tool/code-dispatch"))?;
+            if let TraceRecord::Event(e) = &mut r[at]
+                && let EventBody::CodeDispatch(d) = &mut e.event.body
+            {
+                if id == I::CodeDispatchContentShape {
+                    d.content = None;
+                } else {
+                    d.result_summary = None;
+                }
+            }
+        }
         I::ExpectedOutcome => {
             // The first call's outcome flips, as a pipeline that lost track of it would record.
-            let f = find(&r, |x| is_stage(x, NodeId::Final))?;
+            let f = find(&r, |x| is_stage(x, NodeId::Final) && is_top_level(x))?;
             let call = call_of(&r[f])?.clone();
             let tr = find_after(&r, f, &call, |x| event_type(x) == Some("tool/result"))?;
             for i in [f, tr] {
@@ -569,7 +734,7 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             }
         }
         I::ExpectedContent => {
-            let f = find(&r, |x| is_stage(x, NodeId::Final))?;
+            let f = find(&r, |x| is_stage(x, NodeId::Final) && is_top_level(x))?;
             let call = call_of(&r[f])?.clone();
             let tr = find_after(&r, f, &call, |x| event_type(x) == Some("tool/result"))?;
             let replace = |content: &mut Vec<ContentBlock>| {

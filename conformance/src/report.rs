@@ -91,13 +91,26 @@ pub fn text(report: &RunReport, baseline: Option<&BaselineOutcome>) -> String {
     let _ = writeln!(
         out,
         "\nedge coverage: {}/{} edges of the {} stage graph ({:.0}%)",
-        report.edges.len(),
+        report.coverage.edges.len(),
         total,
         report.spec,
         report.edge_coverage() * 100.0
     );
     for missing in report.missing_edges() {
         let _ = writeln!(out, "  not taken: {missing}");
+    }
+    if !report.coverage.code_mode_edges.is_empty() {
+        let _ = writeln!(
+            out,
+            "code mode edge coverage: {}/{} edges of the {} Code Mode graph ({:.0}%)",
+            report.coverage.code_mode_edges.len(),
+            StageGraph::code_mode(report.spec).edges().len(),
+            report.spec,
+            report.code_mode_edge_coverage() * 100.0
+        );
+        for missing in report.missing_code_mode_edges() {
+            let _ = writeln!(out, "  not taken: {missing}");
+        }
     }
     if let Some(b) = baseline {
         let _ = writeln!(
@@ -167,9 +180,11 @@ pub fn json(report: &RunReport, baseline: Option<&BaselineOutcome>) -> Value {
         "errored": report.count(Status::Errored),
         "warned": report.count(Status::Warned),
         "edge_coverage": report.edge_coverage(),
-        "edges_taken": report.edges.len(),
+        "edges_taken": report.coverage.edges.len(),
         "edges_total": StageGraph::of(report.spec).edges().len(),
         "edges_missing": report.missing_edges(),
+        "code_mode_edge_coverage": report.code_mode_edge_coverage(),
+        "code_mode_edges_missing": report.missing_code_mode_edges(),
         "baseline": baseline,
         "scenarios": scenarios,
     })

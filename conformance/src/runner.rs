@@ -184,7 +184,16 @@ pub struct RunReport {
     pub spec: Revision,
     pub strict: bool,
     pub scenarios: Vec<ScenarioResult>,
+    pub coverage: Coverage,
+}
+
+/// The edges the traces of a run took.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Edges of the pipeline graph.
     pub edges: BTreeSet<EdgeId>,
+    /// Edges of the Code Mode graph, taken by sub-calls.
+    pub code_mode_edges: BTreeSet<EdgeId>,
 }
 
 impl RunReport {
@@ -198,17 +207,35 @@ impl RunReport {
         if total == 0 {
             return 1.0;
         }
-        self.edges.len() as f64 / total as f64
+        self.coverage.edges.len() as f64 / total as f64
     }
 
     /// The graph's edges no trace took.
     pub fn missing_edges(&self) -> Vec<String> {
-        StageGraph::of(self.spec)
-            .edge_ids()
-            .filter(|(id, _)| !self.edges.contains(id))
-            .map(|(_, e)| e.describe())
-            .collect()
+        missing(StageGraph::of(self.spec), &self.coverage.edges)
     }
+
+    /// Edges of the revision's Code Mode graph taken by sub-calls, from 0 to 1.
+    pub fn code_mode_edge_coverage(&self) -> f64 {
+        let total = StageGraph::code_mode(self.spec).edges().len();
+        self.coverage.code_mode_edges.len() as f64 / total.max(1) as f64
+    }
+
+    /// The Code Mode graph's edges no sub-call took.
+    pub fn missing_code_mode_edges(&self) -> Vec<String> {
+        missing(
+            StageGraph::code_mode(self.spec),
+            &self.coverage.code_mode_edges,
+        )
+    }
+}
+
+fn missing(graph: &StageGraph, taken: &BTreeSet<EdgeId>) -> Vec<String> {
+    graph
+        .edge_ids()
+        .filter(|(id, _)| !taken.contains(id))
+        .map(|(_, e)| e.describe())
+        .collect()
 }
 
 /// Why a run could not start.
@@ -268,7 +295,7 @@ pub fn run_suite(
         spec: options.spec,
         strict: options.strict,
         scenarios: Vec::new(),
-        edges: BTreeSet::new(),
+        coverage: Coverage::default(),
     };
     let selected = corpus
         .iter()
@@ -321,7 +348,7 @@ pub fn run_suite(
                         message: e.to_string(),
                     })?;
                 }
-                judge(scenario, &check_options, records, &mut report.edges)
+                judge(scenario, &check_options, records, &mut report.coverage)
             }
         };
         report.scenarios.push(result);
@@ -334,7 +361,7 @@ pub fn judge(
     scenario: &Scenario,
     options: &CheckOptions,
     records: Vec<TraceRecord>,
-    edges: &mut BTreeSet<EdgeId>,
+    coverage: &mut Coverage,
 ) -> ScenarioResult {
     let mut result = ScenarioResult {
         id: scenario.id.clone(),
@@ -351,7 +378,8 @@ pub fn judge(
             result.reason = Some(format!("the trace is malformed: {e}"));
         }
         Ok(check) => {
-            edges.extend(check.edges);
+            coverage.edges.extend(check.edges);
+            coverage.code_mode_edges.extend(check.code_mode_edges);
             result.violations = check.violations;
             result
                 .violations

@@ -101,6 +101,69 @@ pub struct CallSpec {
     /// What the body does, step by step, when it runs.
     #[serde(default)]
     pub body: Vec<BodyStep>,
+    /// For a `run_code` call: the program its body runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<Vec<ProgramStep>>,
+}
+
+/// One step of a Code Mode program. Every binding call becomes a sub-call numbered in
+/// submission order: `<callId>:code:1`, `:code:2`, ...
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ProgramStep {
+    /// Call one tool and wait for it.
+    Call(BindingCall),
+    /// Issue several calls at once (like `Promise.all`) and wait for all of them.
+    All(Vec<BindingCall>),
+    /// Try to call `run_code` itself (programs have no such binding: it rejects, nothing is
+    /// dispatched).
+    CallRunCode,
+    /// Write a log line.
+    Log(String),
+    /// End the program with this value.
+    Return(Value),
+    /// Fail the program (a runtime failure: `CODE_RUN_FAILED`).
+    Throw(String),
+}
+
+/// A binding call of a program. The program logs `<tool> -> <value>` when it resolves and
+/// `<tool> rejected: <tool name>: <message>` when it rejects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BindingCall {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// What the sub-call's body does when it runs.
+    #[serde(default)]
+    pub body: Vec<BodyStep>,
+    /// What the program does when the call rejects.
+    #[serde(default)]
+    pub on_reject: OnReject,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnReject {
+    /// Log the rejection and go on.
+    #[default]
+    Continue,
+    /// Fail the program with the rejection's message.
+    Fail,
+}
+
+/// The sub-calls a program issues, with their ids, in submission order.
+pub fn sub_calls(parent: &CallId, program: &[ProgramStep]) -> Vec<(CallId, BindingCall)> {
+    program
+        .iter()
+        .flat_map(|step| match step {
+            ProgramStep::Call(c) => vec![c.clone()],
+            ProgramStep::All(cs) => cs.clone(),
+            _ => vec![],
+        })
+        .enumerate()
+        .map(|(i, c)| (parent.code_sub_call(i + 1), c))
+        .collect()
 }
 
 fn empty_object() -> Value {
@@ -409,14 +472,36 @@ impl Scenario {
         self.revisions.contains(&revision)
     }
 
+    /// Every sub-call of every `run_code` call in the batch, in order.
+    pub fn all_sub_calls(&self) -> Vec<(CallId, BindingCall)> {
+        self.calls
+            .iter()
+            .filter_map(|c| c.program.as_ref().map(|p| sub_calls(&c.call_id, p)))
+            .flatten()
+            .collect()
+    }
+
     /// The capabilities the scripts actually use.
     pub fn used_capabilities(&self) -> BTreeSet<Capability> {
         let mut used = BTreeSet::new();
         if self.approval.is_some() {
             used.insert(Capability::Approval);
         }
-        for call in &self.calls {
-            for step in &call.body {
+        if self
+            .calls
+            .iter()
+            .any(|c| c.tool == tep_reference::pipeline::RUN_CODE)
+        {
+            used.insert(Capability::CodeMode);
+        }
+        let bodies: Vec<Vec<BodyStep>> = self
+            .calls
+            .iter()
+            .map(|c| c.body.clone())
+            .chain(self.all_sub_calls().into_iter().map(|(_, b)| b.body))
+            .collect();
+        for body in &bodies {
+            for step in body {
                 match step {
                     BodyStep::Read(_) | BodyStep::Write(_) | BodyStep::Edit(_) => {
                         used.insert(Capability::FsGate);
@@ -487,7 +572,29 @@ impl Scenario {
                 return Err(fail(format!("duplicate tool {}", tool.name)));
             }
         }
-        let known = |key: &String| key == "*" || ids.contains(key.as_str());
+        for call in &self.calls {
+            let is_run_code = call.tool == tep_reference::pipeline::RUN_CODE;
+            if is_run_code != call.program.is_some() {
+                return Err(fail(format!(
+                    "call {}: a `run_code` call needs a `program`, and only a `run_code` call may have one",
+                    call.call_id
+                )));
+            }
+        }
+        if self
+            .tools
+            .iter()
+            .any(|t| t.name == tep_reference::pipeline::RUN_CODE)
+        {
+            return Err(fail("`run_code` is reserved and cannot be a tool".into()));
+        }
+        let sub_ids: Vec<String> = self
+            .all_sub_calls()
+            .iter()
+            .map(|(id, _)| id.to_string())
+            .collect();
+        let known =
+            |key: &String| key == "*" || ids.contains(key.as_str()) || sub_ids.contains(key);
         let keys = self
             .pre
             .iter()
@@ -504,7 +611,9 @@ impl Scenario {
         }
         for wrapper in &self.wrappers {
             if let WrapperSpec::Context { calls, .. } | WrapperSpec::Throw { calls, .. } = wrapper
-                && let Some(c) = calls.iter().find(|c| !ids.contains(c.as_str()))
+                && let Some(c) = calls
+                    .iter()
+                    .find(|c| !ids.contains(c.as_str()) && !sub_ids.iter().any(|s| s == c.as_str()))
             {
                 return Err(fail(format!(
                     "a wrapper names call {c}, which is not in the batch"
@@ -512,9 +621,18 @@ impl Scenario {
             }
         }
         let expected: BTreeSet<&str> = self.expect.calls.keys().map(String::as_str).collect();
-        if expected != ids {
+        let top: BTreeSet<&str> = expected
+            .iter()
+            .copied()
+            .filter(|k| ids.contains(k))
+            .collect();
+        let stray = expected
+            .iter()
+            .any(|k| !ids.contains(k) && !sub_ids.iter().any(|s| s == k));
+        if top != ids || stray {
             return Err(fail(
-                "`expect.calls` must have exactly one entry per call".into(),
+                "`expect.calls` must have one entry per call (and may have one per sub-call)"
+                    .into(),
             ));
         }
         for ctx in &self.expect.contexts {

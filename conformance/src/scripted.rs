@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
+use tep_reference::code_mode::{Bindings, Program, ProgramLoader, ProgramOutput, ToolCallError};
 use tep_reference::fs::VirtualFs;
 use tep_reference::graph::Revision;
 use tep_reference::identity::{CallId, Execution};
@@ -17,12 +18,14 @@ use tep_reference::pipeline::{
 };
 use tep_reference::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
 use tep_reference::session::{HookInvoked, HookResult};
-use tep_reference::trace::{Capability, Mark, MarkKind, Recorder, TraceHeader, TraceRecord};
+use tep_reference::trace::{
+    Capability, Mark, MarkKind, Recorder, Rejection, TraceHeader, TraceRecord,
+};
 use tep_reference::wrappers::{MetricsWrapper, RetryWrapper, TimeoutWrapper};
 
 use crate::scenario::{
-    ApprovalAnswer, BodyStep, FinalizeAction, GuardAction, PostAction, PreAction, Scenario,
-    ThrowPhase, ToolSpec, WrapperSpec,
+    ApprovalAnswer, BindingCall, BodyStep, FinalizeAction, GuardAction, OnReject, PostAction,
+    PreAction, ProgramStep, Scenario, ThrowPhase, ToolSpec, WrapperSpec,
 };
 
 /// How long, in virtual time, a scenario may run before it is declared hung.
@@ -103,12 +106,19 @@ pub fn build_registry(
     for &m in mutants {
         builder = builder.mutant(m);
     }
+    let sub_calls = scenario.all_sub_calls();
     for tool in &scenario.tools {
         let bodies = scenario
             .calls
             .iter()
             .filter(|c| c.tool == tool.name)
             .map(|c| (c.call_id.clone(), c.body.clone()))
+            .chain(
+                sub_calls
+                    .iter()
+                    .filter(|(_, c)| c.tool == tool.name)
+                    .map(|(id, c)| (id.clone(), c.body.clone())),
+            )
             .collect();
         builder = builder.tool(ScriptedTool {
             spec: tool.clone(),
@@ -170,6 +180,17 @@ pub fn build_registry(
         builder = builder.post_execute(Arc::new(ScriptedPost {
             id: listener.id.clone(),
             listener: listener.clone(),
+        }));
+    }
+    let programs: HashMap<CallId, Vec<ProgramStep>> = scenario
+        .calls
+        .iter()
+        .filter_map(|c| c.program.clone().map(|p| (c.call_id.clone(), p)))
+        .collect();
+    if !programs.is_empty() {
+        builder = builder.code_mode(Arc::new(ScriptedPrograms {
+            programs,
+            recorder: recorder.clone(),
         }));
     }
     for observer in &scenario.observers {
@@ -401,11 +422,141 @@ impl ResultObserver for ScriptedObserver {
             mark: MarkKind::ObserverSettled,
             by: self.id.clone(),
             after_ms: self.async_ms,
+            rejection: None,
         };
         let delay = Duration::from_millis(self.async_ms);
         Some(Box::pin(async move {
             tokio::time::sleep(delay).await;
             recorder.mark(mark);
         }))
+    }
+}
+
+/// The programs of a scenario's `run_code` calls.
+struct ScriptedPrograms {
+    programs: HashMap<CallId, Vec<ProgramStep>>,
+    recorder: Recorder,
+}
+
+impl ProgramLoader for ScriptedPrograms {
+    fn load(&self, exec: &Execution) -> Result<Arc<dyn Program>, Failure> {
+        let steps = self
+            .programs
+            .get(exec.call_id())
+            .cloned()
+            .ok_or_else(|| Failure::new(format!("no program for {}", exec.call_id())))?;
+        Ok(Arc::new(ScriptedProgram {
+            steps,
+            recorder: self.recorder.clone(),
+        }))
+    }
+}
+
+/// A scripted program: it calls its bindings in order and records how each one settled.
+struct ScriptedProgram {
+    steps: Vec<ProgramStep>,
+    recorder: Recorder,
+}
+
+impl ScriptedProgram {
+    /// Records how a binding settled (a mark), logs it, and fails the program if told to.
+    fn settle(
+        &self,
+        id: CallId,
+        call: &BindingCall,
+        outcome: Result<Value, ToolCallError>,
+        logs: &mut Vec<String>,
+    ) -> Result<(), Failure> {
+        let (mark, rejection) = match &outcome {
+            Ok(_) => (MarkKind::BindingResolved, None),
+            Err(e) => (
+                MarkKind::BindingRejected,
+                Some(Rejection {
+                    tool_name: e.tool_name.clone(),
+                    message: e.message.clone(),
+                }),
+            ),
+        };
+        self.recorder.mark(Mark {
+            call: id,
+            mark,
+            by: "program".to_owned(),
+            after_ms: 0,
+            rejection,
+        });
+        match outcome {
+            Ok(value) => {
+                let shown = match value {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                logs.push(format!("{} -> {shown}", call.tool));
+                Ok(())
+            }
+            Err(e) => {
+                logs.push(format!("{} rejected: {e}", call.tool));
+                match call.on_reject {
+                    OnReject::Continue => Ok(()),
+                    OnReject::Fail => Err(Failure::new(e.to_string())),
+                }
+            }
+        }
+    }
+}
+
+impl Program for ScriptedProgram {
+    fn run<'a>(
+        &'a self,
+        bindings: &'a Bindings<'a>,
+    ) -> BoxFuture<'a, Result<ProgramOutput, Failure>> {
+        Box::pin(async move {
+            let parent = bindings.parent().call_id().clone();
+            let mut logs = Vec::new();
+            let mut issued = 0;
+            for step in &self.steps {
+                match step {
+                    ProgramStep::Call(call) => {
+                        issued += 1;
+                        let outcome = bindings.call(&call.tool, call.arguments.clone()).await;
+                        self.settle(parent.code_sub_call(issued), call, outcome, &mut logs)?;
+                    }
+                    ProgramStep::All(calls) => {
+                        let first = issued + 1;
+                        issued += calls.len();
+                        let outcomes = bindings
+                            .call_all(
+                                calls
+                                    .iter()
+                                    .map(|c| (c.tool.clone(), c.arguments.clone()))
+                                    .collect(),
+                            )
+                            .await;
+                        for (k, (call, outcome)) in calls.iter().zip(outcomes).enumerate() {
+                            self.settle(parent.code_sub_call(first + k), call, outcome, &mut logs)?;
+                        }
+                    }
+                    ProgramStep::CallRunCode => {
+                        if let Err(e) = bindings
+                            .call(
+                                tep_reference::pipeline::RUN_CODE,
+                                Value::Object(Default::default()),
+                            )
+                            .await
+                        {
+                            logs.push(format!("run_code rejected: {e}"));
+                        }
+                    }
+                    ProgramStep::Log(line) => logs.push(line.clone()),
+                    ProgramStep::Return(value) => {
+                        return Ok(ProgramOutput {
+                            logs,
+                            value: Some(value.clone()),
+                        });
+                    }
+                    ProgramStep::Throw(message) => return Err(Failure::new(message.clone())),
+                }
+            }
+            Ok(ProgramOutput { logs, value: None })
+        })
     }
 }

@@ -186,6 +186,7 @@ fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
                             tool: format!("t{}", i + 1),
                             arguments: json!({"i": i}),
                             body: body.clone(),
+                            program: None,
                         })
                         .collect(),
                     pre: pre
@@ -320,6 +321,9 @@ fn after_drop(k: Kind) -> Option<Vec<InvariantId>> {
         Kind::Node(N::AllResults) => vec![I::ContextsAfterAllResults, I::BatchSettles],
         Kind::Node(N::Context) => vec![I::ContextsFifo],
         Kind::Audit(_) => vec![I::ApprovalAudited],
+        Kind::Node(N::DispatchStart) => vec![I::SubCallStartLogged],
+        Kind::Node(N::Dispatched) => vec![I::SubCallLogsDispatch],
+        Kind::Node(N::RunCode) => vec![I::BindingSettles],
         // Tool-owned events and marks may be dropped unnoticed; the batch head is a format error.
         Kind::Node(N::Owned | N::Model) | Kind::Other => return None,
     })
@@ -346,6 +350,9 @@ fn after_duplicate(k: Kind) -> Option<Vec<InvariantId>> {
         Kind::Node(N::AllResults) => vec![I::BatchSettles],
         Kind::Node(N::Context) => vec![I::ContextsFifo],
         Kind::Audit(_) => vec![I::ApprovalOnlyAfterAsk, I::ApprovalAudited],
+        Kind::Node(N::DispatchStart | N::Dispatched | N::RunCode) => {
+            vec![I::StageGraphWalk, I::NoStageAfterResult]
+        }
         // A repeated owned event is a legal side branch, but its seq repeats.
         Kind::Node(N::Owned) => vec![],
         Kind::Node(N::Model) | Kind::Other => return None,

@@ -57,8 +57,16 @@ fn the_reference_passes_every_scenario_with_full_edge_coverage() {
             Vec::<String>::new(),
             "{revision}: edges no scenario takes"
         );
-        assert_eq!(report.edges.len(), StageGraph::of(revision).edges().len());
+        assert_eq!(
+            report.coverage.edges.len(),
+            StageGraph::of(revision).edges().len()
+        );
         assert!((report.edge_coverage() - 1.0).abs() < f64::EPSILON);
+        assert_eq!(
+            report.missing_code_mode_edges(),
+            Vec::<String>::new(),
+            "{revision}: Code Mode edges no sub-call takes"
+        );
     }
 }
 
@@ -106,8 +114,8 @@ fn every_claimed_breach_is_caught_with_its_id() {
                     continue;
                 };
                 planted += 1;
-                let mut edges = BTreeSet::new();
-                let result = judge(scenario, &options, mutated, &mut edges);
+                let mut coverage = tep_conformance::runner::Coverage::default();
+                let result = judge(scenario, &options, mutated, &mut coverage);
                 let reported: BTreeSet<InvariantId> =
                     result.violations.iter().map(|v| v.invariant).collect();
                 if !reported.contains(&id) {
@@ -151,6 +159,9 @@ fn breaks(mutant: Mutant) -> InvariantId {
         // Only the outcome shows it: the body of an asked call ran.
         Mutant::AbsentApprovalAllows => I::ExpectedOutcome,
         Mutant::DenialNotError => I::DenialIsError,
+        Mutant::SubCallsOverlap => I::SubCallsSerialized,
+        Mutant::SubCallContextsForwarded => I::SubCallContextsOmitted,
+        Mutant::NoDispatchEvent => I::SubCallLogsDispatch,
     }
 }
 

@@ -134,6 +134,7 @@ impl Execution {
             call_id: self.0.call_id.clone(),
             name: self.0.name.clone(),
             arguments: self.0.arguments.clone(),
+            parent_token: self.0.parent.map(|t| t.to_string()),
         }
     }
 }
@@ -150,6 +151,9 @@ pub struct Identity {
     pub name: String,
     /// The parsed arguments.
     pub arguments: Value,
+    /// For a Code Mode sub-call: the token of the `run_code` execution it was issued from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_token: Option<String>,
 }
 
 /// Parses the model's argument string once: an empty string is `{}`, invalid JSON is passed

@@ -11,8 +11,11 @@
 //!   with serde: session events in the shapes of the reference semantics and stage observations.
 //! - [`wrappers`]: timeout, retry and metrics `tools/execute` wrappers.
 //! - [`fs`]: an in-memory filesystem behind the read-before-edit intent gate.
+//! - [`code_mode`]: the reserved `run_code` transport; its programs' sub-calls re-enter the
+//!   pipeline.
 //! - [`mutant`]: deliberate breakages, to prove a conformance suite catches them.
 
+pub mod code_mode;
 pub mod fs;
 pub mod graph;
 pub mod identity;

@@ -73,6 +73,12 @@ mutants! {
     AbsentApprovalAllows = "absent-approval-allows",
     /// A denial is recorded as a success.
     DenialNotError = "denial-not-error",
+    /// Code Mode sub-calls run side by side instead of one at a time.
+    SubCallsOverlap = "sub-calls-overlap",
+    /// Code Mode sub-call contexts are forwarded to the `run_code` call.
+    SubCallContextsForwarded = "sub-call-contexts-forwarded",
+    /// Code Mode sub-calls are not logged as `tool/code-dispatch`.
+    NoDispatchEvent = "no-dispatch-event",
 }
 
 impl fmt::Display for Mutant {

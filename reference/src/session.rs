@@ -117,6 +117,16 @@ impl EventBody {
         Self::node_of(self.type_name())
     }
 
+    /// The node events of a type observe in a Code Mode sub-call's walk: the dispatch events are
+    /// its start and its commit; every other event observes what it observes for a call.
+    pub fn code_mode_node_of(type_name: &str) -> Option<NodeId> {
+        match type_name {
+            "tool/code-dispatch-start" => Some(NodeId::DispatchStart),
+            "tool/code-dispatch" => Some(NodeId::Dispatched),
+            other => Self::node_of(other),
+        }
+    }
+
     /// The node events of a type observe. Approval audit events happen inside the `approval`
     /// stage and are not nodes of their own.
     pub fn node_of(type_name: &str) -> Option<NodeId> {

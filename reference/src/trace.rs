@@ -136,8 +136,16 @@ pub struct Mark {
     pub mark: MarkKind,
     /// The scripted part that reports it.
     pub by: String,
-    /// How long the part's asynchronous work took, in milliseconds.
+    /// `observer-settled`: how long the observer's asynchronous work took, in milliseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub after_ms: u64,
+    /// `binding-rejected`: what the program was handed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection: Option<Rejection>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -145,6 +153,18 @@ pub struct Mark {
 pub enum MarkKind {
     /// A `tools/result` observer's asynchronous work finished.
     ObserverSettled,
+    /// A Code Mode binding call resolved in the program (the sub-call succeeded).
+    BindingResolved,
+    /// A Code Mode binding call rejected in the program (the sub-call was denied or failed).
+    BindingRejected,
+}
+
+/// What a Code Mode program sees of a denied or failed sub-call: the tool and a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rejection {
+    pub tool_name: String,
+    pub message: String,
 }
 
 /// A session event as a trace line: the event, and the call it belongs to. Events such as

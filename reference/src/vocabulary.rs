@@ -1,5 +1,5 @@
 //! The names the docs may write in code spans: extension points, callbacks, components and
-//! fields, next to the session event types and node ids that other modules define.
+//! fields, next to the session event types, node ids and capabilities other modules define.
 //!
 //! `cargo xtask docs --check` fails when curated prose names something in backticks that is not
 //! here, not a session event type and not a graph node: that is how prose and code stay in step.
@@ -111,10 +111,14 @@ pub fn is_known(name: &str) -> bool {
     let known = |candidate: &str| -> bool {
         TERMS.iter().any(|t| t.name == candidate)
             || EventBody::TYPES.contains(&candidate)
-            || NodeId::ALL.iter().any(|n| n.as_str() == candidate)
-            || crate::graph::Revision::ALL
+            || crate::trace::Capability::ALL
                 .iter()
-                .any(|&r| StageGraph::of(r).code_names().contains(&candidate))
+                .any(|c| c.as_str() == candidate)
+            || NodeId::ALL.iter().any(|n| n.as_str() == candidate)
+            || crate::graph::Revision::ALL.iter().any(|&r| {
+                StageGraph::of(r).code_names().contains(&candidate)
+                    || StageGraph::code_mode(r).code_names().contains(&candidate)
+            })
     };
     match name.strip_suffix('*') {
         Some(prefix) if prefix.ends_with('/') => TERMS
@@ -143,7 +147,8 @@ mod tests {
     #[test]
     fn every_label_code_name_is_a_term_or_an_event() {
         for rev in crate::graph::Revision::ALL {
-            for name in StageGraph::of(rev).code_names() {
+            let graphs = [StageGraph::of(rev), StageGraph::code_mode(rev)];
+            for name in graphs.iter().flat_map(|g| g.code_names()) {
                 assert!(
                     TERMS.iter().any(|t| t.name == name) || EventBody::TYPES.contains(&name),
                     "{name} is written in a label but defined nowhere"

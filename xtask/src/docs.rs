@@ -79,17 +79,29 @@ pub struct Stale {
 /// its Mermaid block, and where the page and its SVG go.
 struct PipelinePage {
     template: &'static str,
-    revision: Revision,
+    /// The graph printed into the page, and the name of its `<!-- generated: NAME -->` block.
+    graph: fn() -> &'static StageGraph,
+    block: &'static str,
     page: &'static str,
     picture: &'static str,
 }
 
-const PIPELINE_PAGES: &[PipelinePage] = &[PipelinePage {
-    template: "xtask/templates/tool-execution-pipeline.md",
-    revision: Revision::Rev2,
-    page: "docs/tool-execution-pipeline.md",
-    picture: "docs/tool-execution-pipeline.svg",
-}];
+const PIPELINE_PAGES: &[PipelinePage] = &[
+    PipelinePage {
+        template: "xtask/templates/tool-execution-pipeline.md",
+        graph: || StageGraph::of(Revision::Rev2),
+        block: "stage-graph rev2",
+        page: "docs/tool-execution-pipeline.md",
+        picture: "docs/tool-execution-pipeline.svg",
+    },
+    PipelinePage {
+        template: "xtask/templates/code-mode.md",
+        graph: || StageGraph::code_mode(Revision::Rev2),
+        block: "code-mode rev2",
+        page: "docs/code-mode.md",
+        picture: "docs/code-mode.svg",
+    },
+];
 
 fn read(root: &Path, rel: &str) -> Result<String, DocsError> {
     let path = root.join(rel);
@@ -117,11 +129,10 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
     for page in PIPELINE_PAGES {
         let template = read(root, page.template)?;
         unknown.extend(lint(Path::new(page.template), &template));
-        let graph = StageGraph::of(page.revision);
-        let name = format!("stage-graph {}", page.revision);
+        let graph = (page.graph)();
         let body = markdown::replace_mermaid(
             &template,
-            &name,
+            page.block,
             &print_flowchart(graph, LabelStyle::Markup),
         )
         .map_err(|source| DocsError::Template {
@@ -131,8 +142,8 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
         out.push(Generated {
             path: page.page.into(),
             contents: pages::header(&format!(
-                "{} and the {} stage graph",
-                page.template, page.revision
+                "{} and the `{}` graph of reference/src/graph/",
+                page.template, page.block
             )) + &body,
         });
         out.push(Generated {

@@ -37,17 +37,46 @@ fn the_printed_mermaid_block() {
 }
 
 #[test]
-fn the_page_block_reads_back_as_the_graph_definition() {
+fn each_page_block_reads_back_as_its_graph_definition() {
     let generated = docs::generate(&root()).unwrap();
-    let page = generated
-        .iter()
-        .find(|g| g.path == Path::new("docs/tool-execution-pipeline.md"))
-        .unwrap();
-    let block = mermaid_block(&page.contents, "stage-graph rev2").unwrap();
-    let parsed = parse_flowchart(block).unwrap();
-    let definition = Flowchart::of(StageGraph::rev2(), LabelStyle::Markup);
-    assert_eq!(definition.differences(&parsed), Vec::<String>::new());
-    assert_eq!(definition.order_differences(&parsed), Vec::<String>::new());
+    let pages = [
+        (
+            "docs/tool-execution-pipeline.md",
+            "stage-graph rev2",
+            StageGraph::rev2(),
+        ),
+        (
+            "docs/code-mode.md",
+            "code-mode rev2",
+            StageGraph::code_mode(Revision::Rev2),
+        ),
+    ];
+    for (path, block, graph) in pages {
+        let page = generated
+            .iter()
+            .find(|g| g.path == Path::new(path))
+            .unwrap();
+        let parsed = parse_flowchart(mermaid_block(&page.contents, block).unwrap()).unwrap();
+        let definition = Flowchart::of(graph, LabelStyle::Markup);
+        assert_eq!(
+            definition.differences(&parsed),
+            Vec::<String>::new(),
+            "{path}"
+        );
+        assert_eq!(
+            definition.order_differences(&parsed),
+            Vec::<String>::new(),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn the_printed_code_mode_block() {
+    insta::assert_snapshot!(print_flowchart(
+        StageGraph::code_mode(Revision::Rev2),
+        LabelStyle::Markup
+    ));
 }
 
 #[test]

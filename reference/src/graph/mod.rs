@@ -105,11 +105,14 @@ pub enum NodeId {
     ToolResult,
     AllResults,
     PresentResult,
+    RunCode,
+    DispatchStart,
+    Dispatched,
 }
 
 impl NodeId {
-    /// Every node id, in the order the rev2 flowchart declares them.
-    pub const ALL: [NodeId; 19] = [
+    /// Every node id: the rev2 flowchart's, in its order, then Code Mode's.
+    pub const ALL: [NodeId; 22] = [
         NodeId::Model,
         NodeId::ToolCall,
         NodeId::PresentCall,
@@ -129,6 +132,9 @@ impl NodeId {
         NodeId::ToolResult,
         NodeId::AllResults,
         NodeId::PresentResult,
+        NodeId::RunCode,
+        NodeId::DispatchStart,
+        NodeId::Dispatched,
     ];
 
     /// The id as written in Mermaid and in traces.
@@ -153,6 +159,9 @@ impl NodeId {
             NodeId::ToolResult => "toolResult",
             NodeId::AllResults => "allResults",
             NodeId::PresentResult => "presentResult",
+            NodeId::RunCode => "runCode",
+            NodeId::DispatchStart => "dispatchStart",
+            NodeId::Dispatched => "dispatched",
         }
     }
 
@@ -178,6 +187,9 @@ impl NodeId {
             NodeId::ToolResult => "tool/result",
             NodeId::AllResults => "batch settled",
             NodeId::PresentResult => "presentResult",
+            NodeId::RunCode => "run_code program",
+            NodeId::DispatchStart => "tool/code-dispatch-start",
+            NodeId::Dispatched => "tool/code-dispatch",
         }
     }
 }
@@ -237,6 +249,8 @@ pub enum NodeKind {
     ContextInjection,
     /// The point where every call of the batch has its result recorded.
     BatchSettled,
+    /// A Code Mode program, run by the `run_code` body, issuing binding calls.
+    Program,
 }
 
 impl NodeKind {
@@ -258,6 +272,7 @@ impl NodeKind {
             NodeKind::Notification => "notification",
             NodeKind::ContextInjection => "context injection",
             NodeKind::BatchSettled => "batch barrier",
+            NodeKind::Program => "program",
         }
     }
 }
@@ -327,6 +342,10 @@ pub enum Outcome {
     Accept,
     /// Post-execute blocked the result.
     Block,
+    /// A Code Mode binding call resolved in the program.
+    Resolve,
+    /// A Code Mode binding call rejected in the program (a denied or failed sub-call).
+    Reject,
 }
 
 impl Outcome {
@@ -343,6 +362,8 @@ impl Outcome {
             Outcome::Throw => "throw",
             Outcome::Accept => "accept",
             Outcome::Block => "block",
+            Outcome::Resolve => "resolve",
+            Outcome::Reject => "reject",
         }
     }
 }
@@ -371,8 +392,8 @@ pub struct Edge {
     /// The label as the flowchart prints it (`allow`, `rejected, cancelled, unavailable`).
     pub label: Option<&'static str>,
     pub style: EdgeStyle,
-    /// The outcomes of `from` that select this edge. Empty for an unlabeled edge, which is taken
-    /// for any outcome no labeled sibling claims.
+    /// The outcomes of `from` that select this edge. Empty for an edge taken for any outcome no
+    /// sibling claims (unlabeled, or labeled only to describe what happens on it).
     pub outcomes: &'static [Outcome],
 }
 
@@ -406,16 +427,30 @@ pub enum StepError {
     },
 }
 
+/// Which flow a graph draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GraphKind {
+    /// The tool execution pipeline of a model's call (the spec's flowchart).
+    Pipeline,
+    /// A Code Mode sub-call re-entering the pipeline from a `run_code` program.
+    CodeMode,
+}
+
 /// A revision's stage graph: nodes and edges in the order the flowchart declares them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StageGraph {
     revision: Revision,
+    kind: GraphKind,
     nodes: Vec<Node>,
     edges: Vec<Edge>,
 }
 
 static REV1: LazyLock<StageGraph> = LazyLock::new(revisions::rev1);
 static REV2: LazyLock<StageGraph> = LazyLock::new(revisions::rev2);
+static CODE_MODE_REV1: LazyLock<StageGraph> =
+    LazyLock::new(|| revisions::code_mode(Revision::Rev1));
+static CODE_MODE_REV2: LazyLock<StageGraph> =
+    LazyLock::new(|| revisions::code_mode(Revision::Rev2));
 
 impl StageGraph {
     /// The graph of the current revision.
@@ -436,9 +471,24 @@ impl StageGraph {
         }
     }
 
-    pub(crate) fn new(revision: Revision, nodes: Vec<Node>, edges: Vec<Edge>) -> Self {
+    /// The graph a Code Mode sub-call walks in a revision: from the `run_code` program through
+    /// the pipeline's stages (shared with [`StageGraph::of`]) back to the program.
+    pub fn code_mode(revision: Revision) -> &'static StageGraph {
+        match revision {
+            Revision::Rev1 => &CODE_MODE_REV1,
+            Revision::Rev2 => &CODE_MODE_REV2,
+        }
+    }
+
+    pub(crate) fn new(
+        revision: Revision,
+        kind: GraphKind,
+        nodes: Vec<Node>,
+        edges: Vec<Edge>,
+    ) -> Self {
         StageGraph {
             revision,
+            kind,
             nodes,
             edges,
         }
@@ -446,6 +496,18 @@ impl StageGraph {
 
     pub fn revision(&self) -> Revision {
         self.revision
+    }
+
+    pub fn kind(&self) -> GraphKind {
+        self.kind
+    }
+
+    /// The node a walk starts from: `model` for a call, `runCode` for a Code Mode sub-call.
+    pub fn entry(&self) -> NodeId {
+        match self.kind {
+            GraphKind::Pipeline => NodeId::Model,
+            GraphKind::CodeMode => NodeId::RunCode,
+        }
     }
 
     /// Nodes in declaration order.
@@ -506,7 +568,7 @@ impl StageGraph {
     /// say which edge it takes (`pre`, `guards`, `approval`).
     pub fn requires_outcome(&self, id: NodeId) -> bool {
         let mut out = self.outgoing(id).peekable();
-        out.peek().is_some() && out.all(|e| e.label.is_some())
+        out.peek().is_some() && out.all(|e| !e.outcomes.is_empty())
     }
 
     /// The outcomes that label an edge leaving `id`.
@@ -531,7 +593,7 @@ impl StageGraph {
         to: NodeId,
     ) -> Result<(EdgeId, &Edge), StepError> {
         let (id, edge) = self.edge(from, to).ok_or(StepError::NoEdge { from, to })?;
-        let selected = if edge.label.is_some() {
+        let selected = if !edge.outcomes.is_empty() {
             outcome.is_some_and(|o| edge.outcomes.contains(&o))
         } else {
             outcome.is_none_or(|o| !self.decisive_outcomes(from).contains(&o))
@@ -617,7 +679,11 @@ mod tests {
     #[test]
     fn labels_are_well_formed() {
         for rev in Revision::ALL {
-            for node in StageGraph::of(rev).nodes() {
+            for node in StageGraph::of(rev)
+                .nodes()
+                .iter()
+                .chain(StageGraph::code_mode(rev).nodes())
+            {
                 assert!(node.label.is_well_formed(), "{rev} {}", node.id);
             }
         }
@@ -632,17 +698,20 @@ mod tests {
 
     #[test]
     fn edges_join_declared_nodes_and_labels_name_their_outcomes() {
-        for rev in Revision::ALL {
-            let g = StageGraph::of(rev);
+        for g in Revision::ALL
+            .into_iter()
+            .flat_map(|r| [StageGraph::of(r), StageGraph::code_mode(r)])
+        {
+            let rev = g.revision();
             for e in g.edges() {
                 assert!(
                     g.contains(e.from) && g.contains(e.to),
                     "{rev}: {}",
                     e.describe()
                 );
-                assert_eq!(
-                    e.label.is_some(),
-                    !e.outcomes.is_empty(),
+                // An edge selected by outcomes says which in its label.
+                assert!(
+                    e.outcomes.is_empty() || e.label.is_some(),
                     "{}",
                     e.describe()
                 );

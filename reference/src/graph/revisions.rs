@@ -5,7 +5,8 @@
 //! so that what the two share is written once.
 
 use super::{
-    Edge, EdgeStyle, Label, Node, NodeId, NodeKind, Outcome, Phase, Revision, Scope, StageGraph,
+    Edge, EdgeStyle, GraphKind, Label, Node, NodeId, NodeKind, Outcome, Phase, Revision, Scope,
+    StageGraph,
 };
 
 const fn node(id: NodeId, label: &'static str, kind: NodeKind, phase: Phase) -> Node {
@@ -47,6 +48,17 @@ const fn on(from: NodeId, to: NodeId, label: &'static str, outcomes: &'static [O
         label: Some(label),
         style: EdgeStyle::Solid,
         outcomes,
+    }
+}
+
+/// `from -->|label| to`, taken whatever `from` ended with; the label only describes it.
+const fn noted(from: NodeId, to: NodeId, label: &'static str) -> Edge {
+    Edge {
+        from,
+        to,
+        label: Some(label),
+        style: EdgeStyle::Solid,
+        outcomes: &[],
     }
 }
 
@@ -251,16 +263,91 @@ const REV1_CHANGES: RevisionChanges = RevisionChanges {
 };
 
 pub(super) fn rev2() -> StageGraph {
-    StageGraph::new(Revision::Rev2, REV2_NODES.to_vec(), REV2_EDGES.to_vec())
+    StageGraph::new(
+        Revision::Rev2,
+        GraphKind::Pipeline,
+        REV2_NODES.to_vec(),
+        REV2_EDGES.to_vec(),
+    )
 }
 
 pub(super) fn rev1() -> StageGraph {
-    derive(Revision::Rev1, &REV1_CHANGES)
+    let (nodes, edges) = derive(REV2_NODES, REV2_EDGES, &REV1_CHANGES);
+    StageGraph::new(Revision::Rev1, GraphKind::Pipeline, nodes, edges)
 }
 
-fn derive(revision: Revision, changes: &RevisionChanges) -> StageGraph {
+/// The stages a Code Mode sub-call shares with a model's call: everything from pre-execute to
+/// the `tools/result` notification. A sub-call has no `tool/call`, no UI cards, no `tool/result`
+/// and no batch of its own.
+const SUB_CALL_STAGES: &[NodeId] = &[
+    Pre, Guards, Denied, Approval, Around, ToolBody, FsGate, Owned, Post, Normalized, Finalize,
+    Final,
+];
+
+/// What Code Mode adds around the shared stages (rev2; rev1 logs no start event).
+const CODE_MODE_NODES: &[Node] = &[
+    node(
+        RunCode,
+        "`run_code` program\nissues binding calls, one at a time",
+        NodeKind::Program,
+        Phase::Execute,
+    ),
+    node(
+        DispatchStart,
+        "Session event: `tool/code-dispatch-start`\nsub-call parent:code:n, parent token",
+        NodeKind::SessionEvent,
+        Phase::Prepare,
+    ),
+    node(
+        Dispatched,
+        "Session event: `tool/code-dispatch`\ncommitted; never a model message",
+        NodeKind::SessionEvent,
+        Phase::Commit,
+    ),
+];
+
+const CODE_MODE_EDGES: &[Edge] = &[
+    flow(RunCode, DispatchStart),
+    flow(DispatchStart, Pre),
+    flow(Final, Dispatched),
+    noted(Dispatched, RunCode, "binding resolves or rejects"),
+];
+
+/// rev1's Code Mode has no start event (reference semantics §5).
+const CODE_MODE_REV1_CHANGES: RevisionChanges = RevisionChanges {
+    removed: &[DispatchStart],
+    relabeled: &[],
+};
+
+pub(super) fn code_mode(revision: Revision) -> StageGraph {
+    let base = StageGraph::of(revision);
+    let shared = |id: NodeId| SUB_CALL_STAGES.contains(&id);
+    let mut nodes: Vec<Node> = CODE_MODE_NODES[..2].to_vec();
+    nodes.extend(base.nodes().iter().filter(|n| shared(n.id)).copied());
+    nodes.extend_from_slice(&CODE_MODE_NODES[2..]);
+    let mut edges: Vec<Edge> = CODE_MODE_EDGES[..2].to_vec();
+    edges.extend(
+        base.edges()
+            .iter()
+            .filter(|e| shared(e.from) && shared(e.to))
+            .copied(),
+    );
+    edges.extend_from_slice(&CODE_MODE_EDGES[2..]);
+    let (nodes, edges) = match revision {
+        Revision::Rev2 => (nodes, edges),
+        Revision::Rev1 => derive(&nodes, &edges, &CODE_MODE_REV1_CHANGES),
+    };
+    StageGraph::new(revision, GraphKind::CodeMode, nodes, edges)
+}
+
+/// Applies `changes` to a graph given as nodes and edges.
+fn derive(
+    base_nodes: &[Node],
+    base_edges: &[Edge],
+    changes: &RevisionChanges,
+) -> (Vec<Node>, Vec<Edge>) {
     let removed = |id: NodeId| changes.removed.contains(&id);
-    let nodes = REV2_NODES
+    let nodes = base_nodes
         .iter()
         .filter(|n| !removed(n.id))
         .map(
@@ -276,7 +363,7 @@ fn derive(revision: Revision, changes: &RevisionChanges) -> StageGraph {
     // Where a removed node leads on (its single successor, followed through removed nodes).
     let carry = |mut id: NodeId| -> Option<NodeId> {
         while removed(id) {
-            let mut next = REV2_EDGES.iter().filter(|e| e.from == id);
+            let mut next = base_edges.iter().filter(|e| e.from == id);
             let only = next.next()?;
             if next.next().is_some() {
                 return None;
@@ -285,7 +372,7 @@ fn derive(revision: Revision, changes: &RevisionChanges) -> StageGraph {
         }
         Some(id)
     };
-    let edges = REV2_EDGES
+    let edges = base_edges
         .iter()
         .filter(|e| !removed(e.from))
         .filter_map(|e| {
@@ -298,12 +385,24 @@ fn derive(revision: Revision, changes: &RevisionChanges) -> StageGraph {
             carry(e.to).map(|to| Edge { to, ..*e })
         })
         .collect();
-    StageGraph::new(revision, nodes, edges)
+    (nodes, edges)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_mode_shares_the_pipeline_stages() {
+        let g = code_mode(Revision::Rev2);
+        assert_eq!(g.entry(), RunCode);
+        assert!(g.edge(RunCode, DispatchStart).is_some());
+        assert!(g.edge(Pre, Approval).is_some() && g.edge(Post, Normalized).is_some());
+        assert!(!g.contains(ToolCall) && !g.contains(ToolResult) && !g.contains(Context));
+        let r1 = code_mode(Revision::Rev1);
+        assert!(r1.edge(RunCode, Pre).is_some(), "rev1 logs no start event");
+        assert!(!r1.contains(Normalized) && r1.edge(Post, Final).is_some());
+    }
 
     #[test]
     fn rev1_has_17_nodes_and_22_edges() {

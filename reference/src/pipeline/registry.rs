@@ -30,9 +30,9 @@ use crate::result::{
     AdditionalContext, ContentBlock, ContextOrigin, ErrorCode, Failure, ToolResult, content_text,
 };
 use crate::session::{
-    ApprovalAsked, ApprovalDecided, ContextMessage, EventBody, FlatToolResult, MessageSource, Role,
-    SurfaceOp, ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData,
-    ToolResultMessage, ToolResultRecord, UserMessage,
+    ApprovalAsked, ApprovalDecided, CodeDispatch, CodeDispatchStart, ContextMessage, EventBody,
+    FlatToolResult, MessageSource, Role, SurfaceOp, ToolCallData, ToolResultBlock,
+    ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord, UserMessage,
 };
 use crate::trace::{DeclaredCall, GuardVerdictKind, GuardVerdictRecord, Observation, Recorder};
 
@@ -100,6 +100,7 @@ pub struct RegistryBuilder {
     max_parallel: Option<usize>,
     mutants: BTreeSet<Mutant>,
     recorder: Option<Recorder>,
+    code_mode: Option<Arc<dyn crate::code_mode::ProgramLoader>>,
 }
 
 impl std::fmt::Debug for RegistryBuilder {
@@ -192,6 +193,12 @@ impl RegistryBuilder {
         self
     }
 
+    /// Turns Code Mode on: the reserved `run_code` tool runs the programs `loader` provides.
+    pub fn code_mode(mut self, loader: Arc<dyn crate::code_mode::ProgramLoader>) -> Self {
+        self.code_mode = Some(loader);
+        self
+    }
+
     /// Breaks the pipeline on purpose (see [`crate::mutant`]).
     pub fn mutant(mut self, mutant: Mutant) -> Self {
         self.mutants.insert(mutant);
@@ -223,6 +230,9 @@ impl RegistryBuilder {
             recorder: self.recorder.unwrap_or_default(),
             max_parallel: self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL),
             mutants: self.mutants,
+            run_code: self
+                .code_mode
+                .map(|loader| Arc::new(crate::code_mode::RunCode { loader }) as Arc<dyn Tool>),
             tokens: AtomicU64::new(0),
             steps: AtomicU64::new(0),
         })
@@ -244,6 +254,8 @@ pub struct ToolRegistry {
     recorder: Recorder,
     max_parallel: usize,
     mutants: BTreeSet<Mutant>,
+    /// The reserved `run_code` tool, when Code Mode is on.
+    run_code: Option<Arc<dyn Tool>>,
     tokens: AtomicU64,
     steps: AtomicU64,
 }
@@ -321,6 +333,20 @@ impl ToolRegistry {
         self.recorder.observe(observation);
     }
 
+    /// A visit of `node` by `exec`: its call id, and for a Code Mode sub-call its parent call.
+    pub(crate) fn stage(&self, node: NodeId, exec: &Execution) -> Observation {
+        let mut obs = Observation::at(node).call(exec.call_id());
+        if exec.parent().is_some() {
+            obs.parent = Some(exec.root_call_id().clone());
+        }
+        obs
+    }
+
+    /// The names of the registered tools (never `run_code`).
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
     /// Runs the calls of one assistant message through the pipeline and injects their contexts.
     pub async fn run_batch(&self, calls: Vec<ModelCall>) -> BatchReport {
         let step = self.steps.fetch_add(1, Ordering::Relaxed) + 1;
@@ -371,7 +397,11 @@ impl ToolRegistry {
 
     fn plan(&self, call: ModelCall) -> CallPlan {
         let args = parse_arguments(&call.arguments);
-        let tool = self.tools.get(&call.name).cloned();
+        let tool = if call.name == RUN_CODE {
+            self.run_code.clone()
+        } else {
+            self.tools.get(&call.name).cloned()
+        };
         // Only an exact `true` from the visible definition makes a call parallel; a panicking
         // classifier makes it exclusive.
         let safe = tool
@@ -519,11 +549,7 @@ impl ToolRegistry {
         let prepared = self.decide(&exec).await;
         let call_seq = early_seq.unwrap_or_else(|| self.log_call(plan, step));
         if let Prepared::Denied(reason) = &prepared {
-            self.observe(
-                Observation::at(NodeId::Denied)
-                    .call(id)
-                    .reason(reason.clone()),
-            );
+            self.observe(self.stage(NodeId::Denied, &exec).reason(reason.clone()));
         }
         Started {
             exec,
@@ -533,12 +559,9 @@ impl ToolRegistry {
     }
 
     async fn decide(&self, exec: &Execution) -> Prepared {
-        let id = exec.call_id();
         let entered = Mutex::new(Vec::new());
         let decision = PreNext::new(&self.pre, exec, &entered).run().await;
-        let mut obs = Observation::at(NodeId::Pre)
-            .call(id)
-            .identity(exec.identity());
+        let mut obs = self.stage(NodeId::Pre, exec).identity(exec.identity());
         obs.listeners = Some(entered.into_inner().unwrap_or_else(PoisonError::into_inner));
         match decision {
             Err(failure) => {
@@ -575,7 +598,7 @@ impl ToolRegistry {
     /// Resolves an `ask` through `ctx.approval`. `None` means allowed once.
     async fn ask(&self, exec: &Execution, reason: Option<String>) -> Option<Prepared> {
         let id = exec.call_id();
-        let obs = Observation::at(NodeId::Approval).call(id);
+        let obs = self.stage(NodeId::Approval, exec);
         let Some(approval) = &self.approval else {
             if self.broken(Mutant::AbsentApprovalAllows) {
                 self.observe(obs.outcome(Outcome::AllowedOnce));
@@ -686,9 +709,7 @@ impl ToolRegistry {
                 }
             }
         }
-        let mut obs = Observation::at(NodeId::Guards)
-            .call(exec.call_id())
-            .identity(seen.identity());
+        let mut obs = self.stage(NodeId::Guards, exec).identity(seen.identity());
         obs.listeners = Some(verdicts.iter().map(|v| v.guard.clone()).collect());
         obs.verdicts = Some(verdicts);
         if let Some(failure) = threw {
@@ -722,9 +743,7 @@ impl ToolRegistry {
         let declared = plan.tool.as_ref().and_then(|t| t.timeout());
         let next = ExecuteNext::new(&self.wrappers, &exec, declared, &dispatcher);
         let outcome = next.run(CancellationToken::new()).await;
-        let obs = Observation::at(NodeId::Around)
-            .call(exec.call_id())
-            .identity(exec.identity());
+        let obs = self.stage(NodeId::Around, &exec).identity(exec.identity());
         self.observe(match &outcome {
             Err(failure) => obs.outcome(Outcome::Throw).reason(failure.message.clone()),
             Ok(_) => obs,
@@ -751,15 +770,9 @@ impl ToolRegistry {
     // -----------------------------------------------------------------------------------------
     // Commit: post-execute, normalization, finalizeContent, tools/result, tool/result.
 
-    async fn commit(
-        &self,
-        plan: &CallPlan,
-        started: &Started,
-        settled: Settled,
-        step: u64,
-    ) -> CallOutcome {
-        let exec = &started.exec;
-        let id = exec.call_id();
+    /// Post-execute, outer normalization and `finalizeContent`: the candidate becomes the frozen
+    /// outcome. Shared by a model's calls and Code Mode sub-calls.
+    async fn settle(&self, plan: &CallPlan, exec: &Execution, settled: Settled) -> Arc<ToolResult> {
         let (mut result, mut threw, denied) = match settled {
             Settled::Denied(reason) => {
                 let mut result = ToolResult::denial(&reason);
@@ -782,8 +795,8 @@ impl ToolRegistry {
             let decision = PostNext::new(&self.post, exec, &result, &entered)
                 .run()
                 .await;
-            let mut obs = Observation::at(NodeId::Post)
-                .call(id)
+            let mut obs = self
+                .stage(NodeId::Post, exec)
                 .identity(exec.identity())
                 .result(&result);
             obs.listeners = Some(entered.into_inner().unwrap_or_else(PoisonError::into_inner));
@@ -807,8 +820,7 @@ impl ToolRegistry {
             // Outer normalization: the throw becomes an `isError` result; contexts are lost.
             if self.revision == Revision::Rev2 {
                 self.observe(
-                    Observation::at(NodeId::Normalized)
-                        .call(id)
+                    self.stage(NodeId::Normalized, exec)
                         .reason(failure.message.clone()),
                 );
             }
@@ -821,21 +833,20 @@ impl ToolRegistry {
                 result = self.finalize(plan, exec, result);
             }
         }
+        Arc::new(result)
+    }
 
-        let frozen = Arc::new(result);
-        let recorded_early = self
-            .broken(Mutant::ResultBeforeNotification)
-            .then(|| self.record_result(plan, started, &frozen, step));
+    /// The `tools/result` notification of the frozen outcome.
+    async fn announce(&self, exec: &Execution, frozen: &Arc<ToolResult>) {
         self.observe(
-            Observation::at(NodeId::Final)
-                .call(id)
+            self.stage(NodeId::Final, exec)
                 .identity(exec.identity())
-                .result(&frozen),
+                .result(frozen),
         );
         let work: Vec<BoxFuture<'static, ()>> = self
             .observers
             .iter()
-            .filter_map(|o| guarded_sync(|| Ok(o.notify(exec, &frozen))).ok().flatten())
+            .filter_map(|o| guarded_sync(|| Ok(o.notify(exec, frozen))).ok().flatten())
             .collect();
         match self.revision {
             // Synchronous notification: observers were called; their async work is not awaited.
@@ -849,6 +860,23 @@ impl ToolRegistry {
                 futures_util::future::join_all(work).await;
             }
         }
+    }
+
+    /// Settles, announces and records a model's call, in model order.
+    async fn commit(
+        &self,
+        plan: &CallPlan,
+        started: &Started,
+        settled: Settled,
+        step: u64,
+    ) -> CallOutcome {
+        let exec = &started.exec;
+        let id = exec.call_id();
+        let frozen = self.settle(plan, exec, settled).await;
+        let recorded_early = self
+            .broken(Mutant::ResultBeforeNotification)
+            .then(|| self.record_result(plan, started, &frozen, step));
+        self.announce(exec, &frozen).await;
         if recorded_early.is_none() {
             self.record_result(plan, started, &frozen, step);
         }
@@ -862,6 +890,98 @@ impl ToolRegistry {
         CallOutcome {
             call_id: id.clone(),
             result: frozen,
+        }
+    }
+
+    /// A Code Mode sub-call: the `n`-th binding call of the program `parent` runs. It re-enters
+    /// every stage from pre-execute to `tools/result`, logged by `tool/code-dispatch-start`
+    /// (rev2) and `tool/code-dispatch`; the caller holds the lane, so sub-calls run one at a time.
+    pub(crate) async fn run_sub_call(
+        &self,
+        parent: &ToolContext<'_>,
+        n: usize,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<Value, crate::code_mode::ToolCallError> {
+        let outer = parent.execution();
+        let id = outer.call_id().code_sub_call(n);
+        let plan = self.plan(ModelCall {
+            call_id: id.clone(),
+            name: tool.to_owned(),
+            arguments: serde_json::to_string(&arguments).unwrap_or_default(),
+        });
+        let exec = Execution::new(
+            self.mint(),
+            id.clone(),
+            outer.call_id().clone(),
+            tool.to_owned(),
+            plan.args.clone(),
+            Some(outer.token()),
+        );
+        if self.revision == Revision::Rev2 {
+            self.recorder.append(
+                Some(&id),
+                EventBody::CodeDispatchStart(CodeDispatchStart {
+                    root_call_id: outer.root_call_id().clone(),
+                    parent_call_id: outer.call_id().clone(),
+                    sub_call_id: id.clone(),
+                    name: tool.to_owned(),
+                    arguments: plan.args.clone(),
+                }),
+                None,
+                None,
+            );
+        }
+        let settled = match self.decide(&exec).await {
+            Prepared::Allowed => Settled::Executed(self.execute(0, &plan, exec.clone()).await.1),
+            Prepared::Denied(reason) => {
+                self.observe(self.stage(NodeId::Denied, &exec).reason(reason.clone()));
+                Settled::Denied(reason)
+            }
+            Prepared::Threw(failure) => Settled::Threw(failure),
+        };
+        let frozen = self.settle(&plan, &exec, settled).await;
+        self.announce(&exec, &frozen).await;
+        // The doc: sub-calls omit their additional contexts (nothing can be injected mid-run
+        // without breaking call/result adjacency). The mutant forwards them to the parent.
+        if self.broken(Mutant::SubCallContextsForwarded) {
+            for context in &frozen.additional_contexts {
+                parent.defer_context(context.text.clone());
+            }
+        }
+        if !self.broken(Mutant::NoDispatchEvent) {
+            let text = content_text(&frozen.content);
+            self.recorder.append(
+                Some(&id),
+                EventBody::CodeDispatch(CodeDispatch {
+                    root_call_id: (self.revision == Revision::Rev2)
+                        .then(|| outer.root_call_id().clone()),
+                    parent_call_id: outer.call_id().clone(),
+                    sub_call_id: id.clone(),
+                    name: tool.to_owned(),
+                    arguments: plan.args.clone(),
+                    is_error: frozen.is_error,
+                    content: (self.revision == Revision::Rev2).then(|| frozen.content.clone()),
+                    result_summary: (self.revision == Revision::Rev1)
+                        .then(|| text.chars().take(200).collect()),
+                }),
+                None,
+                None,
+            );
+        }
+        if frozen.is_error {
+            Err(crate::code_mode::ToolCallError {
+                tool_name: tool.to_owned(),
+                message: frozen
+                    .error
+                    .as_ref()
+                    .map_or_else(|| content_text(&frozen.content), |e| e.message.clone()),
+            })
+        } else {
+            Ok(frozen
+                .value
+                .clone()
+                .unwrap_or_else(|| Value::String(content_text(&frozen.content))))
         }
     }
 
@@ -941,8 +1061,8 @@ impl ToolRegistry {
             Some(tool) => guarded_sync(|| tool.finalize_content(exec, &candidate)),
             None => Ok(None),
         };
-        let obs = Observation::at(NodeId::Finalize)
-            .call(exec.call_id())
+        let obs = self
+            .stage(NodeId::Finalize, exec)
             .identity(exec.identity())
             .result(&candidate);
         match outcome {
@@ -1065,17 +1185,16 @@ impl Dispatch for BodyDispatcher<'_> {
                     Some(ErrorCode::AbortedBeforeDispatch.into()),
                 );
             }
-            let recorder = self.registry.recorder();
-            let id = self.exec.call_id();
+            let registry = self.registry;
             // Control leaves the wrappers for the body.
-            recorder.observe(
-                Observation::at(NodeId::Around)
-                    .call(id)
+            registry.observe(
+                registry
+                    .stage(NodeId::Around, self.exec)
                     .identity(self.exec.identity()),
             );
-            recorder.observe(
-                Observation::at(NodeId::ToolBody)
-                    .call(id)
+            registry.observe(
+                registry
+                    .stage(NodeId::ToolBody, self.exec)
                     .identity(self.exec.identity()),
             );
             let ctx = ToolContext {

@@ -13,7 +13,7 @@ use crate::identity::Execution;
 use crate::mutant::Mutant;
 use crate::result::{ContentBlock, ErrorCode, Failure, ToolResult};
 use crate::session::{EventBody, FileState, FsObserved, HookInvoked, HookResult, Todo, TodoWrite};
-use crate::trace::{FsIntentKind, FsIntentRecord, Observation};
+use crate::trace::{FsIntentKind, FsIntentRecord};
 
 /// A registered tool.
 pub trait Tool: Send + Sync {
@@ -141,7 +141,7 @@ impl<'a> ToolContext<'a> {
         let fs = self.registry.fs();
         let enforce = !self.registry.broken(Mutant::EditWithoutRead);
         let verdict = fs.gate(intent, path, enforce);
-        let mut obs = Observation::at(NodeId::FsGate).call(self.exec.call_id());
+        let mut obs = self.registry.stage(NodeId::FsGate, self.exec);
         obs.intent = Some(FsIntentRecord {
             intent,
             target: path.to_owned(),
@@ -155,8 +155,8 @@ impl<'a> ToolContext<'a> {
         recorder.observe(obs);
         // Control is back in the body, whichever way the gate went.
         recorder.observe(
-            Observation::at(NodeId::ToolBody)
-                .call(self.exec.call_id())
+            self.registry
+                .stage(NodeId::ToolBody, self.exec)
                 .identity(self.exec.identity()),
         );
         verdict.map_err(|refusal| Failure::new(refusal.to_string()))
