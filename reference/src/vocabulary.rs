@@ -98,6 +98,21 @@ pub const TERMS: &[Term] = &[
         meaning: "Model-visible texts a call asks to inject after the batch's results.",
     },
     Term {
+        name: "ctx.tools.execute()",
+        kind: TermKind::ExtensionPoint,
+        meaning: "The entry a Code Mode binding call re-enters the pipeline through (rev1's words).",
+    },
+    Term {
+        name: "additionalContext",
+        kind: TermKind::Field,
+        meaning: "rev1's single model-visible context per result, injected as a buffered context/message.",
+    },
+    Term {
+        name: "@deepseek-ai/dsh-timeout-policy",
+        kind: TermKind::Component,
+        meaning: "The original harness's tool-call timeout policy, a tools/execute wrapper (named by rev1).",
+    },
+    Term {
         name: "isError",
         kind: TermKind::Field,
         meaning: "Whether a result is a failure; every throw is normalized into one.",
@@ -114,6 +129,14 @@ pub fn is_known(name: &str) -> bool {
             || crate::trace::Capability::ALL
                 .iter()
                 .any(|c| c.as_str() == candidate)
+            || crate::graph::Revision::ALL.iter().any(|&r| {
+                let g = StageGraph::of(r);
+                g.nodes().iter().any(|n| {
+                    g.decisive_outcomes(n.id)
+                        .iter()
+                        .any(|o| o.as_str() == candidate)
+                })
+            })
             || NodeId::ALL.iter().any(|n| n.as_str() == candidate)
             || crate::graph::Revision::ALL.iter().any(|&r| {
                 StageGraph::of(r).code_names().contains(&candidate)

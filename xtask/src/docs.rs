@@ -95,6 +95,13 @@ const PIPELINE_PAGES: &[PipelinePage] = &[
         picture: "docs/tool-execution-pipeline.svg",
     },
     PipelinePage {
+        template: "xtask/templates/revisions/rev1/tool-execution-pipeline.md",
+        graph: || StageGraph::of(Revision::Rev1),
+        block: "stage-graph rev1",
+        page: "docs/revisions/rev1/tool-execution-pipeline.md",
+        picture: "docs/revisions/rev1/tool-execution-pipeline.svg",
+    },
+    PipelinePage {
         template: "xtask/templates/code-mode.md",
         graph: || StageGraph::code_mode(Revision::Rev2),
         block: "code-mode rev2",
@@ -165,6 +172,10 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
     out.push(Generated {
         path: "docs/scenarios.md".into(),
         contents: pages::scenarios_page(&corpus),
+    });
+    out.push(Generated {
+        path: "docs/revisions/changes.md".into(),
+        contents: pages::changes_page(&corpus),
     });
     out.push(Generated {
         path: "docs/stage-graph.md".into(),

@@ -46,6 +46,11 @@ fn each_page_block_reads_back_as_its_graph_definition() {
             StageGraph::rev2(),
         ),
         (
+            "docs/revisions/rev1/tool-execution-pipeline.md",
+            "stage-graph rev1",
+            StageGraph::rev1(),
+        ),
+        (
             "docs/code-mode.md",
             "code-mode rev2",
             StageGraph::code_mode(Revision::Rev2),
@@ -128,16 +133,23 @@ fn the_svg_is_deterministic_and_shows_every_label_as_text() {
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("xtask-docs-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["docs", "docs/schemas", "xtask/templates", "spec"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-        for entry in std::fs::read_dir(root().join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_file() {
-                std::fs::copy(&path, dir.join(sub).join(path.file_name().unwrap())).unwrap();
-            }
-        }
+    for sub in ["docs", "xtask/templates", "spec"] {
+        copy_tree(&root().join(sub), &dir.join(sub));
     }
     dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
 }
 
 fn xtask(root: &Path) -> std::process::Output {

@@ -1,0 +1,110 @@
+//! The two revisions really differ where the spec does, and only there.
+//!
+//! Every scenario that applies to both revisions is run on the reference in each mode; each trace
+//! is then checked against the *other* revision. The violations must all be invariants whose
+//! revision window differs (plus the graph walk, since the graphs differ), and together they must
+//! name every difference the shared scenarios can show.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+use tep_conformance::checker::{CheckOptions, check_records};
+use tep_conformance::invariants::{CATALOG, InvariantId};
+use tep_conformance::scenario::corpus;
+use tep_conformance::scripted::run_reference;
+use tep_reference::graph::Revision;
+
+/// Invariants that apply to one revision only, and the walk (whose graph changed).
+fn changed() -> BTreeSet<InvariantId> {
+    CATALOG
+        .iter()
+        .filter(|i| i.revisions().len() == 1)
+        .map(|i| i.id)
+        .chain([InvariantId::StageGraphWalk])
+        .collect()
+}
+
+fn cross_check(produced: Revision, checked: Revision) -> BTreeSet<InvariantId> {
+    let changed = changed();
+    let mut reported = BTreeSet::new();
+    for scenario in corpus().unwrap().iter().filter(|s| s.revisions.len() == 2) {
+        let trace = run_reference(scenario, produced, &[]).unwrap();
+        let report = check_records(&CheckOptions::new(checked), &trace).unwrap();
+        assert!(
+            !report.is_clean(),
+            "{}: a {produced} trace passes the {checked} checker; the revisions should differ in every batch",
+            scenario.id
+        );
+        let ids = report.invariants();
+        let unexpected: Vec<_> = ids.difference(&changed).collect();
+        assert!(
+            unexpected.is_empty(),
+            "{}: the {checked} checker rejects a {produced} trace for {unexpected:?}, which did not change between revisions",
+            scenario.id
+        );
+        reported.extend(ids);
+    }
+    reported
+}
+
+#[test]
+fn rev1_traces_fail_rev2_exactly_where_rev2_changed() {
+    use InvariantId as I;
+    let reported = cross_check(Revision::Rev1, Revision::Rev2);
+    // No finalizeContent, the flat tool/result, buffered context/message, no dispatch start
+    // event and rev1's dispatch summary: each is reported as the rev2 invariant it breaks.
+    let expected: BTreeSet<InvariantId> = [
+        I::FinalizeBeforeNotification,
+        I::ToolResultMessageShape,
+        I::ContextsAsUserMessages,
+        I::SubCallStartLogged,
+        I::CodeDispatchContentShape,
+    ]
+    .into();
+    assert_eq!(reported, expected);
+}
+
+#[test]
+fn rev2_traces_fail_rev1_exactly_where_rev1_differs() {
+    use InvariantId as I;
+    let reported = cross_check(Revision::Rev2, Revision::Rev1);
+    // rev1 has no finalize (nor dispatch start) stage: the walk reports it; and the event
+    // shapes are rev1's.
+    let expected: BTreeSet<InvariantId> = [
+        I::StageGraphWalk,
+        I::ToolResultFlatShape,
+        I::ContextsAsContextMessages,
+        I::CodeDispatchSummaryShape,
+    ]
+    .into();
+    assert_eq!(reported, expected);
+}
+
+#[test]
+fn the_notification_differs_observer_by_observer() {
+    // The observer scenarios are revision-specific; run each on the other revision's reference.
+    let corpus = corpus().unwrap();
+    let awaited = corpus
+        .iter()
+        .find(|s| s.id == "tools-result-is-awaited-in-rev1")
+        .unwrap();
+    let synchronous = corpus
+        .iter()
+        .find(|s| s.id == "tools-result-is-synchronous")
+        .unwrap();
+    let rev1_trace = run_reference(synchronous, Revision::Rev1, &[]).unwrap();
+    let report = check_records(&CheckOptions::new(Revision::Rev2), &rev1_trace).unwrap();
+    assert!(
+        report
+            .invariants()
+            .contains(&InvariantId::NotificationSynchronous)
+    );
+    let rev2_trace = run_reference(awaited, Revision::Rev2, &[]).unwrap();
+    let report = check_records(&CheckOptions::new(Revision::Rev1), &rev2_trace).unwrap();
+    assert!(
+        report
+            .invariants()
+            .contains(&InvariantId::NotificationAwaited)
+    );
+}
