@@ -280,6 +280,12 @@ impl Checker {
         &self.report.violations
     }
 
+    /// How many calls the checker holds state for: those of the open batch (with their Code Mode
+    /// sub-calls). Everything earlier has been dropped.
+    pub fn tracked_calls(&self) -> usize {
+        self.batch.as_ref().map_or(0, |b| b.calls.len())
+    }
+
     fn violate(
         &mut self,
         id: InvariantId,

@@ -9,6 +9,35 @@ use tep_reference::trace::TraceRecord;
 
 use crate::checker::{CheckOptions, CheckReport, Checker, TraceError};
 
+/// `times` copies of a trace's records one after the other, with session seqs (and the seqs
+/// events name) renumbered so the log stays increasing; a header line is dropped. Call ids may
+/// repeat from one batch to the next, as they may in a real session. For load tests and
+/// benchmarks of the streaming checker.
+pub fn repeat_batches(records: &[TraceRecord], times: usize) -> Vec<TraceRecord> {
+    let one: Vec<&TraceRecord> = records
+        .iter()
+        .filter(|r| !matches!(r, TraceRecord::Header(_)))
+        .collect();
+    let events = one
+        .iter()
+        .filter(|r| matches!(r, TraceRecord::Event(_)))
+        .count() as u64;
+    let mut out = Vec::with_capacity(one.len() * times);
+    for k in 0..times as u64 {
+        for record in &one {
+            let mut record = (*record).clone();
+            if let TraceRecord::Event(e) = &mut record {
+                e.event.seq += k * events;
+                if let Some(sources) = e.event.source_event_seqs.as_mut() {
+                    sources.iter_mut().for_each(|s| *s += k * events);
+                }
+            }
+            out.push(record);
+        }
+    }
+    out
+}
+
 /// Lines longer than this are refused rather than buffered.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
