@@ -133,6 +133,9 @@ pub fn check_records(
     checker.finish()
 }
 
+/// A violation found while a call's state is borrowed: invariant, witness lines, sentence.
+type Finding = (InvariantId, Vec<usize>, String);
+
 /// The sections of the ordered lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
@@ -284,6 +287,12 @@ impl Checker {
     /// sub-calls). Everything earlier has been dropped.
     pub fn tracked_calls(&self) -> usize {
         self.batch.as_ref().map_or(0, |b| b.calls.len())
+    }
+
+    fn violate_all(&mut self, call: &CallId, found: Vec<Finding>) {
+        for (id, lines, message) in found {
+            self.violate(id, lines, Some(call), message);
+        }
     }
 
     fn violate(
@@ -838,7 +847,7 @@ impl Checker {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let mut found: Vec<(InvariantId, Vec<usize>, String)> = Vec::new();
+        let mut found: Vec<Finding> = Vec::new();
         let call_id = batch.calls[i].id.clone();
         let graph = batch.calls[i].graph;
         // Sub-calls live inside their parent's body: the batch-level order checks are the
@@ -1056,9 +1065,7 @@ impl Checker {
                     if keeps_position(id) {
                         call.last_line = line;
                         track_body(call, node, line);
-                        for (id, lines, message) in found {
-                            self.violate(id, lines, Some(&call_id), message);
-                        }
+                        self.violate_all(&call_id, found);
                         return;
                     }
                 }
@@ -1085,9 +1092,7 @@ impl Checker {
         if denial && call.denied.is_none() {
             call.denied = Some(line);
         }
-        for (id, lines, message) in found {
-            self.violate(id, lines, Some(&call_id), message);
-        }
+        self.violate_all(&call_id, found);
     }
 
     /// Checks that need a stage record's fields.
@@ -1097,7 +1102,7 @@ impl Checker {
         };
         let call = &mut batch.calls[i];
         let call_id = call.id.clone();
-        let mut found: Vec<(InvariantId, Vec<usize>, String)> = Vec::new();
+        let mut found: Vec<Finding> = Vec::new();
         if let Some(identity) = &obs.identity {
             // A sub-call is first named by what its stages are handed.
             if call.parent.is_some() && call.name.is_empty() {
@@ -1247,9 +1252,7 @@ impl Checker {
             NodeId::PresentResult => call.presented_result += 1,
             _ => {}
         }
-        for (id, lines, message) in found {
-            self.violate(id, lines, Some(&call_id), message);
-        }
+        self.violate_all(&call_id, found);
     }
 
     /// Checks that need a node event's data.
@@ -1259,7 +1262,7 @@ impl Checker {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let mut found: Vec<(InvariantId, Vec<usize>, String)> = Vec::new();
+        let mut found: Vec<Finding> = Vec::new();
         let call = &mut batch.calls[i];
         let call_id = call.id.clone();
         match body {
@@ -1441,9 +1444,7 @@ impl Checker {
             }
             _ => {}
         }
-        for (id, lines, message) in found {
-            self.violate(id, lines, Some(&call_id), message);
-        }
+        self.violate_all(&call_id, found);
     }
 
     /// Approval audit events: part of the approval stage, not nodes of their own.
@@ -1489,9 +1490,7 @@ impl Checker {
             }
             _ => {}
         }
-        for (id, lines, message) in found {
-            self.violate(id, lines, Some(&call_id), message);
-        }
+        self.violate_all(&call_id, found);
     }
 }
 
@@ -1650,11 +1649,7 @@ fn identity_problem(
 }
 
 /// Checks on the announced outcome against what the call went through.
-fn outcome_problems(
-    call: &CallState,
-    result: &ToolResult,
-    line: usize,
-) -> Vec<(InvariantId, Vec<usize>, String)> {
+fn outcome_problems(call: &CallState, result: &ToolResult, line: usize) -> Vec<Finding> {
     use InvariantId as I;
     let id = &call.id;
     let mut found = Vec::new();

@@ -531,8 +531,20 @@ impl Program for ScriptedProgram {
                                     .collect(),
                             )
                             .await;
+                        // Every binding of the group settles before the program reacts to the
+                        // first rejection it does not catch.
+                        let mut failure = None;
                         for (k, (call, outcome)) in calls.iter().zip(outcomes).enumerate() {
-                            self.settle(parent.code_sub_call(first + k), call, outcome, &mut logs)?;
+                            let settled = self.settle(
+                                parent.code_sub_call(first + k),
+                                call,
+                                outcome,
+                                &mut logs,
+                            );
+                            failure = failure.or(settled.err());
+                        }
+                        if let Some(failure) = failure {
+                            return Err(failure);
                         }
                     }
                     ProgramStep::CallRunCode => {
