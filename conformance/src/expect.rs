@@ -48,6 +48,15 @@ pub fn check_expectations(scenario: &Scenario, records: &[TraceRecord]) -> Vec<V
                         data.error().map(|e| e.code.clone()),
                     ));
                 }
+                // A Code Mode sub-call's outcome is what its dispatch event records.
+                EventBody::CodeDispatch(d) => {
+                    let text = match (&d.content, &d.result_summary) {
+                        (Some(content), _) => content_text(content),
+                        (None, Some(summary)) => summary.clone(),
+                        (None, None) => String::new(),
+                    };
+                    entry.result = Some((line, d.is_error, text, None));
+                }
                 EventBody::UserMessage(m) => {
                     contexts.push((line, call.clone(), content_text(&m.content)))
                 }
@@ -75,8 +84,14 @@ pub fn check_expectations(scenario: &Scenario, records: &[TraceRecord]) -> Vec<V
             message,
         });
     };
-    for call in &scenario.calls {
-        let id = &call.call_id;
+    // The calls of the batch, then their Code Mode sub-calls.
+    let ids: Vec<CallId> = scenario
+        .calls
+        .iter()
+        .map(|c| c.call_id.clone())
+        .chain(scenario.all_sub_calls().into_iter().map(|(id, _)| id))
+        .collect();
+    for id in &ids {
         let Some(expected) = scenario.expect.calls.get(id.as_str()) else {
             continue;
         };

@@ -184,3 +184,27 @@ fn every_mutant_of_the_reference_is_caught_with_the_invariant_it_breaks() {
         assert!(report.count(Status::Failed) > 0, "{mutant} went unnoticed");
     }
 }
+
+#[test]
+fn sub_call_expectations_are_checked_too() {
+    let mut scenario = scenarios()
+        .into_iter()
+        .find(|s| s.id == "code-mode-sub-calls-re-enter-the-pipeline")
+        .unwrap();
+    let trace = run_reference(&scenario, Revision::Rev2, &[]).unwrap();
+    scenario.expect.calls.get_mut("c1:code:3").unwrap().is_error = false;
+    let mut coverage = tep_conformance::runner::Coverage::default();
+    let result = judge(
+        &scenario,
+        &CheckOptions::new(Revision::Rev2),
+        trace,
+        &mut coverage,
+    );
+    let flagged: Vec<_> = result
+        .violations
+        .iter()
+        .filter(|v| v.invariant == InvariantId::ExpectedOutcome)
+        .map(|v| v.call.as_ref().map(|c| c.to_string()))
+        .collect();
+    assert_eq!(flagged, vec![Some("c1:code:3".to_owned())]);
+}
