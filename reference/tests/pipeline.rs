@@ -970,3 +970,73 @@ async fn rev1_has_no_normalization_node_no_finalizer_and_buffers_context_message
     assert!(events_of_type(&log, "user/message").is_empty());
     assert_walks(&reg, &["c1"]);
 }
+
+struct Cards {
+    shown: Arc<Mutex<Vec<String>>>,
+    panic_on: &'static str,
+}
+
+impl tep_reference::pipeline::Presenter for Cards {
+    fn present_call(&self, call_id: &tep_reference::identity::CallId, _args: &serde_json::Value) {
+        if call_id.as_str() == self.panic_on {
+            panic!("the card renderer crashed");
+        }
+        self.shown
+            .lock()
+            .unwrap()
+            .push(format!("pending {call_id}"));
+    }
+
+    fn present_result(
+        &self,
+        call_id: &tep_reference::identity::CallId,
+        _args: &serde_json::Value,
+        result: &ToolResult,
+    ) {
+        self.shown
+            .lock()
+            .unwrap()
+            .push(format!("done {call_id}: {}", result.text()));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_presenter_shows_each_card_and_a_crashing_one_changes_nothing() {
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let reg = ToolRegistry::builder()
+        .tool(TestTool::returning("read", json!("hi")))
+        .presenter(Arc::new(Cards {
+            shown: shown.clone(),
+            panic_on: "c2",
+        }))
+        .build()
+        .unwrap();
+    let report = reg
+        .run_batch(vec![call("c1", "read"), call("c2", "read")])
+        .await;
+    assert_eq!(
+        *shown.lock().unwrap(),
+        vec!["pending c1", "done c1: hi", "done c2: hi"],
+        "c2's pending card fell back to the generic one"
+    );
+    assert!(report.outcomes.iter().all(|o| !o.result.is_error));
+    assert_walks(&reg, &["c1", "c2"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_wrapper_for_other_tools_does_not_retry() {
+    let reg = ToolRegistry::builder()
+        .tool(TestTool::new("flaky", Body::FlakyThenOk(1)))
+        .wrap(Arc::new(
+            RetryWrapper::new(3, Duration::ZERO).for_tools(["fetch".to_owned()]),
+        ))
+        .build()
+        .unwrap();
+    let report = reg.run_batch(vec![call("c1", "flaky")]).await;
+    assert!(
+        report.outcomes[0].result.is_error,
+        "one dispatch, which failed"
+    );
+    let n = nodes(&reg.recorder().records(), "c1");
+    assert_eq!(n.iter().filter(|&&x| x == NodeId::ToolBody).count(), 1);
+}

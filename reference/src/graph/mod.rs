@@ -525,10 +525,6 @@ impl StageGraph {
         self.edges.iter().enumerate().map(|(i, e)| (EdgeId(i), e))
     }
 
-    pub fn edge_by_id(&self, id: EdgeId) -> Option<&Edge> {
-        self.edges.get(id.0)
-    }
-
     /// The node with this id, if this revision has it.
     pub fn node(&self, id: NodeId) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id == id)
@@ -772,6 +768,64 @@ mod tests {
             (NodeId::ToolBody, None),
         ];
         assert_eq!(g.check_walk(NodeId::Model, &bad).map_err(|e| e.0), Err(2));
+    }
+
+    #[test]
+    fn every_node_is_on_a_path_from_the_entry_to_the_end() {
+        for g in Revision::ALL
+            .into_iter()
+            .flat_map(|r| [StageGraph::of(r), StageGraph::code_mode(r)])
+        {
+            let end = match g.kind() {
+                GraphKind::Pipeline => NodeId::AllResults,
+                GraphKind::CodeMode => NodeId::Dispatched,
+            };
+            for node in g.nodes() {
+                assert!(
+                    g.reachable(g.entry(), node.id),
+                    "{}: {} is unreachable",
+                    g.revision(),
+                    node.id
+                );
+                // Only side branches end a walk early: UI cards, owned events, contexts.
+                let side_branch = matches!(
+                    node.kind,
+                    NodeKind::Ui | NodeKind::OwnedEvents | NodeKind::ContextInjection
+                );
+                assert_eq!(
+                    g.is_leaf(node.id),
+                    side_branch,
+                    "{}: {}",
+                    g.revision(),
+                    node.id
+                );
+                if !side_branch && node.phase != Phase::Settle {
+                    assert!(
+                        g.reachable(node.id, end),
+                        "{}: {} never ends",
+                        g.revision(),
+                        node.id
+                    );
+                }
+                if node.id != g.entry() {
+                    assert!(
+                        g.incoming(node.id).next().is_some(),
+                        "{}: nothing enters {}",
+                        g.revision(),
+                        node.id
+                    );
+                }
+            }
+        }
+        let g = StageGraph::rev2();
+        assert!(
+            !g.reachable(NodeId::ToolResult, NodeId::Pre),
+            "no way back once recorded"
+        );
+        assert_eq!(
+            g.successors(NodeId::Approval).collect::<Vec<_>>(),
+            vec![NodeId::Guards, NodeId::Denied, NodeId::Normalized]
+        );
     }
 
     #[test]
