@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
-use crate::protocol::{PROTOCOL_VERSION, Ready, Request, RunAnswer};
+use crate::protocol::{PROTOCOL_VERSION, Ready, Request, RunAnswer, SUPPORTED_PROTOCOLS};
 use crate::runner::{Answer, Implementation};
 use crate::scenario::Scenario;
 
@@ -310,10 +310,15 @@ async fn launch(
         if !ready.ready {
             return Err("the adapter answered start with \"ready\": false".to_owned());
         }
-        if ready.protocol != PROTOCOL_VERSION {
+        if !SUPPORTED_PROTOCOLS.contains(&ready.protocol) {
             return Err(format!(
-                "the adapter speaks protocol {}, this runner speaks {PROTOCOL_VERSION}",
-                ready.protocol
+                "the adapter speaks protocol {}, this runner speaks {PROTOCOL_VERSION} (and accepts {})",
+                ready.protocol,
+                SUPPORTED_PROTOCOLS
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         Ok(ready)

@@ -2,26 +2,28 @@
 //!
 //! The conformance suite for tool execution pipelines.
 //!
-//! - [`invariants`]: every documented ordering invariant as data (id, level, statement, source,
-//!   revisions, capability, how it is checked).
+//! - [`invariants`] and [`rules`]: every documented invariant as data (id, level, statement,
+//!   sources, revisions, capability, observation level, the records it reads) beside its check.
+//! - [`observation`]: the observation contract (which records each level holds, their windows).
 //! - [`checker`] and [`trace_io`]: replay mode. One streaming pass over a JSON Lines trace,
 //!   every violation with its witness lines.
 //! - [`scenario`]: the language-neutral corpus (`conformance/scenarios/*.json`, embedded).
 //! - [`scripted`]: the built-in implementation (the reference with a scenario's scripts).
 //! - [`protocol`], [`adapter`], [`serve`]: drive mode against any implementation over
 //!   newline-delimited JSON on stdin/stdout.
-//! - [`runner`], [`expect`], [`baseline`], [`report`]: running the corpus, judging traces,
+//! - [`runner`], [`baseline`], [`report`]: running the corpus, judging traces,
 //!   expected-failure baselines, terminal/JSON/JUnit reports.
 //! - [`mutation`]: trace mutations that prove the checker has teeth.
 
 pub mod adapter;
 pub mod baseline;
 pub mod checker;
-pub mod expect;
 pub mod invariants;
 pub mod mutation;
+pub mod observation;
 pub mod protocol;
 pub mod report;
+pub mod rules;
 pub mod runner;
 pub mod scenario;
 pub mod scripted;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter};
 use tep_conformance::baseline::Baseline;
-use tep_conformance::checker::{CheckOptions, CheckReport, Checker, TraceError};
+use tep_conformance::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
 use tep_conformance::invariants::{CATALOG, InvariantId, Level, invariant};
 use tep_conformance::report;
 use tep_conformance::runner::{BuiltinReference, Implementation, RunOptions, run_suite};
@@ -20,7 +20,7 @@ use tep_conformance::scenario::{Scenario, corpus, corpus_files};
 use tep_conformance::trace_io::for_each_record;
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{Capability, TraceRecord};
+use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
 
 /// Conformance suite for the tool execution pipeline of AI coding-agent harnesses.
 #[derive(Debug, Parser)]
@@ -69,6 +69,10 @@ enum Command {
         /// Break the built-in reference on purpose (see `tep mutants`), to watch the suite catch it.
         #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
         mutant: Vec<Mutant>,
+        /// Check the traces at this observation level (events, hooks, full), at most the one
+        /// the implementation declares: records the level does not hold are dropped first.
+        #[arg(long, value_name = "LEVEL")]
+        observed: Option<ObservationLevel>,
     },
     /// Replay mode: check a recorded trace (JSON Lines) from a file, or `-` for stdin.
     Check {
@@ -79,6 +83,10 @@ enum Command {
         /// The implementation's optional parts (default: the trace header's, else all).
         #[arg(long, value_delimiter = ',', value_name = "CAPS")]
         capabilities: Option<Vec<Capability>>,
+        /// Which records the trace holds: events, hooks or full (default: the trace header's,
+        /// else hooks). A harness's own session log is `events`.
+        #[arg(long, value_name = "LEVEL")]
+        observed: Option<ObservationLevel>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// SHOULD-level violations fail the check too.
@@ -168,6 +176,7 @@ fn dispatch(command: Command) -> Result<u8> {
             strict,
             traces,
             mutant,
+            observed,
         } => {
             let corpus = corpus().context("the embedded scenario corpus is invalid")?;
             let baseline = baseline
@@ -189,6 +198,7 @@ fn dispatch(command: Command) -> Result<u8> {
                 strict,
                 only: scenarios,
                 traces_dir: traces,
+                observed,
             };
             let mut run = run_suite(implementation.as_mut(), &corpus, &options)?;
             drop(implementation);
@@ -211,9 +221,10 @@ fn dispatch(command: Command) -> Result<u8> {
             trace,
             spec,
             capabilities,
+            observed,
             format,
             strict,
-        } => check(trace, spec, capabilities, format, strict),
+        } => check(trace, spec, capabilities, observed, format, strict),
         Command::Scenarios { action } => scenarios(action),
         Command::Invariants { action } => invariants(action),
         Command::Mutants => {
@@ -252,12 +263,13 @@ fn dispatch(command: Command) -> Result<u8> {
     }
 }
 
-/// Checks a trace in one pass. The header (if any) chooses the revision and capabilities unless
-/// the command line does.
+/// Checks a trace in one pass. The header (if any) chooses the revision, capabilities and
+/// observation level unless the command line does.
 fn check(
     path: PathBuf,
     spec: Option<Revision>,
     capabilities: Option<Vec<Capability>>,
+    observed: Option<ObservationLevel>,
     format: Format,
     strict: bool,
 ) -> Result<u8> {
@@ -269,31 +281,33 @@ fn check(
         Box::new(BufReader::new(file))
     };
     let mut checker: Option<Checker> = None;
-    let mut options: Option<CheckOptions> = None;
     let mut header_spec = None;
+    let options_for = |header: Option<&TraceHeader>| CheckOptions {
+        revision: spec.or(header.map(|h| h.spec)).unwrap_or(Revision::CURRENT),
+        capabilities: capabilities
+            .clone()
+            .or_else(|| header.and_then(|h| h.capabilities.clone()))
+            .map(|c| c.into_iter().collect::<BTreeSet<_>>()),
+        level: observed
+            .or_else(|| header.and_then(|h| h.observation))
+            .unwrap_or(ObservationLevel::Hooks),
+        facts: None,
+    };
     let result = for_each_record(reader, |line, record| {
-        if checker.is_none() {
-            let (header_rev, header_caps) = match &record {
-                TraceRecord::Header(h) => (Some(h.spec), h.capabilities.clone()),
-                _ => (None, None),
+        let checker = checker.get_or_insert_with(|| {
+            let header = match &record {
+                TraceRecord::Header(h) => Some(h),
+                _ => None,
             };
-            header_spec = header_rev;
-            let opts = CheckOptions {
-                revision: spec.or(header_rev).unwrap_or(Revision::CURRENT),
-                capabilities: capabilities
-                    .clone()
-                    .or(header_caps)
-                    .map(|c| c.into_iter().collect::<BTreeSet<_>>()),
-            };
-            checker = Some(Checker::new(opts.clone()));
-            options = Some(opts);
-        }
-        match checker.as_mut() {
-            Some(c) => c.feed(line, &record),
-            None => Ok(()),
-        }
+            header_spec = header.map(|h| h.spec);
+            Checker::new(options_for(header))
+        });
+        checker.feed(line, &record)
     });
-    let options = options.unwrap_or_else(|| CheckOptions::new(spec.unwrap_or(Revision::CURRENT)));
+    let options = match &checker {
+        Some(c) => c.options().clone(),
+        None => options_for(None),
+    };
     let report: Result<CheckReport, TraceError> = result.and_then(|()| match checker {
         Some(c) => c.finish(),
         None => Ok(CheckReport::default()),
@@ -304,15 +318,37 @@ fn check(
         .iter()
         .filter(|v| strict || v.level == Level::Must)
         .count();
+    // A trace with no batch checks nothing: it is not conformant.
+    let tested = report.batches > 0;
+    let statuses = options.statuses();
+    let checked: Vec<InvariantId> = statuses
+        .iter()
+        .filter(|(_, s)| *s == InvariantStatus::Checked)
+        .map(|(id, _)| *id)
+        .collect();
+    let not_checkable: Vec<(InvariantId, String)> = statuses
+        .iter()
+        .filter_map(|(id, s)| match s {
+            InvariantStatus::NotCheckable(why) => Some((*id, why.clone())),
+            _ => None,
+        })
+        .collect();
     match format {
         Format::Json => {
             let value = serde_json::json!({
                 "trace": name,
                 "spec": options.revision,
+                "observation": options.level,
                 "records": report.records,
-                "conformant": failing == 0,
+                "batches": report.batches,
+                "conformant": failing == 0 && tested,
                 "violations": report.violations,
                 "omitted": report.omitted,
+                "checked": checked,
+                "notCheckable": not_checkable
+                    .iter()
+                    .map(|(id, why)| serde_json::json!({"invariant": id, "why": why}))
+                    .collect::<Vec<_>>(),
             });
             println!("{}", serde_json::to_string_pretty(&value)?);
         }
@@ -324,8 +360,8 @@ fn check(
             };
             writeln!(
                 out,
-                "tep check: {name} against {}{note}, {} records",
-                options.revision, report.records
+                "tep check: {name} against {}{note} at level {}, {} records, {} batch(es)",
+                options.revision, options.level, report.records, report.batches
             )?;
             for v in &report.violations {
                 let inv = invariant(v.invariant);
@@ -335,6 +371,27 @@ fn check(
             }
             if report.omitted > 0 {
                 writeln!(out, "... and {} more violations not shown", report.omitted)?;
+            }
+            writeln!(
+                out,
+                "checked {} invariant(s); not checkable at level {}: {}",
+                checked.len(),
+                options.level,
+                if not_checkable.is_empty() {
+                    "none".to_owned()
+                } else {
+                    not_checkable
+                        .iter()
+                        .map(|(id, _)| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )?;
+            if !tested {
+                writeln!(
+                    out,
+                    "nothing was checked: the trace holds no batch (no `model` record)"
+                )?;
             }
             let must = report
                 .violations
@@ -349,7 +406,7 @@ fn check(
             )?;
         }
     }
-    Ok(u8::from(failing > 0))
+    Ok(u8::from(failing > 0 || !tested))
 }
 
 fn scenarios(action: ScenariosAction) -> Result<u8> {

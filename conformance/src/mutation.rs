@@ -129,13 +129,12 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
     let mut r: Records = records.to_vec();
     match id {
         I::StageGraphWalk => {
-            // Show the pending card after pre-execute instead of right after tool/call.
-            let pc = find(&r, |x| is_stage(x, NodeId::PresentCall))?;
-            let call = call_of(&r[pc])?.clone();
-            let pre = find_after(&r, pc, &call, |x| {
-                is_stage(x, NodeId::Pre) && outcome_of(x) != Some(Outcome::Throw)
+            // An allowed call whose guards were never recorded: pre-execute straight to
+            // tools/execute.
+            let g = find(&r, |x| {
+                is_stage(x, NodeId::Guards) && outcome_of(x) == Some(Outcome::Allow)
             })?;
-            move_record(&mut r, pc, pre + 1);
+            r.remove(g);
         }
         I::ToolCallFirst => {
             let tc = find(&r, |x| event_type(x) == Some("tool/call"))?;
@@ -277,8 +276,11 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             r.insert(f + 1, dup);
         }
         I::FinalizeBeforeNotification => {
+            // finalizeContent runs after the notification.
             let f = find(&r, |x| is_stage(x, NodeId::Finalize))?;
-            r.remove(f);
+            let call = call_of(&r[f])?.clone();
+            let fin = find_after(&r, f, &call, |x| is_stage(x, NodeId::Final))?;
+            move_record(&mut r, f, fin + 1);
         }
         I::FinalizeContentOnly => {
             let f = find(&r, |x| {
@@ -455,12 +457,12 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             let m = find(&r, |x| is_stage(x, NodeId::Model))?;
             let calls = stage_mut(&mut r[m])?.calls.as_mut()?;
             let safe: Vec<usize> = (0..calls.len())
-                .filter(|&i| calls[i].concurrency_safe)
+                .filter(|&i| calls[i].concurrency_safe == Some(true))
                 .collect();
             if safe.len() < 2 {
                 return None;
             }
-            calls[safe[1]].concurrency_safe = false;
+            calls[safe[1]].concurrency_safe = Some(false);
         }
         I::BatchSettles => {
             let a = find(&r, |x| is_stage(x, NodeId::AllResults))?;

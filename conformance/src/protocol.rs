@@ -6,12 +6,16 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tep_reference::graph::Revision;
-use tep_reference::trace::{Capability, TraceRecord};
+use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
 use crate::scenario::Scenario;
 
 /// The protocol version this runner speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The versions it accepts from an adapter. Version 1 adapters (before `observation` and
+/// `escaped`) are checked at level `hooks`.
+pub const SUPPORTED_PROTOCOLS: [u32; 2] = [1, 2];
 
 /// What the runner sends, one per line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -45,6 +49,16 @@ pub struct Ready {
     /// The spec revisions it implements (default: rev2).
     #[serde(default = "default_specs")]
     pub specs: Vec<Revision>,
+    /// Which records its traces hold (default: `hooks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<ObservationLevel>,
+}
+
+impl Ready {
+    /// The observation level its traces are checked at.
+    pub fn level(&self) -> ObservationLevel {
+        self.observation.unwrap_or(ObservationLevel::Hooks)
+    }
 }
 
 fn default_specs() -> Vec<Revision> {

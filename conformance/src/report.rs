@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tep_reference::graph::StageGraph;
 
 use crate::baseline::BaselineOutcome;
-use crate::checker::Violation;
+use crate::checker::{InvariantStatus, Violation};
 use crate::invariants::invariant;
 use crate::protocol::PROTOCOL_VERSION;
 use crate::runner::{RunReport, Status};
@@ -80,6 +80,9 @@ pub fn text(report: &RunReport, baseline: Option<&BaselineOutcome>) -> String {
         for v in &s.violations {
             violation_lines(&mut out, v);
         }
+        for note in &s.notes {
+            let _ = writeln!(out, "        note: {}", note.message);
+        }
         if let Some(stderr) = &s.stderr {
             let _ = writeln!(out, "        adapter stderr (tail):");
             for line in stderr.lines() {
@@ -112,6 +115,7 @@ pub fn text(report: &RunReport, baseline: Option<&BaselineOutcome>) -> String {
             let _ = writeln!(out, "  not taken: {missing}");
         }
     }
+    let _ = writeln!(out, "{}", invariants_line(report));
     if let Some(b) = baseline {
         let _ = writeln!(
             out,
@@ -129,6 +133,39 @@ pub fn text(report: &RunReport, baseline: Option<&BaselineOutcome>) -> String {
     }
     let _ = writeln!(out, "{}", summary_line(report));
     out
+}
+
+/// Which invariants the run checked, and which it could not at its observation level.
+pub fn invariants_line(report: &RunReport) -> String {
+    let checked = report
+        .invariants
+        .iter()
+        .filter(|(_, s)| *s == InvariantStatus::Checked)
+        .count();
+    let not_checkable: Vec<&str> = report
+        .invariants
+        .iter()
+        .filter(|(_, s)| matches!(s, InvariantStatus::NotCheckable(_)))
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let not_applicable = report
+        .invariants
+        .iter()
+        .filter(|(_, s)| matches!(s, InvariantStatus::NotApplicable(_)))
+        .count();
+    let mut line = format!(
+        "observation level {}: {checked} invariants checked, {not_applicable} not applicable",
+        report.level
+    );
+    if !not_checkable.is_empty() {
+        let _ = write!(
+            line,
+            "; not checkable at this level ({}): {}",
+            not_checkable.len(),
+            not_checkable.join(", ")
+        );
+    }
+    line
 }
 
 fn violation_json(v: &Violation) -> Value {
@@ -163,6 +200,9 @@ pub fn json(report: &RunReport, baseline: Option<&BaselineOutcome>) -> Value {
             if s.expected_failure {
                 row["expected_failure"] = json!(true);
             }
+            if !s.notes.is_empty() {
+                row["notes"] = json!(s.notes);
+            }
             row
         })
         .collect();
@@ -186,6 +226,16 @@ pub fn json(report: &RunReport, baseline: Option<&BaselineOutcome>) -> Value {
         "code_mode_edge_coverage": report.code_mode_edge_coverage(),
         "code_mode_edges_missing": report.missing_code_mode_edges(),
         "baseline": baseline,
+        "observation": report.level,
+        "invariants": report
+            .invariants
+            .iter()
+            .map(|(id, status)| {
+                let mut row = serde_json::to_value(status).unwrap_or(Value::Null);
+                row["invariant"] = json!(id);
+                row
+            })
+            .collect::<Vec<_>>(),
         "scenarios": scenarios,
     })
 }

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use serde::Serialize;
 use tep_reference::graph::{EdgeId, Revision, StageGraph};
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{Capability, TraceRecord, to_jsonl};
+use tep_reference::trace::{Capability, ObservationLevel, TraceRecord, to_jsonl};
 
-use crate::checker::{CheckOptions, Violation, check_records};
-use crate::expect::check_expectations;
+use crate::checker::{CheckOptions, InvariantStatus, ScenarioFacts, Violation, check_records};
 use crate::invariants::{InvariantId, Level};
+use crate::observation::thin;
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
+use crate::rules::expectations::{Note, check_expectations};
 use crate::scenario::Scenario;
 use crate::scripted::{implementation_name, run_reference};
 
@@ -77,6 +78,7 @@ impl BuiltinReference {
                 },
                 capabilities: Capability::ALL.to_vec(),
                 specs: Revision::ALL.to_vec(),
+                observation: Some(tep_reference::trace::ObservationLevel::Full),
             },
             mutants,
         }
@@ -132,6 +134,9 @@ pub struct ScenarioResult {
     pub status: Status,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<Violation>,
+    /// Information that is no verdict (wording the reference chose where nothing fixes it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
     /// Why it was skipped or errored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -175,6 +180,9 @@ pub struct RunOptions {
     pub only: Vec<String>,
     /// Write each trace as `<dir>/<scenario>.jsonl`.
     pub traces_dir: Option<PathBuf>,
+    /// Check the traces at this observation level (at most the implementation's): the records
+    /// it does not hold are dropped first. Default: the implementation's level.
+    pub observed: Option<ObservationLevel>,
 }
 
 /// The outcome of a whole run.
@@ -182,9 +190,13 @@ pub struct RunOptions {
 pub struct RunReport {
     pub implementation: ImplementationInfo,
     pub spec: Revision,
+    /// The observation level the traces were checked at.
+    pub level: ObservationLevel,
     pub strict: bool,
     pub scenarios: Vec<ScenarioResult>,
     pub coverage: Coverage,
+    /// Every invariant and whether this run could check it.
+    pub invariants: Vec<(InvariantId, InvariantStatus)>,
 }
 
 /// The edges the traces of a run took.
@@ -252,6 +264,13 @@ pub enum RunError {
     UnknownScenario(String),
     #[error("cannot write traces to {path}: {message}")]
     Traces { path: String, message: String },
+    #[error(
+        "the implementation records its traces at level {declared}; they cannot be checked at {requested}"
+    )]
+    ObservedAboveDeclared {
+        requested: ObservationLevel,
+        declared: ObservationLevel,
+    },
 }
 
 /// Runs the corpus (or the scenarios named in `options.only`) through `implementation`.
@@ -285,17 +304,33 @@ pub fn run_suite(
             message: e.to_string(),
         })?;
     }
+    let declared = ready.level();
+    let level = options.observed.unwrap_or(declared);
+    if level > declared {
+        return Err(RunError::ObservedAboveDeclared {
+            requested: level,
+            declared,
+        });
+    }
     let capabilities: BTreeSet<Capability> = ready.capabilities.iter().copied().collect();
     let check_options = CheckOptions {
         revision: options.spec,
         capabilities: Some(capabilities.clone()),
+        level,
+        facts: None,
     };
     let mut report = RunReport {
         implementation: ready.implementation.clone(),
         spec: options.spec,
+        level,
         strict: options.strict,
         scenarios: Vec::new(),
         coverage: Coverage::default(),
+        invariants: CheckOptions {
+            facts: Some(ScenarioFacts::default()),
+            ..check_options.clone()
+        }
+        .statuses(),
     };
     let selected = corpus
         .iter()
@@ -305,6 +340,7 @@ pub fn run_suite(
             id: scenario.id.clone(),
             status: Status::Skipped,
             violations: Vec::new(),
+            notes: Vec::new(),
             reason: Some(reason),
             stderr: None,
             expected_failure: false,
@@ -335,12 +371,18 @@ pub fn run_suite(
                 id: scenario.id.clone(),
                 status: Status::Errored,
                 violations: Vec::new(),
+                notes: Vec::new(),
                 reason: Some(message),
                 stderr,
                 expected_failure: false,
                 trace: None,
             },
             Answer::Ran(records) => {
+                let records = if level < declared {
+                    thin(&records, level)
+                } else {
+                    records
+                };
                 if let Some(dir) = &options.traces_dir {
                     let path = dir.join(format!("{}.jsonl", scenario.id));
                     std::fs::write(&path, to_jsonl(&records)).map_err(|e| RunError::Traces {
@@ -367,12 +409,17 @@ pub fn judge(
         id: scenario.id.clone(),
         status: Status::Passed,
         violations: Vec::new(),
+        notes: Vec::new(),
         reason: None,
         stderr: None,
         expected_failure: false,
         trace: None,
     };
-    match check_records(options, &records) {
+    let options = CheckOptions {
+        facts: Some(ScenarioFacts::of(scenario)),
+        ..options.clone()
+    };
+    match check_records(&options, &records) {
         Err(e) => {
             result.status = Status::Errored;
             result.reason = Some(format!("the trace is malformed: {e}"));
@@ -381,9 +428,9 @@ pub fn judge(
             coverage.edges.extend(check.edges);
             coverage.code_mode_edges.extend(check.code_mode_edges);
             result.violations = check.violations;
-            result
-                .violations
-                .extend(check_expectations(scenario, &records));
+            let (violations, notes) = check_expectations(scenario, &records, options.level);
+            result.violations.extend(violations);
+            result.notes = notes;
             result.status = if result.violations.iter().any(|v| v.level == Level::Must) {
                 Status::Failed
             } else if result.violations.is_empty() {

@@ -83,9 +83,9 @@ pub struct ToolSpec {
     /// The timeout the definition declares (applied by a `timeout` wrapper).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
-    /// What `finalizeContent` does.
-    #[serde(default)]
-    pub finalize: FinalizeAction,
+    /// The definition's `finalizeContent` and what it does; absent, the definition has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finalize: Option<FinalizeAction>,
 }
 
 /// One call of the batch.
@@ -344,11 +344,10 @@ pub struct ObserverSpec {
 }
 
 /// What `finalizeContent` does.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum FinalizeAction {
     /// Keeps the content (returns nothing).
-    #[default]
     Keep,
     /// Prefixes every text block's content.
     Prefix(String),
@@ -431,15 +430,20 @@ pub struct CallExpectation {
     /// Whether post-execute ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_runs: Option<bool>,
-    /// The exact model-facing text (SHOULD: reference semantics).
+    /// The exact model-facing text, where the scripts and the spec or the reference semantics
+    /// fix it (SHOULD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
-    /// Text the model-facing content includes.
+    /// Text the model-facing content must include (SHOULD), e.g. the tool's name in a refusal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_includes: Option<String>,
     /// The error code (`TOOL_TIMEOUT`, `UNKNOWN_TOOL`, ...) (SHOULD: reference semantics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
+    /// The reference's wording where nothing fixes it: shown for information when an
+    /// implementation words it differently, never a violation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_content: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -12,14 +12,14 @@ use tep_reference::graph::Revision;
 use tep_reference::identity::{CallId, Execution};
 use tep_reference::mutant::Mutant;
 use tep_reference::pipeline::{
-    ApprovalOutcome, BoxFuture, DispatchCall, ExecuteNext, ExecuteWrapper, GuardVerdict, ModelCall,
-    Named, PostDecision, PostExecute, PostNext, PreDecision, RegistryBuilder, ResultObserver, Tool,
-    ToolContext, ToolRegistry, cancelled_failure, simple,
+    ApprovalOutcome, BoxFuture, DispatchCall, ExecuteNext, ExecuteWrapper, FinalizeContent,
+    GuardVerdict, ModelCall, Named, PostDecision, PostExecute, PostNext, PreDecision,
+    RegistryBuilder, ResultObserver, Tool, ToolContext, ToolRegistry, cancelled_failure, simple,
 };
 use tep_reference::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
 use tep_reference::session::{HookInvoked, HookResult};
 use tep_reference::trace::{
-    Capability, Mark, MarkKind, Recorder, Rejection, TraceHeader, TraceRecord,
+    Capability, Mark, MarkKind, ObservationLevel, Recorder, Rejection, TraceHeader, TraceRecord,
 };
 use tep_reference::wrappers::{MetricsWrapper, RetryWrapper, TimeoutWrapper};
 
@@ -81,6 +81,7 @@ pub fn run_reference(
             spec: revision,
             implementation: Some(implementation_name()),
             capabilities: Some(Capability::ALL.to_vec()),
+            observation: Some(ObservationLevel::Full),
         })];
         records.extend(recorder.records());
         Ok(records)
@@ -122,6 +123,7 @@ pub fn build_registry(
             .collect();
         builder = builder.tool(ScriptedTool {
             spec: tool.clone(),
+            finalize: tool.finalize.clone().map(ScriptedFinalizer),
             bodies,
             attempts: Mutex::new(HashMap::new()),
         });
@@ -205,6 +207,7 @@ pub fn build_registry(
 
 struct ScriptedTool {
     spec: ToolSpec,
+    finalize: Option<ScriptedFinalizer>,
     bodies: HashMap<CallId, Vec<BodyStep>>,
     attempts: Mutex<HashMap<CallId, u32>>,
 }
@@ -289,12 +292,21 @@ impl Tool for ScriptedTool {
         Box::pin(async move { self.run(&ctx).await })
     }
 
+    fn finalizer(&self) -> Option<&dyn FinalizeContent> {
+        self.finalize.as_ref().map(|f| f as &dyn FinalizeContent)
+    }
+}
+
+/// A tool's scripted `finalizeContent`.
+struct ScriptedFinalizer(FinalizeAction);
+
+impl FinalizeContent for ScriptedFinalizer {
     fn finalize_content(
         &self,
         _exec: &Execution,
         candidate: &ToolResult,
     ) -> Result<Option<Vec<ContentBlock>>, Failure> {
-        match &self.spec.finalize {
+        match &self.0 {
             FinalizeAction::Keep => Ok(None),
             FinalizeAction::Prefix(prefix) => Ok(Some(
                 candidate

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use serde_json::json;
-use tep_conformance::checker::{CheckOptions, check_records};
+use tep_conformance::checker::{CheckOptions, ScenarioFacts, check_records};
 use tep_conformance::invariants::InvariantId;
 use tep_conformance::mutation::Structural;
 use tep_conformance::scenario::{
@@ -171,10 +171,10 @@ fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
                             name: format!("t{}", i + 1),
                             concurrency_safe: *safe,
                             timeout_ms: Some(60),
-                            finalize: if throws && i == 0 {
-                                FinalizeAction::Prefix("> ".into())
-                            } else {
-                                FinalizeAction::Keep
+                            finalize: match i {
+                                0 if throws => Some(FinalizeAction::Prefix("> ".into())),
+                                1 => Some(FinalizeAction::Keep),
+                                _ => None,
                             },
                         })
                         .collect(),
@@ -242,6 +242,7 @@ fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
                                         content: None,
                                         content_includes: None,
                                         error_code: None,
+                                        reference_content: None,
                                     },
                                 )
                             })
@@ -257,11 +258,18 @@ fn trace_of(scenario: &Scenario, revision: Revision) -> Vec<TraceRecord> {
     run_reference(scenario, revision, &[]).unwrap()
 }
 
+/// The invariants a trace of `scenario` breaks, checked as drive mode checks it (with what the
+/// scenario says about finalizers and the approval prompt).
 fn violations(
     revision: Revision,
+    scenario: &Scenario,
     records: &[TraceRecord],
 ) -> Result<BTreeSet<InvariantId>, String> {
-    check_records(&CheckOptions::new(revision), records)
+    let options = CheckOptions {
+        facts: Some(ScenarioFacts::of(scenario)),
+        ..CheckOptions::new(revision)
+    };
+    check_records(&options, records)
         .map(|r| r.invariants())
         .map_err(|e| e.to_string())
 }
@@ -315,7 +323,7 @@ fn after_drop(k: Kind) -> Option<Vec<InvariantId>> {
             ]
         }
         Kind::Node(N::Normalized) => vec![I::ThrowIsNormalized],
-        Kind::Node(N::Finalize) => vec![I::FinalizeBeforeNotification],
+        Kind::Node(N::Finalize) => vec![I::FinalizeOnce],
         Kind::Node(N::Final) => vec![I::NotificationBeforeResult],
         Kind::Node(N::ToolResult) => vec![I::StageGraphWalk, I::BatchSettles],
         Kind::Node(N::AllResults) => vec![I::ContextsAfterAllResults, I::BatchSettles],
@@ -340,7 +348,9 @@ fn after_duplicate(k: Kind) -> Option<Vec<InvariantId>> {
         Kind::Node(N::Guards) => vec![I::GuardsOnlyAfterAllow],
         Kind::Node(N::Approval) => vec![I::ApprovalOnlyAfterAsk],
         Kind::Node(N::Denied) => vec![I::DenialReachesPost],
-        Kind::Node(N::Around | N::Post | N::Normalized) => {
+        // Consecutive `around` records are one visit: a repeated one is legal.
+        Kind::Node(N::Around) => return None,
+        Kind::Node(N::Post | N::Normalized) => {
             vec![I::StageGraphWalk, I::ThrowSkipsPost, I::ThrowIsNormalized]
         }
         Kind::Node(N::ToolBody) => vec![I::BodyInsideExecute],
@@ -367,14 +377,36 @@ fn after_duplicate(k: Kind) -> Option<Vec<InvariantId>> {
     Some(ids)
 }
 
+/// The kinds of the call's records just before and just after record `i` (skipping other
+/// calls' records).
+fn neighbours(trace: &[TraceRecord], i: usize) -> [Option<Kind>; 2] {
+    let call = trace[i].call();
+    let same = |j: &usize| trace[*j].call() == call;
+    [
+        (0..i).rev().find(same).map(|j| kind(&trace[j])),
+        (i + 1..trace.len()).find(same).map(|j| kind(&trace[j])),
+    ]
+}
+
+/// Whether the call's record before or after record `i` is an `around`.
+fn next_to_an_around(trace: &[TraceRecord], i: usize) -> bool {
+    neighbours(trace, i).contains(&Some(Kind::Node(NodeId::Around)))
+}
+
+/// Whether the call's records on both sides of record `i` are `around`s.
+fn between_arounds(trace: &[TraceRecord], i: usize) -> bool {
+    neighbours(trace, i) == [Some(Kind::Node(NodeId::Around)); 2]
+}
+
 fn check_structural(
     revision: Revision,
+    scenario: &Scenario,
     trace: &[TraceRecord],
     mutation: Structural,
     expected: &[InvariantId],
 ) -> Result<(), TestCaseError> {
     let mutated = mutation.apply(trace);
-    let found = violations(revision, &mutated)
+    let found = violations(revision, scenario, &mutated)
         .map_err(|e| TestCaseError::fail(format!("{mutation:?}: {e}")))?;
     prop_assert!(
         found.iter().any(|id| expected.contains(id)),
@@ -392,12 +424,19 @@ fn revision() -> impl Strategy<Value = Revision> {
 }
 
 proptest! {
+    // Some properties need a denial or a context in the random trace; at high case counts
+    // (PROPTEST_CASES) more draws are discarded than the default allows.
+    #![proptest_config(ProptestConfig {
+        max_global_rejects: 1 << 20,
+        ..ProptestConfig::default()
+    })]
+
     #[test]
     fn reference_traces_of_random_scenarios_are_accepted(
         (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r)))
     ) {
         let trace = trace_of(&s, rev);
-        let found = violations(rev, &trace).map_err(TestCaseError::fail)?;
+        let found = violations(rev, &s, &trace).map_err(TestCaseError::fail)?;
         prop_assert!(found.is_empty(), "{:?}: {:?}", rev, found);
     }
 
@@ -413,7 +452,7 @@ proptest! {
         let mut mutated = trace.clone();
         let context = mutated.remove(*pick.get(&contexts));
         mutated.insert(*pick.get(&results), context);
-        let found = violations(rev, &mutated).map_err(TestCaseError::fail)?;
+        let found = violations(rev, &s, &mutated).map_err(TestCaseError::fail)?;
         prop_assert!(found.contains(&InvariantId::ContextsAfterAllResults), "{:?}", found);
     }
 
@@ -429,7 +468,7 @@ proptest! {
         let call = trace[at].call().cloned().unwrap();
         let mut mutated = trace.clone();
         mutated.insert(at + 1, TraceRecord::Stage(Box::new(tep_reference::trace::Observation::at(NodeId::ToolBody).call(&call))));
-        let found = violations(rev, &mutated).map_err(TestCaseError::fail)?;
+        let found = violations(rev, &s, &mutated).map_err(TestCaseError::fail)?;
         prop_assert!(found.contains(&InvariantId::DenySkipsBody), "{:?}", found);
     }
 
@@ -442,7 +481,12 @@ proptest! {
         let i = pick.index(trace.len());
         let expected = after_drop(kind(&trace[i]));
         prop_assume!(expected.is_some());
-        check_structural(rev, &trace, Structural::Drop(i), &expected.unwrap_or_default())?;
+        // One of several consecutive `around` records of a call (one visit) may go; a body
+        // dropped from between two leaves a waterfall that did not dispatch, which is legal
+        // (drive mode's expectations count the body runs).
+        prop_assume!(!(kind(&trace[i]) == Kind::Node(NodeId::Around) && next_to_an_around(&trace, i)));
+        prop_assume!(!(kind(&trace[i]) == Kind::Node(NodeId::ToolBody) && between_arounds(&trace, i)));
+        check_structural(rev, &s, &trace, Structural::Drop(i), &expected.unwrap_or_default())?;
     }
 
     #[test]
@@ -454,7 +498,7 @@ proptest! {
         let i = pick.index(trace.len());
         let expected = after_duplicate(kind(&trace[i]));
         prop_assume!(expected.is_some());
-        check_structural(rev, &trace, Structural::Duplicate(i), &expected.unwrap_or_default())?;
+        check_structural(rev, &s, &trace, Structural::Duplicate(i), &expected.unwrap_or_default())?;
     }
 
     #[test]
@@ -471,13 +515,18 @@ proptest! {
                 a.call().is_some() && a.call() == b.call()
                     && !matches!((kind(a), kind(b)), (Kind::Node(NodeId::Owned), Kind::Node(NodeId::Owned)))
                     && !matches!((kind(a), kind(b)), (Kind::Node(NodeId::Context), Kind::Node(NodeId::Context)))
+                    // UI cards are side branches, shown any time after their stage.
+                    && ![kind(a), kind(b)].iter().any(|k| matches!(k, Kind::Node(NodeId::PresentCall | NodeId::PresentResult)))
                     && kind(a) != Kind::Other && kind(b) != Kind::Other
+                    // An `around` swapped past another `around` of one visit changes nothing.
+                    && !((kind(a) == Kind::Node(NodeId::Around) && next_to_an_around(&trace, i))
+                        || (kind(b) == Kind::Node(NodeId::Around) && next_to_an_around(&trace, i + 1)))
             })
             .collect();
         prop_assume!(!candidates.is_empty());
         let i = *pick.get(&candidates);
         let mutated = Structural::SwapWithNext(i).apply(&trace);
-        let found = violations(rev, &mutated).map_err(TestCaseError::fail)?;
+        let found = violations(rev, &s, &mutated).map_err(TestCaseError::fail)?;
         prop_assert!(!found.is_empty(), "swapping {:?} and {:?} went unnoticed", kind(&trace[i]), kind(&trace[i + 1]));
     }
 }

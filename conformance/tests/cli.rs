@@ -127,7 +127,7 @@ fn a_broken_reference_fails_with_the_invariant_it_breaks() {
     let out = stdout(&text);
     assert!(
         out.contains(
-            "deny-skips-body [MUST] line 7 (tools/execute, call c1) after line 5 denied the call"
+            "deny-skips-body [MUST] line 7 (around, call c1) after line 5 denied the call"
         ),
         "{out}"
     );
@@ -315,7 +315,7 @@ fn check_names_the_invariant_the_lines_and_the_source() {
     let out = stdout(&o);
     assert!(
         out.contains(
-            "deny-skips-body [MUST]: line 7 (tool body, call c1) after line 5 denied the call"
+            "deny-skips-body [MUST]: line 7 (toolBody, call c1) after line 5 denied the call"
         ),
         "{out}"
     );

@@ -113,6 +113,17 @@ pub enum ContextOrigin {
     Post,
 }
 
+impl ContextOrigin {
+    /// The origin as traces spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContextOrigin::Tool => "tool",
+            ContextOrigin::Wrapper => "wrapper",
+            ContextOrigin::Post => "post",
+        }
+    }
+}
+
 /// Model-visible text a stage asks to inject after the batch's results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -60,6 +60,66 @@ pub struct TraceHeader {
     /// The optional parts the implementation has; invariants about parts it lacks are N/A.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<Vec<Capability>>,
+    /// Which records the trace holds (docs/conformance.md#observation-levels); `tep check`
+    /// assumes `hooks` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<ObservationLevel>,
+}
+
+/// How much of a run a trace shows. Each level includes the one before it; invariants whose
+/// records a level lacks are reported as not checkable, never as passed.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ObservationLevel {
+    /// Session events only: what every harness already logs (`tool/call`, `tool/result`, the
+    /// injected contexts, approval audit, tool-owned events), plus the batch (`model`).
+    Events,
+    /// Plus the records made at public extension points: the waterfalls' listeners, approval
+    /// when a prompt is mounted, guards, the execute wrappers' dispatch, the body, the
+    /// definition's `finalizeContent` when it has one, `tools/result` observers, the UI cards.
+    Hooks,
+    /// Plus the records only the pipeline itself can make (`denied`, `normalized`,
+    /// `allResults`, approval `unavailable` without a prompt): everything the reference emits.
+    Full,
+}
+
+impl ObservationLevel {
+    pub const ALL: [ObservationLevel; 3] = [
+        ObservationLevel::Events,
+        ObservationLevel::Hooks,
+        ObservationLevel::Full,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObservationLevel::Events => "events",
+            ObservationLevel::Hooks => "hooks",
+            ObservationLevel::Full => "full",
+        }
+    }
+}
+
+impl std::fmt::Display for ObservationLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error for an observation level name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown observation level `{0}` (one of: events, hooks, full)")]
+pub struct UnknownObservationLevel(pub String);
+
+impl std::str::FromStr for ObservationLevel {
+    type Err = UnknownObservationLevel;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ObservationLevel::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| UnknownObservationLevel(s.to_owned()))
+    }
 }
 
 /// An optional part of a pipeline. Scenarios and invariants that need a part an implementation
@@ -270,8 +330,10 @@ impl Observation {
 pub struct DeclaredCall {
     pub call_id: CallId,
     pub name: String,
-    /// Whether the call may overlap other concurrency-safe calls in `tools/execute`.
-    pub concurrency_safe: bool,
+    /// Whether the call may overlap other concurrency-safe calls in `tools/execute`. Absent when
+    /// the recording does not know; the rules about overlap and barriers then skip the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_safe: Option<bool>,
 }
 
 /// A guard's verdict. There is no allow: a guard denies or abstains.

@@ -81,13 +81,17 @@ impl ProgramLoader for Loader {
 }
 
 fn registry(steps: Vec<Step>, seen: Arc<Mutex<Vec<String>>>) -> ToolRegistry {
+    // Definitions with a (content-keeping) finalizeContent, so every sub-call visits every
+    // stage of the Code Mode graph.
+    let keep = |_: &tep_reference::result::ToolResult| Ok(None);
     ToolRegistry::builder()
-        .tool(TestTool::slow("read", json!("contents"), 10).safe())
-        .tool(TestTool::new(
-            "note",
-            Body::DeferThenOk("from a sub-call".into()),
-        ))
-        .tool(TestTool::returning("rm", json!("gone")))
+        .tool(
+            TestTool::slow("read", json!("contents"), 10)
+                .safe()
+                .finalize(keep),
+        )
+        .tool(TestTool::new("note", Body::DeferThenOk("from a sub-call".into())).finalize(keep))
+        .tool(TestTool::returning("rm", json!("gone")).finalize(keep))
         .pre_execute(simple::pre("policy", |e| {
             Ok((e.name() == "rm").then(|| PreDecision::Deny {
                 reason: "rm is not allowed".into(),
@@ -111,7 +115,7 @@ fn sub_walk(records: &[TraceRecord], call: &str) -> Vec<(NodeId, Option<Outcome>
             }
             _ => None,
         })
-        .collect()
+        .fold(Vec::new(), support::collapse_around)
 }
 
 #[tokio::test(start_paused = true)]
@@ -144,7 +148,7 @@ async fn sub_calls_re_enter_the_pipeline_one_at_a_time_with_the_parent_token() {
             walk.iter().any(|w| w.0 == NodeId::Pre) && walk.iter().any(|w| w.0 == NodeId::Final)
         );
     }
-    // One at a time, in submission order: each starts after the previous one is logged.
+    // One at a time, in submission order: each starts after the previous one is committed.
     let pos = |ty: &str, id: &str| {
         records
             .iter()

@@ -778,7 +778,7 @@ mod tests {
         {
             let end = match g.kind() {
                 GraphKind::Pipeline => NodeId::AllResults,
-                GraphKind::CodeMode => NodeId::Dispatched,
+                GraphKind::CodeMode => NodeId::RunCode,
             };
             for node in g.nodes() {
                 assert!(
@@ -787,11 +787,12 @@ mod tests {
                     g.revision(),
                     node.id
                 );
-                // Only side branches end a walk early: UI cards, owned events, contexts.
+                // Only side branches end a walk early: UI cards, owned events, contexts, and
+                // the Code Mode dispatch log.
                 let side_branch = matches!(
                     node.kind,
                     NodeKind::Ui | NodeKind::OwnedEvents | NodeKind::ContextInjection
-                );
+                ) || node.id == NodeId::Dispatched;
                 assert_eq!(
                     g.is_leaf(node.id),
                     side_branch,

@@ -306,11 +306,14 @@ const CODE_MODE_NODES: &[Node] = &[
     ),
 ];
 
+/// The binding settles in the program once the sub-call's outcome is frozen; the dispatch log is
+/// side work with no order against the settlement (the doc orders neither), so `dispatched` is a
+/// side branch of `final`, like the UI's completed card.
 const CODE_MODE_EDGES: &[Edge] = &[
     flow(RunCode, DispatchStart),
     flow(DispatchStart, Pre),
     flow(Final, Dispatched),
-    noted(Dispatched, RunCode, "binding resolves or rejects"),
+    noted(Final, RunCode, "binding resolves or rejects"),
 ];
 
 /// rev1's Code Mode has no start event (reference semantics §5).

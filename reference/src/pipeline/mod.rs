@@ -20,4 +20,4 @@ pub use registry::{
     BatchReport, CallOutcome, DEFAULT_MAX_PARALLEL, ModelCall, RUN_CODE, RegistryBuilder,
     RegistryError, ToolRegistry,
 };
-pub use tool::{Tool, ToolContext, cancelled_failure};
+pub use tool::{FinalizeContent, Tool, ToolContext, cancelled_failure};

@@ -358,7 +358,7 @@ impl ToolRegistry {
                 .map(|p| DeclaredCall {
                     call_id: p.call.call_id.clone(),
                     name: p.call.name.clone(),
-                    concurrency_safe: p.safe,
+                    concurrency_safe: Some(p.safe),
                 })
                 .collect(),
         );
@@ -1001,7 +1001,7 @@ impl ToolRegistry {
                 value: Some(_),
                 ..
             } => Err(Failure::new(
-                "TypeError: a post-execute accept cannot replace both content and value",
+                "a post-execute accept cannot replace both content and value",
             )),
             PostDecision::Accept {
                 content,
@@ -1011,7 +1011,7 @@ impl ToolRegistry {
                 if let Some(value) = value {
                     if result.is_error {
                         return Err(Failure::new(
-                            "TypeError: a post-execute accept cannot replace the value of a failed result",
+                            "a post-execute accept cannot replace the value of a failed result",
                         ));
                     }
                     result.content = match &plan.tool {
@@ -1056,11 +1056,13 @@ impl ToolRegistry {
         }
     }
 
+    /// The definition's `finalizeContent`, captured when the call was planned. A call whose
+    /// definition has none (an unknown tool, `run_code`) has no finalize stage.
     fn finalize(&self, plan: &CallPlan, exec: &Execution, candidate: ToolResult) -> ToolResult {
-        let outcome = match &plan.tool {
-            Some(tool) => guarded_sync(|| tool.finalize_content(exec, &candidate)),
-            None => Ok(None),
+        let Some(finalizer) = plan.tool.as_ref().and_then(|t| t.finalizer()) else {
+            return candidate;
         };
+        let outcome = guarded_sync(|| finalizer.finalize_content(exec, &candidate));
         let obs = self
             .stage(NodeId::Finalize, exec)
             .identity(exec.identity())
@@ -1204,7 +1206,7 @@ impl Dispatch for BodyDispatcher<'_> {
                 deferred: self.deferred,
             };
             // The body's own failure is normalized here, before any wrapper sees it.
-            match guarded(tool.execute(ctx)).await {
+            let result = match guarded(tool.execute(ctx)).await {
                 Ok(value) => {
                     let args = self.exec.arguments();
                     match guarded_sync(|| Ok(tool.render(args, &value))) {
@@ -1213,7 +1215,15 @@ impl Dispatch for BodyDispatcher<'_> {
                     }
                 }
                 Err(failure) => ToolResult::from_failure(&failure),
-            }
+            };
+            // Control returns to the innermost wrapper with what the dispatch produced.
+            registry.observe(
+                registry
+                    .stage(NodeId::Around, self.exec)
+                    .identity(self.exec.identity())
+                    .result(&result),
+            );
+            result
         })
     }
 }

@@ -42,15 +42,34 @@ pub trait Tool: Send + Sync {
         })]
     }
 
-    /// `ToolDefinition.finalizeContent`: the last, synchronous, content-only transform. Called
-    /// exactly once per call with the candidate result; `Ok(None)` keeps the content. The type
-    /// allows changing nothing but content.
+    /// `ToolDefinition.finalizeContent`, when the definition has one. A definition without one
+    /// (the default, like the reserved `run_code` transport) has no finalize stage at all.
+    fn finalizer(&self) -> Option<&dyn FinalizeContent> {
+        None
+    }
+}
+
+/// `ToolDefinition.finalizeContent`: the last, synchronous, content-only transform. Called
+/// exactly once per call with the candidate result; `Ok(None)` keeps the content. The type
+/// allows changing nothing but content.
+pub trait FinalizeContent: Send + Sync {
     fn finalize_content(
         &self,
-        _exec: &Execution,
-        _candidate: &ToolResult,
+        exec: &Execution,
+        candidate: &ToolResult,
+    ) -> Result<Option<Vec<ContentBlock>>, Failure>;
+}
+
+impl<F> FinalizeContent for F
+where
+    F: Fn(&Execution, &ToolResult) -> Result<Option<Vec<ContentBlock>>, Failure> + Send + Sync,
+{
+    fn finalize_content(
+        &self,
+        exec: &Execution,
+        candidate: &ToolResult,
     ) -> Result<Option<Vec<ContentBlock>>, Failure> {
-        Ok(None)
+        self(exec, candidate)
     }
 }
 

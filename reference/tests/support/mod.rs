@@ -39,7 +39,7 @@ pub struct TestTool {
     pub timeout: Option<Duration>,
     pub body: Body,
     pub dispatches: Arc<Mutex<u32>>,
-    pub finalize: Option<Arc<FinalizeFn>>,
+    pub finalize: Option<Finalizer>,
 }
 
 impl TestTool {
@@ -68,7 +68,7 @@ impl TestTool {
         mut self,
         f: impl Fn(&ToolResult) -> Result<Option<Vec<ContentBlock>>, Failure> + Send + Sync + 'static,
     ) -> Self {
-        self.finalize = Some(Arc::new(f));
+        self.finalize = Some(Finalizer(Arc::new(f)));
         self
     }
 
@@ -133,15 +133,23 @@ impl Tool for TestTool {
         })
     }
 
+    fn finalizer(&self) -> Option<&dyn tep_reference::pipeline::FinalizeContent> {
+        self.finalize
+            .as_ref()
+            .map(|f| f as &dyn tep_reference::pipeline::FinalizeContent)
+    }
+}
+
+/// A test tool's `finalizeContent`, from a closure over the candidate.
+pub struct Finalizer(Arc<FinalizeFn>);
+
+impl tep_reference::pipeline::FinalizeContent for Finalizer {
     fn finalize_content(
         &self,
         _exec: &tep_reference::identity::Execution,
         candidate: &ToolResult,
     ) -> Result<Option<Vec<ContentBlock>>, Failure> {
-        match &self.finalize {
-            Some(f) => f(candidate),
-            None => Ok(None),
-        }
+        (self.0)(candidate)
     }
 }
 
@@ -164,7 +172,22 @@ pub fn walk(records: &[TraceRecord], call: &str) -> Vec<(NodeId, Option<Outcome>
             }
             _ => None,
         })
-        .collect()
+        .fold(Vec::new(), collapse_around)
+}
+
+/// Consecutive `around` records of a call are one visit (into the dispatch, back from the body,
+/// the waterfall's end); a throw on any of them is the visit's outcome.
+pub fn collapse_around(
+    mut walk: Vec<(NodeId, Option<Outcome>)>,
+    visit: (NodeId, Option<Outcome>),
+) -> Vec<(NodeId, Option<Outcome>)> {
+    match walk.last_mut() {
+        Some(last) if last.0 == NodeId::Around && visit.0 == NodeId::Around => {
+            last.1 = visit.1.or(last.1);
+        }
+        _ => walk.push(visit),
+    }
+    walk
 }
 
 /// The nodes a call visited, in order.
@@ -177,7 +200,15 @@ pub fn assert_walks(registry: &ToolRegistry, calls: &[&str]) {
     let graph = StageGraph::of(registry.revision());
     let records = registry.recorder().records();
     for call in calls {
-        let w = walk(&records, call);
+        let mut w = walk(&records, call);
+        // A definition without finalizeContent has no finalize stage: the call goes from
+        // post-execute (or normalization) straight to tools/result.
+        if graph.contains(NodeId::Finalize)
+            && !w.iter().any(|v| v.0 == NodeId::Finalize)
+            && let Some(k) = w.iter().position(|v| v.0 == NodeId::Final)
+        {
+            w.insert(k, (NodeId::Finalize, None));
+        }
         if let Err((i, err)) = graph.check_walk(NodeId::Model, &w) {
             panic!(
                 "call {call}: visit {i} ({:?}) is not a step: {err}\nwalk: {w:?}",

@@ -1,0 +1,1217 @@
+//! The trace checker: one pass over a trace, reporting every invariant violation with the lines
+//! that witness it.
+//!
+//! The core here tracks batches and calls: it reads each record, moves the call along its graph
+//! ([`walk`]), and keeps the facts every rule reads ([`state`]). The invariants themselves are
+//! the rules of [`crate::rules`], one per invariant beside its catalog entry: the core asks them
+//! to name a step the graph does not allow (the most specific claim wins, so one fault is one
+//! violation), hands them each visit of the records they read, and calls them when a batch
+//! closes. Which rules run depends on the trace's revision, the implementation's capabilities
+//! and the observation level ([`crate::observation`]); the others are reported as not
+//! applicable or not checkable, never as passed.
+//!
+//! Memory is bounded by the calls of the open batch (plus one version per file the fs gate has
+//! seen): a batch's state is dropped when the next `model` observation opens the next batch.
+
+pub(crate) mod state;
+pub(crate) mod walk;
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+use serde::Serialize;
+use tep_reference::graph::{
+    EdgeId, GraphKind, NodeId, NodeKind, Outcome, Revision, Scope, StageGraph,
+};
+use tep_reference::identity::{CallId, parse_arguments};
+use tep_reference::session::{EventBody, FileState, MessageSource, SessionEvent};
+use tep_reference::trace::{
+    Capability, EventRecord, Mark, MarkKind, Observation, ObservationLevel, TraceRecord,
+};
+
+use crate::invariants::{InvariantId, Level, invariant};
+use crate::observation::{CallFacts, Expectations, has_hook};
+use crate::rules::{self, Claim, Cx, Finding, Read, Record, Refused, Rule, Visit};
+use state::{Batch, Call, Section};
+use walk::{Step, Walker, bit};
+
+/// At most this many violations are kept; the rest are counted.
+pub const MAX_VIOLATIONS: usize = 1000;
+
+/// One broken invariant, with the lines that witness it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub invariant: InvariantId,
+    pub level: Level,
+    /// Witness lines (1-based), the offending one first.
+    pub lines: Vec<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallId>,
+    /// One plain sentence.
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.invariant, self.message)
+    }
+}
+
+/// Why a trace could not be read. Always names the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct TraceError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl TraceError {
+    pub fn new(line: usize, message: impl Into<String>) -> Self {
+        TraceError {
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a scenario says that a trace does not: which definitions have `finalizeContent`, and
+/// whether an approval prompt is mounted (drive mode knows; replay mode does not).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScenarioFacts {
+    /// The tools whose definition has `finalizeContent`; every other call has none.
+    pub finalizers: BTreeSet<String>,
+    pub prompt: bool,
+}
+
+impl ScenarioFacts {
+    /// What a scenario's scripts say.
+    pub fn of(scenario: &crate::scenario::Scenario) -> Self {
+        ScenarioFacts {
+            finalizers: scenario
+                .tools
+                .iter()
+                .filter(|t| t.finalize.is_some())
+                .map(|t| t.name.clone())
+                .collect(),
+            prompt: scenario.approval.is_some(),
+        }
+    }
+}
+
+/// What to check a trace against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckOptions {
+    pub revision: Revision,
+    /// The parts the implementation has; `None` means all. Invariants needing an absent part are
+    /// not applicable.
+    pub capabilities: Option<BTreeSet<Capability>>,
+    /// Which records the trace holds.
+    pub level: ObservationLevel,
+    pub facts: Option<ScenarioFacts>,
+}
+
+/// Whether an invariant is checked on a trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "why", rename_all = "kebab-case")]
+pub enum InvariantStatus {
+    Checked,
+    /// The trace's observation level lacks the records the check reads.
+    NotCheckable(String),
+    /// Outside the revision, or about a part the implementation does not declare.
+    NotApplicable(String),
+}
+
+impl CheckOptions {
+    /// Every record expected (`full`), every part present, no scenario facts.
+    pub fn new(revision: Revision) -> Self {
+        CheckOptions {
+            revision,
+            capabilities: None,
+            level: ObservationLevel::Full,
+            facts: None,
+        }
+    }
+
+    /// The same options at another observation level.
+    pub fn observed(mut self, level: ObservationLevel) -> Self {
+        self.level = level;
+        self
+    }
+
+    pub fn has(&self, capability: Capability) -> bool {
+        self.capabilities
+            .as_ref()
+            .is_none_or(|caps| caps.contains(&capability))
+    }
+
+    pub fn status(&self, id: InvariantId) -> InvariantStatus {
+        let inv = invariant(id);
+        if !inv.applies_to(self.revision) {
+            return InvariantStatus::NotApplicable(format!("not part of {}", self.revision));
+        }
+        if let Some(cap) = inv.requires.filter(|&c| !self.has(c)) {
+            return InvariantStatus::NotApplicable(format!(
+                "the implementation does not declare {cap}"
+            ));
+        }
+        if inv.reads.contains(&Read::Scenario) && self.facts.is_none() {
+            return InvariantStatus::NotCheckable("needs the scenario (drive mode)".to_owned());
+        }
+        if inv.observed > self.level {
+            return InvariantStatus::NotCheckable(format!(
+                "needs level {} (the trace is {})",
+                inv.observed, self.level
+            ));
+        }
+        InvariantStatus::Checked
+    }
+
+    pub fn checks(&self, id: InvariantId) -> bool {
+        self.status(id) == InvariantStatus::Checked
+    }
+
+    /// Every invariant with its status.
+    pub fn statuses(&self) -> Vec<(InvariantId, InvariantStatus)> {
+        InvariantId::ALL
+            .iter()
+            .map(|&id| (id, self.status(id)))
+            .collect()
+    }
+
+    /// What the scenario says about a call of `tool`.
+    pub fn call_facts(&self, tool: &str) -> CallFacts {
+        match &self.facts {
+            None => CallFacts::default(),
+            Some(f) => CallFacts {
+                finalizer: Some(f.finalizers.contains(tool)),
+                prompt: Some(f.prompt),
+            },
+        }
+    }
+}
+
+/// The outcome of checking a whole trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    pub violations: Vec<Violation>,
+    /// Violations beyond [`MAX_VIOLATIONS`], not kept.
+    pub omitted: usize,
+    /// Edges of the pipeline graph the trace took (directly recorded steps only).
+    pub edges: BTreeSet<EdgeId>,
+    /// Edges of the Code Mode graph the trace's sub-calls took.
+    pub code_mode_edges: BTreeSet<EdgeId>,
+    /// How many records were checked.
+    pub records: usize,
+    /// How many batches the trace holds: a trace without one checks nothing.
+    pub batches: usize,
+}
+
+impl CheckReport {
+    pub fn is_clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// The distinct invariants violated.
+    pub fn invariants(&self) -> BTreeSet<InvariantId> {
+        self.violations.iter().map(|v| v.invariant).collect()
+    }
+}
+
+/// Checks records already in memory; record `i` is line `i + 1`.
+pub fn check_records(
+    options: &CheckOptions,
+    records: &[TraceRecord],
+) -> Result<CheckReport, TraceError> {
+    let mut checker = Checker::new(options.clone());
+    for (i, record) in records.iter().enumerate() {
+        checker.feed(i + 1, record)?;
+    }
+    checker.finish()
+}
+
+/// What holds across batches: the session log's last seq and what the agent observed of files.
+#[derive(Debug, Default)]
+pub(crate) struct FsSeen {
+    /// Per file, the version the agent last observed and the line.
+    pub files: HashMap<String, (u64, usize)>,
+    pub last_seq: Option<(u64, usize)>,
+}
+
+/// The rules that run on a trace, indexed by what they read.
+#[derive(Debug)]
+struct Dispatch {
+    by_node: Vec<Vec<&'static Rule>>,
+    audit: Vec<&'static Rule>,
+    observer_marks: Vec<&'static Rule>,
+    events: Vec<&'static Rule>,
+    settle: Vec<&'static Rule>,
+    batch_end: Vec<&'static Rule>,
+    claims: Vec<&'static Rule>,
+}
+
+impl Dispatch {
+    fn new(options: &CheckOptions) -> Self {
+        let runs: Vec<&'static Rule> = rules::RULES
+            .iter()
+            .copied()
+            .filter(|r| options.checks(r.entry.id))
+            .collect();
+        let visiting = |pred: &dyn Fn(&Rule) -> bool| -> Vec<&'static Rule> {
+            runs.iter()
+                .copied()
+                .filter(|r| r.visit.is_some() && pred(r))
+                .collect()
+        };
+        Dispatch {
+            by_node: NodeId::ALL
+                .iter()
+                .map(|&n| visiting(&|r| r.reads_node(n)))
+                .collect(),
+            audit: visiting(&|r| r.reads(Read::Audit)),
+            observer_marks: visiting(&|r| r.reads(Read::ObserverMark)),
+            events: runs.iter().copied().filter(|r| r.event.is_some()).collect(),
+            settle: runs
+                .iter()
+                .copied()
+                .filter(|r| r.settle.is_some())
+                .collect(),
+            batch_end: runs
+                .iter()
+                .copied()
+                .filter(|r| r.batch_end.is_some())
+                .collect(),
+            claims: rules::CLAIMS
+                .iter()
+                .copied()
+                .filter(|r| options.checks(r.entry.id))
+                .collect(),
+        }
+    }
+}
+
+/// The streaming checker. Feed records in order with their line numbers, then [`Checker::finish`].
+#[derive(Debug)]
+pub struct Checker {
+    options: CheckOptions,
+    graph: &'static StageGraph,
+    walker: Walker,
+    code_walker: Walker,
+    dispatch: Dispatch,
+    batch: Option<Batch>,
+    session: FsSeen,
+    seen_records: usize,
+    found: Vec<Finding>,
+    report: CheckReport,
+}
+
+impl Checker {
+    pub fn new(options: CheckOptions) -> Self {
+        let expect = Expectations::new(options.level, |c| options.has(c));
+        let graph = StageGraph::of(options.revision);
+        Checker {
+            graph,
+            walker: Walker { graph, expect },
+            code_walker: Walker {
+                graph: StageGraph::code_mode(options.revision),
+                expect,
+            },
+            dispatch: Dispatch::new(&options),
+            options,
+            batch: None,
+            session: FsSeen::default(),
+            seen_records: 0,
+            found: Vec::new(),
+            report: CheckReport::default(),
+        }
+    }
+
+    pub fn options(&self) -> &CheckOptions {
+        &self.options
+    }
+
+    /// Violations found so far.
+    pub fn violations(&self) -> &[Violation] {
+        &self.report.violations
+    }
+
+    /// How many calls the checker holds state for: those of the open batch (with their Code Mode
+    /// sub-calls). Everything earlier has been dropped.
+    pub fn tracked_calls(&self) -> usize {
+        self.batch.as_ref().map_or(0, |b| b.calls.len())
+    }
+
+    /// Checks one record.
+    pub fn feed(&mut self, line: usize, record: &TraceRecord) -> Result<(), TraceError> {
+        self.seen_records += 1;
+        self.report.records += 1;
+        match record {
+            TraceRecord::Header(_) => {
+                if self.seen_records != 1 {
+                    return Err(TraceError::new(line, "a header may only be the first line"));
+                }
+                Ok(())
+            }
+            TraceRecord::Stage(obs) => self.stage(line, obs),
+            TraceRecord::Event(ev) => self.event(line, ev),
+            TraceRecord::Mark(mark) => self.mark(line, mark),
+        }
+    }
+
+    /// Closes the last batch and returns the report.
+    pub fn finish(mut self) -> Result<CheckReport, TraceError> {
+        self.close_batch()?;
+        Ok(self.report)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Record kinds
+
+    fn stage(&mut self, line: usize, obs: &Observation) -> Result<(), TraceError> {
+        let node = obs.node;
+        let kind = self.graph.node(node).map(|n| n.kind);
+        if matches!(
+            kind,
+            Some(NodeKind::SessionEvent | NodeKind::OwnedEvents | NodeKind::ContextInjection)
+        ) || matches!(node, NodeId::DispatchStart | NodeId::Dispatched)
+        {
+            return Err(TraceError::new(
+                line,
+                format!(
+                    "stage `{node}` is observed through its session event, not as a stage record"
+                ),
+            ));
+        }
+        if node == NodeId::RunCode {
+            return Err(TraceError::new(
+                line,
+                "stage `runCode` is observed through a binding mark (`binding-resolved` or `binding-rejected`)",
+            ));
+        }
+        if node == NodeId::Model {
+            return self.open_batch(line, obs);
+        }
+        let scope = self.graph.node(node).map_or(Scope::Call, |n| n.scope);
+        if scope == Scope::Batch {
+            if obs.call.is_some() {
+                return Err(TraceError::new(
+                    line,
+                    format!("stage `{node}` is per batch and takes no `call`"),
+                ));
+            }
+            return self.settle(line, node);
+        }
+        let call = obs
+            .call
+            .as_ref()
+            .ok_or_else(|| TraceError::new(line, format!("stage `{node}` needs a `call`")))?;
+        let present = |field: &str| match field {
+            "outcome" => obs.outcome.is_some(),
+            "result" => obs.result.is_some(),
+            "intent" => obs.intent.is_some(),
+            _ => true,
+        };
+        if let Some(field) = required_fields(self.graph, node)
+            .into_iter()
+            .find(|f| !present(f))
+        {
+            let mut message = format!("stage `{node}` needs a `{field}`");
+            if field == "outcome" {
+                let outcomes: Vec<&str> = match node {
+                    NodeId::FsGate => vec!["allow", "deny"],
+                    _ => self
+                        .graph
+                        .decisive_outcomes(node)
+                        .iter()
+                        .map(|o| o.as_str())
+                        .collect(),
+                };
+                message = format!(
+                    "stage `{node}` needs an `outcome` (one of: {})",
+                    outcomes.join(", ")
+                );
+            }
+            return Err(TraceError::new(line, message));
+        }
+        let i = self.resolve_call(line, call, obs.parent.as_ref())?;
+        self.visit(line, i, Some(node), obs.outcome, Record::Stage(obs));
+        Ok(())
+    }
+
+    fn event(&mut self, line: usize, rec: &EventRecord) -> Result<(), TraceError> {
+        let event = &rec.event;
+        // The call the event belongs to: the trace's attribution, or the event's own id.
+        let own = match &event.body {
+            EventBody::ToolCall(data) => Some(data.call_id.clone()),
+            EventBody::ToolResult(data) => data.call_id().cloned(),
+            EventBody::ApprovalAsked(data) => data.call_id.clone(),
+            EventBody::CodeDispatchStart(data) => Some(data.sub_call_id.clone()),
+            EventBody::CodeDispatch(data) => Some(data.sub_call_id.clone()),
+            EventBody::UserMessage(m) => tool_source(&m.source),
+            EventBody::ContextMessage(m) => tool_source(&m.source),
+            _ => None,
+        };
+        let parent = match &event.body {
+            EventBody::CodeDispatchStart(data) => Some(&data.parent_call_id),
+            EventBody::CodeDispatch(data) => Some(&data.parent_call_id),
+            _ => None,
+        };
+        // A tool/result or an injected context that names another call is a violation
+        // (`result-names-its-call`); any other disagreement means the trace cannot be attributed.
+        if let (Some(given), Some(own)) = (&rec.call, &own)
+            && given != own
+            && !matches!(
+                event.body,
+                EventBody::ToolResult(_) | EventBody::UserMessage(_) | EventBody::ContextMessage(_)
+            )
+        {
+            return Err(TraceError::new(
+                line,
+                format!(
+                    "the record is attributed to call {given} but its {} names call {own}",
+                    event.body.type_name()
+                ),
+            ));
+        }
+        let call = rec.call.clone().or(own);
+        self.session_event(line, event, call.as_ref());
+        let Some(call) = call else {
+            // Not a call's event: a user's own message, or an event a recording could not
+            // attribute. Nothing but the session log's order applies to it.
+            return match &event.body {
+                EventBody::ToolCall(_) | EventBody::ToolResult(_) => Err(TraceError::new(
+                    line,
+                    format!("a `{}` event needs a call id", event.body.type_name()),
+                )),
+                _ => Ok(()),
+            };
+        };
+        let i = self.resolve_call(line, &call, parent)?;
+        let is_sub_call = self
+            .batch
+            .as_ref()
+            .is_some_and(|b| b.calls[i].is_sub_call());
+        let node = if is_sub_call {
+            EventBody::code_mode_node_of(event.body.type_name())
+        } else {
+            event.body.node()
+        };
+        self.visit(line, i, node, None, Record::Event(event));
+        Ok(())
+    }
+
+    fn mark(&mut self, line: usize, mark: &Mark) -> Result<(), TraceError> {
+        let i = self.resolve_call(line, &mark.call, None)?;
+        let (node, outcome) = match mark.mark {
+            MarkKind::ObserverSettled => (None, None),
+            MarkKind::BindingResolved | MarkKind::BindingRejected => {
+                let is_sub_call = self
+                    .batch
+                    .as_ref()
+                    .is_some_and(|b| b.calls[i].is_sub_call());
+                if !is_sub_call {
+                    return Err(TraceError::new(
+                        line,
+                        format!(
+                            "a binding mark is for a Code Mode sub-call, not call {}",
+                            mark.call
+                        ),
+                    ));
+                }
+                let outcome = if mark.mark == MarkKind::BindingRejected {
+                    Outcome::Reject
+                } else {
+                    Outcome::Resolve
+                };
+                (Some(NodeId::RunCode), Some(outcome))
+            }
+        };
+        self.visit(line, i, node, outcome, Record::Mark(mark));
+        Ok(())
+    }
+
+    /// Rules that read every session event (the log's own order), attributed or not.
+    fn session_event(&mut self, line: usize, event: &SessionEvent, call: Option<&CallId>) {
+        if self.dispatch.events.is_empty() {
+            self.session.last_seq = Some((event.seq, line));
+            return;
+        }
+        let index = call.and_then(|c| self.batch.as_ref()?.index.get(c).copied());
+        let Some(batch) = self.batch.as_ref() else {
+            self.session.last_seq = Some((event.seq, line));
+            return;
+        };
+        let mut cx = Cx {
+            options: &self.options,
+            batch,
+            fs: &self.session,
+            found: &mut self.found,
+        };
+        for rule in &self.dispatch.events {
+            if let Some(f) = rule.event {
+                f(&mut cx, line, event, index);
+            }
+        }
+        self.session.last_seq = Some((event.seq, line));
+        self.emit();
+    }
+
+    /// The index of `call` in the open batch. A Code Mode sub-call is added the first time it
+    /// appears: its parent is the record's (`parent`, `parentCallId`), or read from the id
+    /// scheme `<parent>:code:<n>`.
+    fn resolve_call(
+        &mut self,
+        line: usize,
+        call: &CallId,
+        parent: Option<&CallId>,
+    ) -> Result<usize, TraceError> {
+        let revision = self.options.revision;
+        let batch = self.batch.as_mut().ok_or_else(|| {
+            TraceError::new(
+                line,
+                "a record before the first `model` observation (every trace starts with the batch)",
+            )
+        })?;
+        if let Some(&i) = batch.index.get(call) {
+            return Ok(i);
+        }
+        let unknown = || {
+            TraceError::new(
+                line,
+                format!(
+                    "unknown call {call}: the batch declared at line {} does not list it (nor is it a Code Mode sub-call of one: no `parent`, and not `<call>:code:<n>`)",
+                    batch.model_line
+                ),
+            )
+        };
+        let parent_id = match parent {
+            Some(p) => p.clone(),
+            None => CallId::from(call.as_str().rsplit_once(":code:").ok_or_else(unknown)?.0),
+        };
+        let p = *batch.index.get(&parent_id).ok_or_else(unknown)?;
+        if batch.calls[p].is_sub_call() {
+            return Err(unknown());
+        }
+        let i = batch.calls.len();
+        let mut sub = Call::new(
+            call.clone(),
+            String::new(),
+            None,
+            StageGraph::code_mode(revision),
+            line,
+        );
+        sub.parent = Some(p);
+        batch.calls[p].sub_calls.push(i);
+        batch.calls.push(sub);
+        batch.index.insert(call.clone(), i);
+        Ok(i)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Batches
+
+    fn open_batch(&mut self, line: usize, obs: &Observation) -> Result<(), TraceError> {
+        if obs.call.is_some() {
+            return Err(TraceError::new(
+                line,
+                "stage `model` is per batch and takes no `call`",
+            ));
+        }
+        let declared = obs.calls.as_ref().ok_or_else(|| {
+            TraceError::new(
+                line,
+                "stage `model` needs `calls` (the batch, in model order)",
+            )
+        })?;
+        self.close_batch()?;
+        let mut ids = BTreeSet::new();
+        let mut calls = Vec::with_capacity(declared.len());
+        for d in declared {
+            if !ids.insert(&d.call_id) {
+                return Err(TraceError::new(
+                    line,
+                    format!("duplicate call id {} in the batch", d.call_id),
+                ));
+            }
+            let mut call = Call::new(
+                d.call_id.clone(),
+                d.name.clone(),
+                d.concurrency_safe,
+                self.graph,
+                line,
+            );
+            call.facts = self.options.call_facts(&d.name);
+            calls.push(call);
+        }
+        self.batch = Some(Batch::new(line, calls));
+        self.report.batches += 1;
+        Ok(())
+    }
+
+    /// The batch-level `allResults` record.
+    fn settle(&mut self, line: usize, node: NodeId) -> Result<(), TraceError> {
+        if node != NodeId::AllResults {
+            return Err(TraceError::new(
+                line,
+                format!(
+                    "stage `{node}` is not a batch stage of {}",
+                    self.options.revision
+                ),
+            ));
+        }
+        let Some(batch) = self.batch.as_mut() else {
+            return Err(TraceError::new(
+                line,
+                "a record before the first `model` observation",
+            ));
+        };
+        let mut cx = Cx {
+            options: &self.options,
+            batch,
+            fs: &self.session,
+            found: &mut self.found,
+        };
+        for rule in &self.dispatch.settle {
+            if let Some(f) = rule.settle {
+                f(&mut cx, line);
+            }
+        }
+        if batch.settled.is_none() {
+            batch.settled = Some(line);
+            if batch.is_complete()
+                && let Some((edge, _)) = self.graph.edge(NodeId::ToolResult, NodeId::AllResults)
+            {
+                self.report.edges.insert(edge);
+            }
+        }
+        self.emit();
+        Ok(())
+    }
+
+    fn close_batch(&mut self) -> Result<(), TraceError> {
+        let Some(batch) = self.batch.take() else {
+            return Ok(());
+        };
+        if self.options.level >= ObservationLevel::Hooks && looks_like_a_session_log(&batch) {
+            return Err(TraceError::new(
+                batch.model_line,
+                format!(
+                    "the batch declared here has session events but no stage record at all: this looks like a session log (level `events`), not a trace at level `{}`; check it with `--observed events`, or say so in its header (\"observation\": \"events\")",
+                    self.options.level
+                ),
+            ));
+        }
+        let mut cx = Cx {
+            options: &self.options,
+            batch: &batch,
+            fs: &self.session,
+            found: &mut self.found,
+        };
+        for rule in &self.dispatch.batch_end {
+            if let Some(f) = rule.batch_end {
+                f(&mut cx);
+            }
+        }
+        self.batch = Some(batch);
+        self.emit();
+        self.batch = None;
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Visits
+
+    /// A record of call `i`: the step on its graph, the claim on a refused step, the rules that
+    /// read it, then the facts it adds.
+    fn visit(
+        &mut self,
+        line: usize,
+        i: usize,
+        node: Option<NodeId>,
+        outcome: Option<Outcome>,
+        record: Record<'_>,
+    ) {
+        let Some(batch) = self.batch.as_ref() else {
+            return;
+        };
+        let call = &batch.calls[i];
+        let walker = if call.is_sub_call() {
+            &self.code_walker
+        } else {
+            &self.walker
+        };
+        let step = match node {
+            // Contexts and tool-owned events are placed by their own rules.
+            None | Some(NodeId::Context | NodeId::Owned) => Step::Side(None),
+            Some(n) if !call.graph.contains(n) => Step::Refused {
+                error: tep_reference::graph::StepError::NoEdge {
+                    from: call.position,
+                    to: n,
+                },
+                missing: Vec::new(),
+            },
+            Some(n) => walker.step(call.position, call.outcome, n, call.facts, call.visited),
+        };
+        let visit = Visit {
+            line,
+            call: i,
+            node,
+            outcome,
+            record,
+            step: &step,
+        };
+        let mut claimed: Option<(InvariantId, Claim)> = None;
+        if let (Step::Refused { error, missing }, Some(n)) = (&step, node) {
+            let refused = Refused {
+                visit: &visit,
+                node: n,
+                call,
+                graph: call.graph,
+                error,
+                missing,
+                level: self.options.level,
+            };
+            claimed = self.dispatch.claims.iter().find_map(|rule| {
+                rule.claim
+                    .and_then(|f| f(&refused))
+                    .map(|c| (rule.entry.id, c))
+            });
+        }
+        let readers = match (node, record) {
+            (Some(n), _) => &self.dispatch.by_node[n as usize],
+            (None, Record::Mark(_)) => &self.dispatch.observer_marks,
+            (None, _) => &self.dispatch.audit,
+        };
+        let mut cx = Cx {
+            options: &self.options,
+            batch,
+            fs: &self.session,
+            found: &mut self.found,
+        };
+        for rule in readers {
+            if let Some(f) = rule.visit {
+                f(&mut cx, &visit);
+            }
+        }
+        let keep = match claimed {
+            Some((id, claim)) => {
+                let keep = claim.keep_position;
+                self.found.insert(
+                    0,
+                    Finding {
+                        invariant: id,
+                        call: Some(i),
+                        lines: claim.lines,
+                        message: claim.message,
+                        once: true,
+                    },
+                );
+                keep
+            }
+            None => false,
+        };
+        self.apply(line, i, node, outcome, record, &step, keep);
+        self.emit();
+    }
+
+    /// Records what a visit adds to the call and the batch.
+    #[allow(clippy::too_many_arguments)]
+    fn apply(
+        &mut self,
+        line: usize,
+        i: usize,
+        node: Option<NodeId>,
+        outcome: Option<Outcome>,
+        record: Record<'_>,
+        step: &Step,
+        keep: bool,
+    ) {
+        let Some(batch) = self.batch.as_mut() else {
+            return;
+        };
+        let before = batch.calls[i].last_node;
+        let top_level = !batch.calls[i].is_sub_call();
+        let code_mode = batch.calls[i].graph.kind() == GraphKind::CodeMode;
+        match step {
+            Step::Direct(edge) | Step::Side(Some(edge)) => {
+                if code_mode {
+                    self.report.code_mode_edges.insert(*edge);
+                } else {
+                    self.report.edges.insert(*edge);
+                }
+            }
+            _ => {}
+        }
+        {
+            let call = &mut batch.calls[i];
+            call.last_line = line;
+            if let Some(n) = node {
+                let moves = match step {
+                    Step::Direct(_) | Step::Inferred => true,
+                    Step::Refused { .. } => !keep && call.graph.contains(n),
+                    Step::Stay => {
+                        if outcome.is_some() {
+                            call.outcome = outcome;
+                            call.position_line = line;
+                        }
+                        false
+                    }
+                    Step::Side(_) => false,
+                };
+                if moves && !call.graph.is_leaf(n) {
+                    call.position = n;
+                    call.outcome = outcome;
+                    call.position_line = line;
+                }
+                if call.graph.contains(n) && !call.graph.is_leaf(n) {
+                    call.last_node = n;
+                }
+                call.visited |= bit(n);
+            }
+        }
+        let call_facts = batch.calls[i].facts;
+        match record {
+            Record::Stage(obs) => self.stage_facts(line, i, obs, before),
+            Record::Event(event) => self.event_facts(line, i, event),
+            Record::Mark(mark) => {
+                let call = &mut batch.calls[i];
+                match mark.mark {
+                    MarkKind::ObserverSettled => {
+                        call.observer_marks
+                            .push((line, mark.after_ms, mark.by.clone()));
+                    }
+                    MarkKind::BindingResolved | MarkKind::BindingRejected => {
+                        call.binding.get_or_insert(line);
+                    }
+                }
+            }
+        }
+        let Some(batch) = self.batch.as_mut() else {
+            return;
+        };
+        // The ordered lane: the stages with a hook, in the prepare and commit phases.
+        if let Some(n) = node
+            && top_level
+            && !self.graph.is_leaf(n)
+            && has_hook(n)
+            && !matches!(step, Step::Refused { .. } if keep)
+            && let Some(sec) = self.graph.node(n).and_then(|d| section(d.phase))
+        {
+            if sec == Section::Commit {
+                batch.calls[i].commit_started = true;
+            }
+            // Held until no ordered stage of the same section can come next (records without a
+            // hook are looked past: they are not ordered stages).
+            let expect = self.walker.expect;
+            let stays = self
+                .walker
+                .next_stops(n, outcome, call_facts, |m| {
+                    expect.required(m, call_facts) && has_hook(m)
+                })
+                .into_iter()
+                .any(|m| self.graph.node(m).and_then(|d| section(d.phase)) == Some(sec));
+            batch.lane = if stays { Some((i, sec, line)) } else { None };
+        }
+    }
+
+    fn stage_facts(&mut self, line: usize, i: usize, obs: &Observation, before: NodeId) {
+        let Some(batch) = self.batch.as_mut() else {
+            return;
+        };
+        let node = obs.node;
+        let outcome = obs.outcome;
+        let call = &mut batch.calls[i];
+        if let Some(identity) = &obs.identity {
+            if call.is_sub_call() && call.name.is_empty() {
+                call.name = identity.name.clone();
+                call.facts = self.options.call_facts(&identity.name);
+            }
+            if call.is_sub_call() && call.args.is_none() {
+                call.args = Some(identity.arguments.clone());
+            }
+            if call.first_identity.is_none() {
+                call.first_identity = Some((identity.clone(), line));
+            }
+        }
+        let denial = matches!(
+            (node, outcome),
+            (NodeId::Pre | NodeId::Guards, Some(Outcome::Deny))
+                | (
+                    NodeId::Approval,
+                    Some(Outcome::Rejected | Outcome::Cancelled | Outcome::Unavailable)
+                )
+                | (NodeId::Denied, _)
+        );
+        if denial {
+            call.denied.get_or_insert(line);
+        }
+        if outcome == Some(Outcome::Throw)
+            && matches!(
+                node,
+                NodeId::Pre | NodeId::Approval | NodeId::Guards | NodeId::Around | NodeId::Post
+            )
+        {
+            call.threw.get_or_insert((node, line));
+        }
+        match node {
+            NodeId::Pre => call.pre = Some(line),
+            NodeId::Approval => call.approval_outcome = outcome,
+            NodeId::Around if before == NodeId::ToolBody => {
+                // The body returned to the wrappers.
+                call.body_since = None;
+                batch.running_bodies.remove(&i);
+                batch.running_exclusive_bodies.remove(&i);
+            }
+            NodeId::ToolBody if before == NodeId::Around => {
+                call.body_since = Some(line);
+                if !call.is_sub_call() {
+                    batch.running_bodies.insert(i);
+                    if !call.may_overlap() {
+                        batch.running_exclusive_bodies.insert(i);
+                    }
+                }
+            }
+            NodeId::Post => {
+                if let Some(o) = outcome {
+                    call.post = Some((o, line));
+                }
+            }
+            // The pipeline failed applying post-execute's decision.
+            NodeId::Normalized if before == NodeId::Post => {
+                call.threw.get_or_insert((NodeId::Post, line));
+            }
+            NodeId::Finalize => {
+                call.finalized.get_or_insert(line);
+                if let Some(result) = &obs.result {
+                    call.candidate = Some((result.clone(), outcome == Some(Outcome::Throw), line));
+                }
+            }
+            NodeId::Final => {
+                if let Some(result) = &obs.result {
+                    call.notified.get_or_insert((result.clone(), line));
+                }
+                if let Some(p) = call.parent
+                    && batch.calls[p].open_sub == Some(i)
+                {
+                    batch.calls[p].open_sub = None;
+                }
+            }
+            NodeId::PresentCall => call.presented_call += 1,
+            NodeId::PresentResult => call.presented_result += 1,
+            _ => {}
+        }
+        open_sub_call(batch, i, node);
+    }
+
+    fn event_facts(&mut self, line: usize, i: usize, event: &SessionEvent) {
+        let Some(batch) = self.batch.as_mut() else {
+            return;
+        };
+        let call = &mut batch.calls[i];
+        match &event.body {
+            EventBody::ToolCall(data) if call.started.is_none() => {
+                call.started = Some((line, event.seq));
+                call.args = Some(parse_arguments(&data.arguments));
+                call.name = data.name.clone();
+                call.facts = self.options.call_facts(&data.name);
+                if call.safe == Some(false) {
+                    batch.open_exclusive.insert(i);
+                }
+                batch.advance_cursors();
+            }
+            EventBody::ToolResult(_) if call.result.is_none() && !call.is_sub_call() => {
+                call.result = Some(line);
+                batch.open_exclusive.remove(&i);
+                batch.advance_cursors();
+                if batch.is_complete() && batch.completed.is_none() {
+                    batch.completed = Some(line);
+                    let mut expected = fifo(batch);
+                    // Contexts injected too early were reported then; they are not owed again.
+                    for (c, text) in std::mem::take(&mut batch.early_contexts) {
+                        if let Some(k) = expected.iter().position(|(i, t, _)| *i == c && *t == text)
+                        {
+                            expected.remove(k);
+                        }
+                    }
+                    batch.fifo = expected;
+                }
+            }
+            EventBody::UserMessage(_) | EventBody::ContextMessage(_) => {
+                if let Some(text) = context_text(&event.body) {
+                    batch.consume_context(i, &text);
+                }
+                batch.last_injected = Some(i);
+                batch.first_context.get_or_insert(line);
+                if let (Some(_), Some((edge, _))) = (
+                    batch.settled,
+                    self.graph.edge(NodeId::AllResults, NodeId::Context),
+                ) {
+                    self.report.edges.insert(edge);
+                }
+            }
+            EventBody::ApprovalAsked(_) => {
+                call.approval_asked.get_or_insert(line);
+            }
+            EventBody::ApprovalDecided(data) => {
+                call.approval_decided.get_or_insert((data.outcome, line));
+            }
+            EventBody::CodeDispatchStart(data) => {
+                call.dispatch_started.get_or_insert(line);
+                if call.name.is_empty() {
+                    call.name = data.name.clone();
+                    call.args = Some(data.arguments.clone());
+                    call.facts = self.options.call_facts(&data.name);
+                }
+            }
+            EventBody::CodeDispatch(data) => {
+                call.dispatched.get_or_insert(line);
+                if call.name.is_empty() {
+                    call.name = data.name.clone();
+                    call.args = Some(data.arguments.clone());
+                }
+            }
+            EventBody::FsObserved(data) => match data.state {
+                FileState::Present { version } => {
+                    self.session
+                        .files
+                        .insert(data.target.clone(), (version, line));
+                }
+                FileState::Absent => {
+                    self.session.files.remove(&data.target);
+                }
+            },
+            _ => {}
+        }
+        // A tool-owned event recorded while the body runs takes the edge into the side branch.
+        if event.body.node() == Some(NodeId::Owned) && batch.calls[i].body_since.is_some() {
+            let graph = batch.calls[i].graph;
+            if let Some((edge, _)) = graph.edge(NodeId::ToolBody, NodeId::Owned) {
+                match graph.kind() {
+                    GraphKind::CodeMode => self.report.code_mode_edges.insert(edge),
+                    GraphKind::Pipeline => self.report.edges.insert(edge),
+                };
+            }
+        }
+        let node = if batch.calls[i].is_sub_call() {
+            EventBody::code_mode_node_of(event.body.type_name())
+        } else {
+            event.body.node()
+        };
+        if let Some(n) = node {
+            open_sub_call(batch, i, n);
+        }
+    }
+
+    /// Moves what the rules found into the report, once per call where asked.
+    fn emit(&mut self) {
+        for finding in std::mem::take(&mut self.found) {
+            if !self.options.checks(finding.invariant) {
+                continue;
+            }
+            let call = match (finding.call, self.batch.as_mut()) {
+                (Some(i), Some(batch)) => {
+                    let call = &mut batch.calls[i];
+                    if finding.once && !call.mark_reported(finding.invariant) {
+                        continue;
+                    }
+                    Some(call.id.clone())
+                }
+                _ => None,
+            };
+            if self.report.violations.len() >= MAX_VIOLATIONS {
+                self.report.omitted += 1;
+                continue;
+            }
+            self.report.violations.push(Violation {
+                invariant: finding.invariant,
+                level: invariant(finding.invariant).level,
+                lines: finding.lines,
+                call,
+                message: finding.message,
+            });
+        }
+    }
+}
+
+/// A sub-call holds its program's lane from its first record until its `tools/result`.
+fn open_sub_call(batch: &mut Batch, i: usize, node: NodeId) {
+    let Some(p) = batch.calls[i].parent else {
+        return;
+    };
+    let call = &batch.calls[i];
+    let running = call.notified.is_none()
+        && !call.has_visited(NodeId::Final)
+        && !matches!(node, NodeId::Final | NodeId::Dispatched | NodeId::RunCode);
+    if running && batch.calls[p].open_sub.is_none() {
+        batch.calls[p].open_sub = Some(i);
+    }
+}
+
+/// The contexts the announced outcomes carry, in call order and each call's order.
+fn fifo(batch: &Batch) -> Vec<(usize, String, usize)> {
+    batch
+        .top_level()
+        .flat_map(|(i, c)| {
+            c.notified.iter().flat_map(move |(result, l)| {
+                result
+                    .additional_contexts
+                    .iter()
+                    .map(move |ctx| (i, ctx.text.clone(), *l))
+            })
+        })
+        .collect()
+}
+
+/// The text of an injected context event.
+pub(crate) fn context_text(body: &EventBody) -> Option<String> {
+    match body {
+        EventBody::UserMessage(m) => Some(tep_reference::result::content_text(&m.content)),
+        EventBody::ContextMessage(m) => Some(tep_reference::result::content_text(&m.content)),
+        _ => None,
+    }
+}
+
+fn tool_source(source: &MessageSource) -> Option<CallId> {
+    match source {
+        MessageSource::Tool { call_id } => Some(call_id.clone()),
+        _ => None,
+    }
+}
+
+/// A batch whose calls have session events but not one stage record.
+fn looks_like_a_session_log(batch: &Batch) -> bool {
+    let hooks: u32 = NodeId::ALL
+        .iter()
+        .filter(|&&n| {
+            crate::observation::level_of(n) == ObservationLevel::Hooks
+                || crate::observation::level_of(n) == ObservationLevel::Full
+        })
+        .filter(|&&n| n != NodeId::AllResults && n != NodeId::RunCode)
+        .fold(0, |acc, &n| acc | bit(n));
+    let started = batch.top_level().any(|(_, c)| c.started.is_some());
+    started && batch.calls.iter().all(|c| c.visited & hooks == 0)
+}
+
+fn section(phase: tep_reference::graph::Phase) -> Option<Section> {
+    match phase {
+        tep_reference::graph::Phase::Prepare => Some(Section::Prepare),
+        tep_reference::graph::Phase::Commit => Some(Section::Commit),
+        _ => None,
+    }
+}
+
+/// The fields a stage record of `node` must carry (besides `node`, and `call` for per-call
+/// nodes): `outcome` where every edge out is labeled, the frozen `result` at `final`, the gated
+/// `intent` and its `outcome` at `fsGate`, the batch's `calls` at `model`.
+pub fn required_fields(graph: &StageGraph, node: NodeId) -> Vec<&'static str> {
+    let mut fields = Vec::new();
+    if graph.requires_outcome(node) || node == NodeId::FsGate {
+        fields.push("outcome");
+    }
+    match node {
+        NodeId::Final => fields.push("result"),
+        NodeId::FsGate => fields.push("intent"),
+        NodeId::Model => fields.push("calls"),
+        _ => {}
+    }
+    fields
+}

@@ -1,0 +1,316 @@
+//! What the checker knows about the open batch and each of its calls: the facts every rule
+//! reads, updated by the core after the rules have seen a record (so a rule always compares a
+//! record with what came before it).
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+use tep_reference::graph::{NodeId, Outcome, StageGraph};
+use tep_reference::identity::{CallId, Identity};
+use tep_reference::result::ToolResult;
+
+use crate::invariants::InvariantId;
+use crate::observation::CallFacts;
+
+use super::walk::bit;
+
+/// The sections of the ordered lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Section {
+    Prepare,
+    Commit,
+}
+
+impl Section {
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Prepare => "prepare",
+            Section::Commit => "commit",
+        }
+    }
+}
+
+/// One call of the batch, or a Code Mode sub-call of one.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub id: CallId,
+    /// The tool called (learned from `tool/call`, or a sub-call's first identity).
+    pub name: String,
+    /// `None` when the recording does not say.
+    pub safe: Option<bool>,
+    /// The graph the call walks: the pipeline, or Code Mode for a sub-call.
+    pub graph: &'static StageGraph,
+    /// For a Code Mode sub-call: its `run_code` call.
+    pub parent: Option<usize>,
+    pub facts: CallFacts,
+
+    // The walk.
+    pub position: NodeId,
+    pub outcome: Option<Outcome>,
+    pub position_line: usize,
+    /// Every node visited (bit per node).
+    pub visited: u32,
+    /// The last node visited that is not a side branch, whether the walk moved there or not.
+    pub last_node: NodeId,
+    pub last_line: usize,
+
+    // The call's life.
+    /// `tool/call`: line and seq.
+    pub started: Option<(usize, u64)>,
+    /// The arguments the model sent (parsed), or a sub-call's first identity's.
+    pub args: Option<Value>,
+    pub first_identity: Option<(Identity, usize)>,
+    pub pre: Option<usize>,
+    /// The decision that denied the call.
+    pub denied: Option<usize>,
+    /// The first throw before the commit: the stage that threw and its line.
+    pub threw: Option<(NodeId, usize)>,
+    pub post: Option<(Outcome, usize)>,
+    pub finalized: Option<usize>,
+    /// `finalizeContent`'s candidate, whether the callback threw, and the line.
+    pub candidate: Option<(ToolResult, bool, usize)>,
+    /// The outcome `tools/result` announced, and the line.
+    pub notified: Option<(ToolResult, usize)>,
+    /// `tool/result` line.
+    pub result: Option<usize>,
+    pub commit_started: bool,
+    /// The body runs since this line (from its dispatch to its return to the wrappers).
+    pub body_since: Option<usize>,
+    pub approval_asked: Option<usize>,
+    pub approval_decided: Option<(Outcome, usize)>,
+    pub approval_outcome: Option<Outcome>,
+    /// `observer-settled` marks: line, the observer's work in ms, the observer.
+    pub observer_marks: Vec<(usize, u64, String)>,
+    pub presented_call: u32,
+    pub presented_result: u32,
+
+    // Code Mode.
+    /// For a `run_code` call: its sub-calls in the order they started, and the one still
+    /// running (started, no `tools/result` yet).
+    pub sub_calls: Vec<usize>,
+    pub open_sub: Option<usize>,
+    pub dispatch_started: Option<usize>,
+    pub dispatched: Option<usize>,
+    /// The binding's settlement in the program.
+    pub binding: Option<usize>,
+
+    /// Invariants already reported for this call: one fault is reported once.
+    pub reported: u128,
+}
+
+impl Call {
+    pub fn new(
+        id: CallId,
+        name: String,
+        safe: Option<bool>,
+        graph: &'static StageGraph,
+        line: usize,
+    ) -> Self {
+        Call {
+            id,
+            name,
+            safe,
+            graph,
+            parent: None,
+            facts: CallFacts::default(),
+            position: graph.entry(),
+            outcome: None,
+            position_line: line,
+            visited: bit(graph.entry()),
+            last_node: graph.entry(),
+            last_line: line,
+            started: None,
+            args: None,
+            first_identity: None,
+            pre: None,
+            denied: None,
+            threw: None,
+            post: None,
+            finalized: None,
+            candidate: None,
+            notified: None,
+            result: None,
+            commit_started: false,
+            body_since: None,
+            approval_asked: None,
+            approval_decided: None,
+            approval_outcome: None,
+            observer_marks: Vec::new(),
+            presented_call: 0,
+            presented_result: 0,
+            sub_calls: Vec::new(),
+            open_sub: None,
+            dispatch_started: None,
+            dispatched: None,
+            binding: None,
+            reported: 0,
+        }
+    }
+
+    pub fn is_sub_call(&self) -> bool {
+        self.parent.is_some()
+    }
+
+    pub fn has_visited(&self, node: NodeId) -> bool {
+        self.visited & bit(node) != 0
+    }
+
+    pub fn was_reported(&self, id: InvariantId) -> bool {
+        self.reported & (1u128 << (id as u32)) != 0
+    }
+
+    /// Marks `id` reported; false if it already was.
+    pub fn mark_reported(&mut self, id: InvariantId) -> bool {
+        let first = !self.was_reported(id);
+        self.reported |= 1u128 << (id as u32);
+        first
+    }
+
+    /// Whether the call is a concurrency-safe one, or may be (the recording does not say).
+    pub fn may_overlap(&self) -> bool {
+        self.safe != Some(false)
+    }
+
+    /// "line 7 (tools/execute, call c2)": the position, for messages.
+    pub fn at_position(&self) -> String {
+        at(self.position_line, self.position, self.outcome, &self.id)
+    }
+}
+
+/// How a visit is described in messages: "line 7 (toolBody, call c2)", in the trace's words.
+pub(crate) fn at(line: usize, node: NodeId, outcome: Option<Outcome>, call: &CallId) -> String {
+    match outcome {
+        Some(o) => format!("line {line} ({node} {o}, call {call})"),
+        None => format!("line {line} ({node}, call {call})"),
+    }
+}
+
+/// The calls of one assistant message, and what holds across them.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub model_line: usize,
+    /// The batch's calls (`..top`), then the Code Mode sub-calls as they appear.
+    pub calls: Vec<Call>,
+    pub index: HashMap<CallId, usize>,
+    pub top: usize,
+    /// The `allResults` record.
+    pub settled: Option<usize>,
+    /// The line of the `tool/result` that completed the batch.
+    pub completed: Option<usize>,
+    /// The first call (in model order) without a `tool/call`, and without a `tool/result`.
+    pub first_unstarted: usize,
+    pub first_unresulted: usize,
+    /// The call holding the ordered lane, its section, and the line it took it.
+    pub lane: Option<(usize, Section, usize)>,
+    /// Calls whose body runs, and those of them that may not overlap.
+    pub running_bodies: BTreeSet<usize>,
+    pub running_exclusive_bodies: BTreeSet<usize>,
+    /// Exclusive calls that started and have no result yet.
+    pub open_exclusive: BTreeSet<usize>,
+    /// The contexts the announced outcomes carry, in FIFO order (call, text, line announced),
+    /// computed when the batch completes; the next expected is at `fifo_next`.
+    pub fifo: Vec<(usize, String, usize)>,
+    pub fifo_next: usize,
+    /// Contexts injected before the batch completed (already a violation): they are not
+    /// expected again.
+    pub early_contexts: Vec<(usize, String)>,
+    /// The last call a context was injected for, and the first injection's line.
+    pub last_injected: Option<usize>,
+    pub first_context: Option<usize>,
+}
+
+/// How an injected context matches the FIFO of announced contexts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ContextMatch {
+    /// It is the next one expected.
+    Next,
+    /// It is expected, but later: the ones before it were skipped.
+    Later(usize),
+    /// No announced outcome carried it.
+    Unannounced,
+}
+
+impl Batch {
+    pub fn new(model_line: usize, calls: Vec<Call>) -> Self {
+        let index = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.clone(), i))
+            .collect();
+        Batch {
+            model_line,
+            top: calls.len(),
+            calls,
+            index,
+            settled: None,
+            completed: None,
+            first_unstarted: 0,
+            first_unresulted: 0,
+            lane: None,
+            running_bodies: BTreeSet::new(),
+            running_exclusive_bodies: BTreeSet::new(),
+            open_exclusive: BTreeSet::new(),
+            fifo: Vec::new(),
+            fifo_next: 0,
+            early_contexts: Vec::new(),
+            last_injected: None,
+            first_context: None,
+        }
+    }
+
+    /// The calls of the batch (not the sub-calls), with their indexes.
+    pub fn top_level(&self) -> impl Iterator<Item = (usize, &Call)> {
+        self.calls[..self.top].iter().enumerate()
+    }
+
+    /// The sub-calls, with their indexes.
+    pub fn sub_calls(&self) -> impl Iterator<Item = (usize, &Call)> {
+        self.calls[self.top..]
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (self.top + k, c))
+    }
+
+    /// Whether every call of the batch has its `tool/result`.
+    pub fn is_complete(&self) -> bool {
+        self.first_unresulted >= self.top
+    }
+
+    /// How a context of call `i` with `text` matches the FIFO.
+    pub fn match_context(&self, i: usize, text: &str) -> ContextMatch {
+        match self.fifo[self.fifo_next.min(self.fifo.len())..]
+            .iter()
+            .position(|(c, t, _)| *c == i && t == text)
+        {
+            Some(0) => ContextMatch::Next,
+            Some(k) => ContextMatch::Later(self.fifo_next + k),
+            None => ContextMatch::Unannounced,
+        }
+    }
+
+    /// Takes an injected context off the FIFO (resynchronising on it when it came early).
+    pub fn consume_context(&mut self, i: usize, text: &str) {
+        if !self.is_complete() {
+            self.early_contexts.push((i, text.to_owned()));
+            return;
+        }
+        match self.match_context(i, text) {
+            ContextMatch::Next => self.fifo_next += 1,
+            ContextMatch::Later(k) => {
+                self.fifo.remove(k);
+            }
+            ContextMatch::Unannounced => {}
+        }
+    }
+
+    pub fn advance_cursors(&mut self) {
+        while self.first_unstarted < self.top && self.calls[self.first_unstarted].started.is_some()
+        {
+            self.first_unstarted += 1;
+        }
+        while self.first_unresulted < self.top && self.calls[self.first_unresulted].result.is_some()
+        {
+            self.first_unresulted += 1;
+        }
+    }
+}

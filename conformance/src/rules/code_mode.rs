@@ -1,0 +1,405 @@
+//! Code Mode: `run_code` is reserved, its sub-calls run inside its body one at a time with its
+//! token, are logged, settle their bindings, and keep their contexts out of the batch.
+
+use tep_reference::graph::NodeId as N;
+use tep_reference::session::EventBody;
+use tep_reference::trace::Capability;
+
+use super::{Claim, Cx, Rule, Visit};
+use crate::checker::walk::bit;
+use crate::invariants::{
+    CheckKind::{Batch, Stage, Step},
+    InvariantId as I,
+    Level::{Must, Should},
+    Read,
+    Source::{Doc, Semantics},
+    entry,
+};
+use crate::observation::ObservationLevel::{Events, Hooks};
+
+/// Every record of a sub-call.
+const SUB_CALL_RECORDS: &[Read] = &[
+    Read::Node(N::DispatchStart),
+    Read::Node(N::Pre),
+    Read::Node(N::Approval),
+    Read::Node(N::Guards),
+    Read::Node(N::Denied),
+    Read::Node(N::Around),
+    Read::Node(N::ToolBody),
+    Read::Node(N::FsGate),
+    Read::Node(N::Owned),
+    Read::Node(N::Post),
+    Read::Node(N::Normalized),
+    Read::Node(N::Finalize),
+    Read::Node(N::Final),
+    Read::Node(N::Dispatched),
+    Read::Node(N::RunCode),
+];
+
+const RUN_CODE: &str = tep_reference::pipeline::RUN_CODE;
+
+pub(crate) const RUN_CODE_RESERVED: Rule = Rule::new(
+    entry(
+        I::RunCodeReserved,
+        Must,
+        "`run_code` is reserved: a program's binding calls never reach it, so no sub-call is a `run_code` call.",
+        &[Doc("the reserved `run_code` transport"), Semantics(&[43])],
+        Stage,
+        Events,
+        &[Read::Node(N::DispatchStart), Read::Node(N::Pre)],
+    )
+    .needs(Capability::CodeMode),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    if !call.is_sub_call() {
+        return;
+    }
+    let name = match (v.observation(), v.event().map(|e| &e.body)) {
+        (Some(o), _) => o.identity.as_ref().map(|i| i.name.as_str()),
+        (_, Some(EventBody::CodeDispatchStart(d))) => Some(d.name.as_str()),
+        _ => None,
+    };
+    if name == Some(RUN_CODE) {
+        let message = format!("line {}: sub-call {} calls run_code itself", v.line, call.id);
+        cx.report_once(I::RunCodeReserved, v.call, vec![v.line], message);
+    }
+});
+
+pub(crate) const CODE_DISPATCH_INSIDE_BODY: Rule = Rule::new(
+    entry(
+        I::CodeDispatchInsideBody,
+        Must,
+        "Sub-calls run inside their `run_code` call's body: every stage of a sub-call happens while the parent is in its body.",
+        &[
+            Doc("its serialized sub-calls through the pipeline"),
+            Semantics(&[49]),
+        ],
+        Batch,
+        Hooks,
+        SUB_CALL_RECORDS,
+    )
+    .needs(Capability::CodeMode),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    let Some(p) = call.parent else { return };
+    let parent = cx.call(p);
+    if parent.body_since.is_some() {
+        return;
+    }
+    let message = format!(
+        "{} while its run_code call is not running its program (last at {})",
+        v.here(&call.id),
+        parent.at_position()
+    );
+    cx.report_once(I::CodeDispatchInsideBody, v.call, vec![v.line, parent.position_line], message);
+});
+
+pub(crate) const SUB_CALLS_SERIALIZED: Rule = Rule::new(
+    entry(
+        I::SubCallsSerialized,
+        Must,
+        "Sub-calls run one at a time, in submission order: a sub-call starts only after the previous one's outcome is announced (`tools/result`).",
+        &[Doc("its serialized sub-calls through the pipeline")],
+        Batch,
+        Hooks,
+        SUB_CALL_RECORDS,
+    )
+    .needs(Capability::CodeMode),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    let Some(p) = call.parent else { return };
+    let Some(j) = cx.call(p).open_sub.filter(|&j| j != v.call) else {
+        return;
+    };
+    if call.has_visited(N::Final) {
+        return;
+    }
+    let other = cx.call(j);
+    let message = format!(
+        "{} while sub-call {} of the same program is still running (last seen at line {})",
+        v.here(&call.id),
+        other.id,
+        other.last_line
+    );
+    cx.report_once(I::SubCallsSerialized, v.call, vec![v.line, other.last_line], message);
+});
+
+pub(crate) const SUB_CALL_CARRIES_PARENT_TOKEN: Rule = Rule::new(
+    entry(
+        I::SubCallCarriesParentToken,
+        Must,
+        "Every stage of a sub-call is handed the parent `run_code` execution's token.",
+        &[Doc("sub-calls carry the parent token"), Semantics(&[44])],
+        Stage,
+        Hooks,
+        SUB_CALL_RECORDS,
+    )
+    .needs(Capability::CodeMode),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    let (Some(p), Some(identity)) = (
+        call.parent,
+        v.observation().and_then(|o| o.identity.as_ref()),
+    ) else {
+        return;
+    };
+    let Some((parent_identity, _)) = &cx.call(p).first_identity else {
+        return;
+    };
+    if identity.parent_token.as_ref() != Some(&parent_identity.token) {
+        let message = format!(
+            "line {} (sub-call {}) was handed parent token {}, but its run_code call's token is {}",
+            v.line,
+            call.id,
+            identity.parent_token.as_deref().unwrap_or("none"),
+            parent_identity.token
+        );
+        cx.report(
+            I::SubCallCarriesParentToken,
+            Some(v.call),
+            vec![v.line],
+            message,
+        );
+    }
+});
+
+pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
+    entry(
+        I::SubCallIdScheme,
+        Should,
+        "Sub-calls are numbered `<parent>:code:<n>`, from 1, in the order they start.",
+        &[Semantics(&[44])],
+        Batch,
+        Events,
+        SUB_CALL_RECORDS,
+    )
+    .needs(Capability::CodeMode),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    let Some(p) = call.parent else { return };
+    // Checked at the sub-call's first record.
+    if call.visited != bit(call.graph.entry()) {
+        return;
+    }
+    let parent = cx.call(p);
+    let n = parent
+        .sub_calls
+        .iter()
+        .position(|&k| k == v.call)
+        .map_or(0, |k| k + 1);
+    let expected = parent.id.code_sub_call(n);
+    if call.id != expected {
+        let message = format!(
+            "line {}: sub-call {} is the {n}th sub-call of {} to start; the reference semantics number it {expected}",
+            v.line, call.id, parent.id
+        );
+        cx.report_once(I::SubCallIdScheme, v.call, vec![v.line], message);
+    }
+});
+
+pub(crate) const SUB_CALL_START_LOGGED: Rule = Rule::new(
+    entry(
+        I::SubCallStartLogged,
+        Should,
+        "A sub-call logs `tool/code-dispatch-start` when it actually starts, before its first stage.",
+        &[Semantics(&[46])],
+        Step,
+        Events,
+        &[Read::Node(N::DispatchStart)],
+    )
+    .rev2()
+    .needs(Capability::CodeMode),
+)
+.claims(|r| {
+    (r.call.is_sub_call() && r.call.dispatch_started.is_none() && r.node != N::DispatchStart)
+        .then_some(())?;
+    r.claim(
+        format!("{}: the sub-call did not log tool/code-dispatch-start first", r.here()),
+        false,
+    )
+})
+.at_batch_end(|cx: &mut Cx<'_>| {
+    let missing: Vec<(usize, String, usize)> = cx
+        .batch
+        .sub_calls()
+        .filter(|(_, c)| c.dispatch_started.is_none())
+        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
+        .collect();
+    for (i, id, last) in missing {
+        cx.report_once(
+            I::SubCallStartLogged,
+            i,
+            vec![last],
+            format!("sub-call {id} (last seen at line {last}) never logged tool/code-dispatch-start"),
+        );
+    }
+});
+
+pub(crate) const SUB_CALL_LOGS_DISPATCH: Rule = Rule::new(
+    entry(
+        I::SubCallLogsDispatch,
+        Must,
+        "Every sub-call is logged as `tool/code-dispatch` after its `tools/result` notification; the log is side work, in any order with the binding's settlement.",
+        &[Doc("log `tool/code-dispatch`"), Semantics(&[46])],
+        Step,
+        Events,
+        &[Read::Node(N::Dispatched)],
+    )
+    .needs(Capability::CodeMode),
+)
+.claims(|r| {
+    (r.node == N::Dispatched).then_some(())?;
+    Some(Claim {
+        message: format!(
+            "{}: the sub-call was logged before tools/result announced its outcome",
+            r.here()
+        ),
+        lines: vec![r.visit.line, r.call.position_line],
+        keep_position: true,
+    })
+})
+.at_batch_end(|cx: &mut Cx<'_>| {
+    let missing: Vec<(usize, String, usize)> = cx
+        .batch
+        .sub_calls()
+        .filter(|(_, c)| c.dispatched.is_none())
+        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
+        .collect();
+    for (i, id, last) in missing {
+        cx.report(
+            I::SubCallLogsDispatch,
+            Some(i),
+            vec![last],
+            format!("sub-call {id} (last seen at line {last}) was never logged as tool/code-dispatch"),
+        );
+    }
+});
+
+pub(crate) const BINDING_SETTLES: Rule = Rule::new(
+    entry(
+        I::BindingSettles,
+        Must,
+        "Every sub-call settles its binding in the program once its outcome is announced: it resolves for a success, and a denial or failure rejects it with the tool name and message.",
+        &[
+            Doc("return denials as binding rejections"),
+            Semantics(&[47]),
+        ],
+        Stage,
+        Hooks,
+        &[Read::Node(N::RunCode), Read::Node(N::Final)],
+    )
+    .needs(Capability::CodeMode),
+)
+.claims(|r| {
+    (r.node == N::RunCode).then_some(())?;
+    r.claim(
+        format!(
+            "{} after {}: the binding settled before tools/result announced the sub-call's outcome",
+            r.here(),
+            r.call.at_position()
+        ),
+        false,
+    )
+})
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let (Some(mark), Some(N::RunCode)) = (v.mark(), v.node) else {
+        return;
+    };
+    let call = cx.call(v.call);
+    let Some((result, announced)) = &call.notified else {
+        return;
+    };
+    let rejected = mark.mark == tep_reference::trace::MarkKind::BindingRejected;
+    let problem = match (rejected, &mark.rejection) {
+        (false, _) if result.is_error => Some("resolved, but the sub-call ended as an error".to_owned()),
+        (true, _) if !result.is_error => Some("rejected, but the sub-call succeeded".to_owned()),
+        (true, None) => Some("rejected without saying with what".to_owned()),
+        (true, Some(rejection)) => {
+            let message = result
+                .error
+                .as_ref()
+                .map_or_else(|| result.text(), |e| e.message.clone());
+            (rejection.tool_name != call.name || rejection.message != message).then(|| {
+                format!(
+                    "rejected with {{toolName: {:?}, message: {:?}}}, expected {{toolName: {:?}, message: {:?}}}",
+                    rejection.tool_name, rejection.message, call.name, message
+                )
+            })
+        }
+        (false, _) => None,
+    };
+    if let Some(problem) = problem {
+        let message = format!(
+            "line {} (binding of sub-call {}): {problem} (announced at line {announced})",
+            v.line, call.id
+        );
+        cx.report(I::BindingSettles, Some(v.call), vec![v.line, *announced], message);
+    }
+})
+.at_batch_end(|cx: &mut Cx<'_>| {
+    let unsettled: Vec<(usize, String, usize)> = cx
+        .batch
+        .sub_calls()
+        .filter(|(_, c)| c.binding.is_none() && c.notified.is_some())
+        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
+        .collect();
+    for (i, id, last) in unsettled {
+        cx.report(
+            I::BindingSettles,
+            Some(i),
+            vec![last],
+            format!("sub-call {id}'s outcome was announced but its binding never settled in the program (last seen at line {last})"),
+        );
+    }
+});
+
+pub(crate) const SUB_CALL_CONTEXTS_OMITTED: Rule = Rule::new(
+    entry(
+        I::SubCallContextsOmitted,
+        Must,
+        "A sub-call's additional contexts are omitted: never injected, and not forwarded to the `run_code` call.",
+        &[Doc(
+            "omit `additionalContexts` to preserve call/result adjacency",
+        )],
+        Stage,
+        Events,
+        &[Read::Node(N::Context), Read::Node(N::Final)],
+    )
+    .needs(Capability::CodeMode),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    match v.node {
+        Some(N::Context) if call.is_sub_call() => {
+            let message = format!("line {} injects a context of sub-call {}", v.line, call.id);
+            cx.report(I::SubCallContextsOmitted, Some(v.call), vec![v.line], message);
+        }
+        Some(N::Final) if !call.is_sub_call() && !call.sub_calls.is_empty() => {
+            let Some(result) = v.observation().and_then(|o| o.result.as_ref()) else {
+                return;
+            };
+            let forwarded = call.sub_calls.iter().find_map(|&k| {
+                let sub = cx.call(k);
+                let (announced, at) = sub.notified.as_ref()?;
+                announced
+                    .additional_contexts
+                    .iter()
+                    .find(|c| result.additional_contexts.iter().any(|r| r.text == c.text))
+                    .map(|c| (sub.id.clone(), c.text.clone(), *at))
+            });
+            if let Some((sub, text, at)) = forwarded {
+                let message = format!(
+                    "{} carries {text:?}, a context of sub-call {sub} (line {at})",
+                    v.here(&call.id)
+                );
+                cx.report(I::SubCallContextsOmitted, Some(v.call), vec![v.line, at], message);
+            }
+        }
+        _ => {}
+    }
+});

@@ -1,0 +1,239 @@
+//! The batch settles, then its contexts are injected: after every result, FIFO by call, in each
+//! call's order (tool-deferred, wrapper, post-execute), a block keeping only its own.
+
+use tep_reference::graph::NodeId as N;
+use tep_reference::result::ContextOrigin;
+
+use super::{Cx, Rule, Visit};
+use crate::checker::context_text;
+use crate::checker::state::ContextMatch;
+use crate::invariants::{
+    CheckKind::{BatchEnd, Stage, Step},
+    InvariantId as I,
+    Level::{Must, Should},
+    Read,
+    Source::{Doc, Edge, Semantics},
+    entry,
+};
+use crate::observation::ObservationLevel::{Events, Full, Hooks};
+
+/// The first call of the batch without its `tool/result`, for messages.
+fn first_pending(cx: &Cx<'_>) -> Option<(usize, String, usize)> {
+    let first = cx.batch.first_unresulted;
+    (first < cx.batch.top).then(|| {
+        let c = cx.call(first);
+        (first, c.id.to_string(), c.last_line)
+    })
+}
+
+pub(crate) const BATCH_SETTLES: Rule = Rule::new(entry(
+    I::BatchSettles,
+    Must,
+    "The batch settles (`allResults`) once, after every call's `tool/result` and before any context is injected. At level `full` the record is required; below, it may be absent.",
+    &[
+        Doc("Tool batch settled"),
+        Edge(N::ToolResult, N::AllResults),
+    ],
+    BatchEnd,
+    Events,
+    &[Read::Node(N::AllResults)],
+))
+.on_settle(|cx: &mut Cx<'_>, line: usize| {
+    if let Some(earlier) = cx.batch.settled {
+        cx.report(
+            I::BatchSettles,
+            None,
+            vec![line, earlier],
+            format!("line {line} settles the batch again after line {earlier}"),
+        );
+    } else if let Some((i, id, last)) = first_pending(cx) {
+        cx.report(
+            I::BatchSettles,
+            Some(i),
+            vec![line, last],
+            format!(
+                "line {line} (allResults) before call {id}'s tool/result (last seen at line {last})"
+            ),
+        );
+    } else if let Some(first) = cx.batch.first_context {
+        cx.report(
+            I::BatchSettles,
+            None,
+            vec![line, first],
+            format!("line {line} (allResults) after contexts were injected (line {first})"),
+        );
+    }
+})
+.at_batch_end(|cx: &mut Cx<'_>| {
+    if cx.options.level >= Full && cx.batch.settled.is_none() {
+        let model = cx.batch.model_line;
+        cx.report(
+            I::BatchSettles,
+            None,
+            vec![model],
+            format!("the batch declared at line {model} never settled (no allResults)"),
+        );
+    }
+});
+
+pub(crate) const CONTEXTS_AFTER_ALL_RESULTS: Rule = Rule::new(entry(
+    I::ContextsAfterAllResults,
+    Must,
+    "Additional contexts are injected only after every result of the batch is recorded.",
+    &[
+        Doc("after recorded tool results"),
+        Edge(N::AllResults, N::Context),
+        Semantics(&[9]),
+    ],
+    Step,
+    Events,
+    &[Read::Node(N::Context)],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some((_, id, last)) = first_pending(cx) else {
+        return;
+    };
+    let message = format!(
+        "{} injects a context before call {id}'s tool/result (last seen at line {last})",
+        v.here(&cx.call(v.call).id)
+    );
+    cx.report(
+        I::ContextsAfterAllResults,
+        Some(v.call),
+        vec![v.line, last],
+        message,
+    );
+});
+
+pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
+    I::ContextsFifo,
+    Must,
+    "The injected contexts are exactly the announced outcomes' `additionalContexts`, in call order and in each call's order: none lost, none invented. (At level `events` the announced outcomes are not in the trace: only the call order is checked.)",
+    &[
+        Doc("Active-batch additionalContexts FIFO"),
+        Semantics(&[8, 9]),
+    ],
+    BatchEnd,
+    Events,
+    &[Read::Node(N::Context), Read::Node(N::Final)],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    if v.node != Some(N::Context) || cx.call(v.call).is_sub_call() || !cx.batch.is_complete() {
+        return;
+    }
+    let Some(text) = v.event().and_then(|e| context_text(&e.body)) else {
+        return;
+    };
+    let id = cx.call(v.call).id.clone();
+    if cx.options.level < Hooks {
+        if let Some(last) = cx.batch.last_injected.filter(|&l| l > v.call) {
+            let message = format!(
+                "line {} injects a context of call {id} after one of call {}, which comes later in the batch",
+                v.line,
+                cx.call(last).id
+            );
+            cx.report(I::ContextsFifo, Some(v.call), vec![v.line], message);
+        }
+        return;
+    }
+    let expected = cx.batch.fifo.get(cx.batch.fifo_next).cloned();
+    match (cx.batch.match_context(v.call, &text), expected) {
+        (ContextMatch::Next, _) => {}
+        (_, Some((j, want, l))) => {
+            let owner = cx.call(j).id.clone();
+            cx.report(
+                I::ContextsFifo,
+                Some(v.call),
+                vec![v.line, l],
+                format!(
+                    "line {} injects {text:?} for call {id}, but the next context in FIFO order is {want:?} of call {owner} (announced at line {l})",
+                    v.line
+                ),
+            );
+        }
+        (_, None) => cx.report(
+            I::ContextsFifo,
+            Some(v.call),
+            vec![v.line],
+            format!(
+                "line {} injects {text:?} for call {id}, which no announced outcome carried",
+                v.line
+            ),
+        ),
+    }
+})
+.at_batch_end(|cx: &mut Cx<'_>| {
+    if cx.options.level < Hooks {
+        return;
+    }
+    let left: Vec<(usize, String, usize)> = cx.batch.fifo[cx.batch.fifo_next.min(cx.batch.fifo.len())..].to_vec();
+    for (i, text, l) in left {
+        let id = cx.call(i).id.clone();
+        cx.report(
+            I::ContextsFifo,
+            Some(i),
+            vec![l],
+            format!("context {text:?} of call {id} (announced at line {l}) was never injected"),
+        );
+    }
+});
+
+pub(crate) const CONTEXT_ORIGIN_ORDER: Rule = Rule::new(entry(
+    I::ContextOriginOrder,
+    Should,
+    "Within a call, contexts are ordered tool-deferred, then wrapper, then post-execute.",
+    &[Semantics(&[30, 34])],
+    Stage,
+    Hooks,
+    &[Read::Node(N::Final)],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some(result) = v.observation().and_then(|o| o.result.as_ref()) else {
+        return;
+    };
+    let origins: Vec<ContextOrigin> = result
+        .additional_contexts
+        .iter()
+        .map(|c| c.origin)
+        .collect();
+    if origins.windows(2).any(|w| w[0] > w[1]) {
+        let names: Vec<&str> = origins.iter().map(|o| o.as_str()).collect();
+        let message = format!(
+            "{} orders its contexts {}; expected tool, then wrapper, then post",
+            v.here(&cx.call(v.call).id),
+            names.join(", ")
+        );
+        cx.report(I::ContextOriginOrder, Some(v.call), vec![v.line], message);
+    }
+});
+
+pub(crate) const BLOCK_DROPS_CONTEXTS: Rule = Rule::new(entry(
+    I::BlockDropsContexts,
+    Should,
+    "A post-execute block keeps only the block decision's own contexts; tool-deferred and wrapper contexts are dropped.",
+    &[Semantics(&[33])],
+    Stage,
+    Hooks,
+    &[Read::Node(N::Post), Read::Node(N::Final)],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    if v.node != Some(N::Final) {
+        return;
+    }
+    let Some(result) = v.observation().and_then(|o| o.result.as_ref()) else {
+        return;
+    };
+    let call = cx.call(v.call);
+    if let Some((tep_reference::graph::Outcome::Block, pl)) = call.post
+        && result
+            .additional_contexts
+            .iter()
+            .any(|c| c.origin != ContextOrigin::Post)
+    {
+        let message = format!(
+            "{} keeps contexts from before the block at line {pl}",
+            v.here(&call.id)
+        );
+        cx.report(I::BlockDropsContexts, Some(v.call), vec![v.line, pl], message);
+    }
+});

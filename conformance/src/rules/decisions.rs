@@ -1,0 +1,294 @@
+//! The decisions before dispatch: pre-execute, the approval prompt, the guards, and what a
+//! denial means (no body, post-execute still runs, an error outcome).
+
+use tep_reference::graph::{NodeId as N, Outcome};
+use tep_reference::session::EventBody;
+use tep_reference::trace::{Capability, GuardVerdictKind};
+
+use super::{Claim, Cx, Rule, Visit};
+use crate::invariants::{
+    CheckKind::{Stage, Step},
+    InvariantId as I,
+    Level::{Must, Should},
+    Read,
+    Source::{Doc, Edge, Semantics},
+    entry,
+};
+use crate::observation::ObservationLevel::Hooks;
+
+pub(crate) const APPROVAL_ONLY_AFTER_ASK: Rule = Rule::new(entry(
+    I::ApprovalOnlyAfterAsk,
+    Must,
+    "`ctx.approval` is consulted only when pre-execute decided `ask`.",
+    &[Edge(N::Pre, N::Approval), Semantics(&[17])],
+    Step,
+    Hooks,
+    &[Read::Node(N::Approval), Read::Audit],
+))
+.claims(|r| {
+    (r.node == N::Approval).then_some(())?;
+    r.claim(
+        format!(
+            "{} after {}: the prompt is only asked after pre-execute decided ask",
+            r.here(),
+            r.call.at_position()
+        ),
+        false,
+    )
+})
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some(event) = v.event() else { return };
+    let call = cx.call(v.call);
+    if matches!(event.body, EventBody::ApprovalAsked(_))
+        && (call.position != N::Pre || call.outcome != Some(Outcome::Ask))
+    {
+        let message = format!(
+            "line {} (approval/asked, call {}) but pre-execute did not ask (the call was at {})",
+            v.line,
+            call.id,
+            call.at_position()
+        );
+        cx.report_once(
+            I::ApprovalOnlyAfterAsk,
+            v.call,
+            vec![v.line, call.position_line],
+            message,
+        );
+    }
+});
+
+pub(crate) const GUARDS_ONLY_AFTER_ALLOW: Rule = Rule::new(entry(
+    I::GuardsOnlyAfterAllow,
+    Must,
+    "Guards run only after a final allow: pre-execute `allow`, or approval `allowed-once`; approval resolves an ask before the guards.",
+    &[
+        Doc("`ctx.approval` resolves asks before monotonic guards"),
+        Edge(N::Pre, N::Guards),
+        Edge(N::Approval, N::Guards),
+        Semantics(&[19]),
+    ],
+    Step,
+    Hooks,
+    &[Read::Node(N::Guards)],
+))
+.claims(|r| {
+    (r.node == N::Guards).then_some(())?;
+    r.claim(
+        format!(
+            "{} after {}: guards run only after an allow",
+            r.here(),
+            r.call.at_position()
+        ),
+        false,
+    )
+});
+
+pub(crate) const GUARD_DENY_BINDS: Rule = Rule::new(entry(
+    I::GuardDenyBinds,
+    Must,
+    "Guards are monotonic: when a guard denies, no later guard is consulted and the call is denied with that guard's reason, whatever any listener or later guard decided.",
+    &[
+        Doc("deny or abstain; identity protected"),
+        Doc("owner policy that must not be reordered remains a registered guard"),
+        Semantics(&[20]),
+    ],
+    Stage,
+    Hooks,
+    &[Read::Node(N::Guards)],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some(obs) = v.observation() else { return };
+    let verdicts = obs.verdicts.as_deref().unwrap_or_default();
+    let Some(k) = verdicts
+        .iter()
+        .position(|g| matches!(g.verdict, GuardVerdictKind::Deny | GuardVerdictKind::Throw))
+    else {
+        return;
+    };
+    let first = &verdicts[k];
+    if first.verdict != GuardVerdictKind::Deny {
+        return;
+    }
+    let id = cx.call(v.call).id.clone();
+    let mut problems = Vec::new();
+    if let Some(later) = verdicts.get(k + 1) {
+        problems.push(format!(
+            "guard {} was consulted after guard {} denied",
+            later.guard, first.guard
+        ));
+    }
+    if obs.outcome != Some(Outcome::Deny) {
+        problems.push(format!(
+            "the guards ended with {}",
+            obs.outcome.map_or("no outcome", |o| o.as_str())
+        ));
+    } else if obs.reason.is_some() && obs.reason != first.reason {
+        problems.push(format!(
+            "the denial's reason is {:?}",
+            obs.reason.as_deref().unwrap_or_default()
+        ));
+    }
+    if !problems.is_empty() {
+        cx.report(
+            I::GuardDenyBinds,
+            Some(v.call),
+            vec![v.line],
+            format!(
+                "{}: guard {} denied ({:?}), so the call is denied with that reason and no later guard runs; but {}",
+                v.here(&id),
+                first.guard,
+                first.reason.as_deref().unwrap_or_default(),
+                problems.join(", and ")
+            ),
+        );
+    }
+});
+
+pub(crate) const DENY_SKIPS_BODY: Rule = Rule::new(entry(
+    I::DenySkipsBody,
+    Must,
+    "After a denial (pre-execute `deny`, an approval refused or absent, a guard's deny) neither `tools/execute` nor the tool body runs for that call.",
+    &[Doc("tool body skipped"), Semantics(&[22])],
+    Step,
+    Hooks,
+    &[Read::Node(N::Around), Read::Node(N::ToolBody), Read::Node(N::FsGate), Read::Node(N::Owned)],
+))
+.claims(|r| {
+    let d = r.call.denied?;
+    matches!(r.node, N::Around | N::ToolBody | N::FsGate).then_some(())?;
+    Some(Claim {
+        message: format!("{} after line {d} denied the call", r.here()),
+        lines: vec![r.visit.line, d],
+        keep_position: true,
+    })
+});
+
+pub(crate) const DENIAL_REACHES_POST: Rule = Rule::new(entry(
+    I::DenialReachesPost,
+    Must,
+    "A denied call still runs `tools/post-execute`, which is handed the denial.",
+    &[Edge(N::Denied, N::Post), Semantics(&[22])],
+    Step,
+    Hooks,
+    &[Read::Node(N::Post)],
+))
+.claims(|r| {
+    let d = r.call.denied?;
+    (r.call.post.is_none() && r.node != N::Post).then_some(())?;
+    Some(Claim {
+        message: format!(
+            "{} after line {d} denied the call, without post-execute: a denied call goes to post-execute",
+            r.here()
+        ),
+        lines: vec![r.visit.line, d],
+        keep_position: false,
+    })
+});
+
+pub(crate) const DENIAL_IS_ERROR: Rule = Rule::new(entry(
+    I::DenialIsError,
+    Must,
+    "The outcome of a denied call is an error (`isError: true`).",
+    &[Doc("denied or approval refused"), Semantics(&[22])],
+    Stage,
+    Hooks,
+    &[Read::Node(N::Final)],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some(result) = v.observation().and_then(|o| o.result.as_ref()) else {
+        return;
+    };
+    let call = cx.call(v.call);
+    if let Some(d) = call.denied
+        && !result.is_error
+    {
+        let message = format!(
+            "{} announces a success for the call denied at line {d}",
+            v.here(&call.id)
+        );
+        cx.report(I::DenialIsError, Some(v.call), vec![v.line, d], message);
+    }
+});
+
+pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
+    entry(
+        I::ApprovalAudited,
+        Should,
+        "An answered approval is audited: `approval/asked` precedes `approval/decided`, whose outcome is the approval stage's outcome.",
+        &[Semantics(&[18])],
+        Stage,
+        Hooks,
+        &[Read::Node(N::Approval), Read::Audit],
+    )
+    .needs(Capability::Approval),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    let id = call.id.clone();
+    if v.node == Some(N::Approval) {
+        if let (Some((decided, dl)), Some(outcome)) = (call.approval_decided, v.outcome)
+            && decided != outcome
+        {
+            cx.report(
+                I::ApprovalAudited,
+                Some(v.call),
+                vec![v.line, dl],
+                format!(
+                    "{} but line {dl} recorded approval/decided {decided}",
+                    v.here(&id)
+                ),
+            );
+        }
+        return;
+    }
+    let Some(event) = v.event() else { return };
+    if !matches!(event.body, EventBody::ApprovalDecided(_)) {
+        return;
+    }
+    if call.approval_asked.is_none() {
+        cx.report(
+            I::ApprovalAudited,
+            Some(v.call),
+            vec![v.line],
+            format!("line {} (approval/decided, call {id}) without approval/asked", v.line),
+        );
+    } else if call.position != N::Pre {
+        // The decision is audited inside the approval stage, before it ends.
+        let message = format!(
+            "line {} (approval/decided, call {id}) after {} ended the approval stage",
+            v.line,
+            call.at_position()
+        );
+        cx.report(I::ApprovalAudited, Some(v.call), vec![v.line, call.position_line], message);
+    }
+})
+.at_batch_end(|cx: &mut Cx<'_>| {
+    let mut found = Vec::new();
+    for (i, call) in cx.batch.top_level().chain(cx.batch.sub_calls()) {
+        let answered = matches!(
+            call.approval_outcome,
+            Some(Outcome::AllowedOnce | Outcome::Rejected | Outcome::Cancelled)
+        ) || (call.approval_outcome == Some(Outcome::Unavailable) && call.facts.prompt == Some(true));
+        match (call.approval_asked, call.approval_decided) {
+            // A prompt that threw was never answered: there is no decision to audit.
+            (Some(asked), None) if call.approval_outcome != Some(Outcome::Throw) => found.push((
+                i,
+                vec![asked],
+                format!("line {asked} (approval/asked, call {}) has no approval/decided", call.id),
+            )),
+            (None, None) if answered => found.push((
+                i,
+                vec![call.last_line],
+                format!(
+                    "call {}'s approval was answered ({}) without approval/asked and approval/decided",
+                    call.id,
+                    call.approval_outcome.map_or("", |o| o.as_str())
+                ),
+            )),
+            _ => {}
+        }
+    }
+    for (i, lines, message) in found {
+        cx.report(I::ApprovalAudited, Some(i), lines, message);
+    }
+});

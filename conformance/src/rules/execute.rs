@@ -1,0 +1,158 @@
+//! Dispatch: the body runs inside `tools/execute`, the fs gate inside the body, read-before-edit,
+//! and tool-owned events while the body runs.
+
+use tep_reference::graph::{NodeId as N, Outcome};
+use tep_reference::trace::Capability;
+
+use super::{Cx, Rule, Visit};
+use crate::invariants::{
+    CheckKind::{Stage, Step},
+    InvariantId as I,
+    Level::Must,
+    Read,
+    Source::{Doc, Edge, Semantics},
+    entry,
+};
+use crate::observation::ObservationLevel::Hooks;
+
+pub(crate) const BODY_INSIDE_EXECUTE: Rule = Rule::new(entry(
+    I::BodyInsideExecute,
+    Must,
+    "The tool body runs only when dispatched by the `tools/execute` waterfall, and returns to it.",
+    &[
+        Doc("Around-dispatch concerns such as timeouts wrap `tools/execute`"),
+        Edge(N::Around, N::ToolBody),
+        Edge(N::ToolBody, N::Around),
+        Semantics(&[25]),
+    ],
+    Step,
+    Hooks,
+    &[Read::Node(N::ToolBody), Read::Node(N::Around)],
+))
+.claims(|r| {
+    let what = match (r.node, r.call.position) {
+        (N::ToolBody, _) => "the body ran outside `tools/execute`",
+        (_, N::ToolBody) => "the body did not return to `tools/execute`",
+        _ => return None,
+    };
+    r.claim(
+        format!("{} after {}: {what}", r.here(), r.call.at_position()),
+        false,
+    )
+});
+
+pub(crate) const FS_GATE_INSIDE_BODY: Rule = Rule::new(
+    entry(
+        I::FsGateInsideBody,
+        Must,
+        "`fs/write-intent` and `fs/edit-intent` are gated only while a tool body runs, and the body resumes after the gate.",
+        &[
+            Doc("tool-fs mutations only"),
+            Edge(N::ToolBody, N::FsGate),
+            Edge(N::FsGate, N::ToolBody),
+        ],
+        Step,
+        Hooks,
+        &[Read::Node(N::FsGate)],
+    )
+    .needs(Capability::FsGate),
+)
+.claims(|r| {
+    (r.node == N::FsGate || r.call.position == N::FsGate).then_some(())?;
+    let what = if r.node == N::FsGate {
+        "the fs gate is only reached from a running body"
+    } else {
+        "the body resumes after the fs gate"
+    };
+    r.claim(
+        format!("{} after {}: {what}", r.here(), r.call.at_position()),
+        false,
+    )
+});
+
+pub(crate) const READ_BEFORE_EDIT: Rule = Rule::new(
+    entry(
+        I::ReadBeforeEdit,
+        Must,
+        "The fs gate lets a mutation of an existing file through only if the agent observed the file (`fs/observed`) at its current version.",
+        &[Doc(
+            "Filesystem read-before-edit checks stay below `tool-fs` on `fs/*` events",
+        )],
+        Stage,
+        Hooks,
+        &[Read::Node(N::FsGate), Read::Node(N::Owned)],
+    )
+    .needs(Capability::FsGate),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some(obs) = v.observation() else { return };
+    let (Some(intent), Some(Outcome::Allow)) = (&obs.intent, obs.outcome) else {
+        return;
+    };
+    let Some(version) = intent.version else { return };
+    let seen = cx.fs.files.get(&intent.target).copied();
+    if seen.map(|(v, _)| v) == Some(version) {
+        return;
+    }
+    let mut lines = vec![v.line];
+    let why = match seen {
+        Some((seen, l)) => {
+            lines.push(l);
+            format!("the agent last observed version {seen} at line {l}")
+        }
+        None => "the agent never observed it".to_owned(),
+    };
+    let message = format!(
+        "line {} ({} allowed, call {}) for {} at version {version}, but {why}",
+        v.line,
+        intent.intent.event_name(),
+        cx.call(v.call).id,
+        intent.target
+    );
+    cx.report(I::ReadBeforeEdit, Some(v.call), lines, message);
+});
+
+pub(crate) const OWNED_EVENTS_INSIDE_BODY: Rule = Rule::new(
+    entry(
+        I::OwnedEventsInsideBody,
+        Must,
+        "Tool-owned session events (`todo/write`, `fs/observed`, `hook/invoked`, `hook/result`) are recorded only while the tool body runs.",
+        &[
+            Doc("Tool-owned session events"),
+            Edge(N::ToolBody, N::Owned),
+        ],
+        Stage,
+        Hooks,
+        &[Read::Node(N::Owned)],
+    )
+    .needs(Capability::OwnedEvents),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    // While the body runs, and not while it waits at the fs gate (it resumes with `toolBody`).
+    if call.body_since.is_some() && call.position != N::FsGate {
+        return;
+    }
+    let kind = v.event().map_or("event", |e| e.body.type_name());
+    let (id, lines, message) = match call.denied {
+        Some(d) => (
+            I::DenySkipsBody,
+            vec![v.line, d],
+            format!(
+                "line {} ({kind}, call {}) after line {d} denied the call",
+                v.line, call.id
+            ),
+        ),
+        None => (
+            I::OwnedEventsInsideBody,
+            vec![v.line, call.position_line],
+            format!(
+                "line {} ({kind}, call {}) while the body does not run (the call is at {})",
+                v.line,
+                call.id,
+                call.at_position()
+            ),
+        ),
+    };
+    cx.report_once(id, v.call, lines, message);
+});

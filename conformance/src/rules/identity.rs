@@ -1,0 +1,71 @@
+//! Identity protected: one token, the call id, the tool name and the arguments the model sent,
+//! handed to every stage.
+
+use tep_reference::graph::NodeId as N;
+
+use super::{Cx, Rule, Visit};
+use crate::invariants::{
+    CheckKind::Stage,
+    InvariantId as I,
+    Level::Must,
+    Read,
+    Source::{Doc, Semantics},
+    entry,
+};
+use crate::observation::ObservationLevel::Hooks;
+
+pub(crate) const IDENTITY_UNCHANGED: Rule = Rule::new(entry(
+    I::IdentityUnchanged,
+    Must,
+    "Every stage of a call is handed the same identity: one token, the call id, the tool name and the arguments the model sent.",
+    &[Doc("identity protected"), Semantics(&[21])],
+    Stage,
+    Hooks,
+    &[
+        Read::Node(N::ToolCall),
+        Read::Node(N::Pre),
+        Read::Node(N::Guards),
+        Read::Node(N::Around),
+        Read::Node(N::ToolBody),
+        Read::Node(N::Post),
+        Read::Node(N::Finalize),
+        Read::Node(N::Final),
+    ],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some(identity) = v.observation().and_then(|o| o.identity.as_ref()) else {
+        return;
+    };
+    let call = cx.call(v.call);
+    let mut differs = Vec::new();
+    if identity.call_id != call.id {
+        differs.push(format!("call id {}", identity.call_id));
+    }
+    if !call.name.is_empty() && identity.name != call.name {
+        differs.push(format!("tool name {:?}", identity.name));
+    }
+    if let Some(args) = &call.args
+        && &identity.arguments != args
+    {
+        differs.push(format!("arguments {}", identity.arguments));
+    }
+    let mut lines = vec![v.line];
+    if let Some((first, first_line)) = &call.first_identity
+        && first.token != identity.token
+    {
+        differs.push(format!(
+            "token {} (line {first_line} saw {})",
+            identity.token, first.token
+        ));
+        lines.push(*first_line);
+    }
+    if differs.is_empty() {
+        return;
+    }
+    let message = format!(
+        "{}: the stage was handed {}",
+        v.here(&call.id),
+        differs.join(", ")
+    );
+    cx.report(I::IdentityUnchanged, Some(v.call), lines, message);
+});

@@ -1,0 +1,208 @@
+//! Order across the calls of a batch: calls start and commit in model order, the ordered stages
+//! never interleave, only concurrency-safe bodies overlap, and an exclusive call is a barrier.
+
+use tep_reference::graph::NodeId as N;
+use tep_reference::trace::Capability;
+
+use super::{Cx, Rule, Visit};
+use crate::invariants::{
+    CheckKind::Batch,
+    InvariantId as I,
+    Level::{Must, Should},
+    Read,
+    Source::{Doc, Semantics},
+    entry,
+};
+use crate::observation::ObservationLevel::{Events, Hooks};
+
+/// The commit stages with a hook.
+const COMMIT: [N; 4] = [N::Post, N::Finalize, N::Final, N::ToolResult];
+
+pub(crate) const MODEL_ORDER_START: Rule = Rule::new(entry(
+    I::ModelOrderStart,
+    Must,
+    "Calls start (`tool/call`) in model order.",
+    &[
+        Doc("Assistant message contains tool-call block"),
+        Semantics(&[4, 5]),
+    ],
+    Batch,
+    Events,
+    &[Read::Node(N::ToolCall)],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    if call.is_sub_call() || call.started.is_some() {
+        return;
+    }
+    let first = cx.batch.first_unstarted;
+    if first < v.call {
+        let message = format!(
+            "{} before call {} started, which comes first in the batch (line {})",
+            v.here(&call.id),
+            cx.call(first).id,
+            cx.batch.model_line
+        );
+        cx.report(
+            I::ModelOrderStart,
+            Some(v.call),
+            vec![v.line, cx.batch.model_line],
+            message,
+        );
+    }
+});
+
+pub(crate) const ORDERED_STAGES_SERIAL: Rule = Rule::new(entry(
+    I::OrderedStagesSerial,
+    Must,
+    "Ordered stages never interleave between calls: once a call's prepare stages (`tool/call` to the decision) or commit stages (post-execute to `tool/result`) begin, no other call's ordered stage runs until they end. Records with no hook (`denied`, `normalized`) are not ordered stages.",
+    &[Semantics(&[5])],
+    Batch,
+    Hooks,
+    &[
+        Read::Node(N::ToolCall),
+        Read::Node(N::Pre),
+        Read::Node(N::Approval),
+        Read::Node(N::Guards),
+        Read::Node(N::Post),
+        Read::Node(N::Finalize),
+        Read::Node(N::Final),
+        Read::Node(N::ToolResult),
+    ],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    if cx.call(v.call).is_sub_call() {
+        return;
+    }
+    let Some((holder, section, since)) = cx.batch.lane else {
+        return;
+    };
+    if holder == v.call {
+        return;
+    }
+    let message = format!(
+        "{} while call {}'s {} stages are still running (since line {since})",
+        v.here(&cx.call(v.call).id),
+        cx.call(holder).id,
+        section.name()
+    );
+    cx.report(I::OrderedStagesSerial, Some(v.call), vec![v.line, since], message);
+});
+
+pub(crate) const MODEL_ORDER_COMMIT: Rule = Rule::new(entry(
+    I::ModelOrderCommit,
+    Must,
+    "Calls commit in model order: a call's commit stages begin only after every earlier call's `tool/result`, however the bodies finish.",
+    &[Doc("recorded tool/result events complete"), Semantics(&[7])],
+    Batch,
+    Events,
+    &[
+        Read::Node(N::Post),
+        Read::Node(N::Finalize),
+        Read::Node(N::Final),
+        Read::Node(N::ToolResult),
+    ],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    let Some(node) = v.node else { return };
+    if call.is_sub_call() || call.commit_started || !COMMIT.contains(&node) || v.step.is_refused() {
+        return;
+    }
+    let first = cx.batch.first_unresulted;
+    if first < v.call {
+        let other = cx.call(first);
+        let message = format!(
+            "{} before call {}'s tool/result, which comes first in the batch",
+            v.here(&call.id),
+            other.id
+        );
+        cx.report(I::ModelOrderCommit, Some(v.call), vec![v.line, other.last_line], message);
+    }
+});
+
+pub(crate) const ONLY_SAFE_BODIES_OVERLAP: Rule = Rule::new(
+    entry(
+        I::OnlySafeBodiesOverlap,
+        Must,
+        "Only tool bodies of concurrency-safe calls overlap; the body of any other call runs while no other body runs.",
+        &[Semantics(&[2, 3, 5])],
+        Batch,
+        Hooks,
+        &[Read::Node(N::ToolBody)],
+    )
+    .needs(Capability::Parallel),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    // A dispatch (not a resume after the fs gate) of a call of the batch.
+    if call.is_sub_call() || call.last_node != N::Around {
+        return;
+    }
+    let running = if call.may_overlap() {
+        &cx.batch.running_exclusive_bodies
+    } else {
+        &cx.batch.running_bodies
+    };
+    let Some(&k) = running.iter().find(|&&k| k != v.call) else {
+        return;
+    };
+    let other = cx.call(k);
+    let since = other.body_since.unwrap_or(other.last_line);
+    let message = format!(
+        "{} while the body of call {} runs (since line {since}); only concurrency-safe calls may overlap",
+        v.here(&call.id),
+        other.id
+    );
+    cx.report(I::OnlySafeBodiesOverlap, Some(v.call), vec![v.line, since], message);
+});
+
+pub(crate) const EXCLUSIVE_BARRIER: Rule = Rule::new(entry(
+    I::ExclusiveBarrier,
+    Should,
+    "A call that is not concurrency-safe is a barrier: it starts after every earlier call's result, and nothing of another call happens until its own result.",
+    &[Semantics(&[2])],
+    Batch,
+    Events,
+    &[
+        Read::Node(N::ToolCall),
+        Read::Node(N::Pre),
+        Read::Node(N::Approval),
+        Read::Node(N::Guards),
+        Read::Node(N::Around),
+        Read::Node(N::ToolBody),
+        Read::Node(N::Post),
+        Read::Node(N::Finalize),
+        Read::Node(N::Final),
+        Read::Node(N::ToolResult),
+    ],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    if call.is_sub_call() || call.result.is_some() {
+        return;
+    }
+    if v.node == Some(N::ToolCall) && call.safe == Some(false) && call.started.is_none() {
+        let first = cx.batch.first_unresulted;
+        if first < v.call {
+            let other = cx.call(first);
+            let message = format!(
+                "{} (an exclusive call) before call {}'s tool/result",
+                v.here(&call.id),
+                other.id
+            );
+            cx.report(I::ExclusiveBarrier, Some(v.call), vec![v.line, other.last_line], message);
+            return;
+        }
+    }
+    if let Some(&x) = cx.batch.open_exclusive.iter().find(|&&x| x != v.call) {
+        let other = cx.call(x);
+        let message = format!(
+            "{} while exclusive call {} is still running (last seen at line {})",
+            v.here(&call.id),
+            other.id,
+            other.last_line
+        );
+        cx.report_once(I::ExclusiveBarrier, v.call, vec![v.line, other.last_line], message);
+    }
+});
