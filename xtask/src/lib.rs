@@ -3,6 +3,7 @@
 //! committed file has drifted.
 
 pub mod docs;
+pub mod layered;
 pub mod markdown;
 pub mod pages;
 pub mod svg;

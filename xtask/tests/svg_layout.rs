@@ -1,0 +1,477 @@
+//! The committed SVG pictures of the stage graphs are laid out for reading (issue 16): read back
+//! from the SVG's own geometry (node boxes, edge paths, label boxes), each picture
+//!
+//! - flows top-down: every edge goes downwards, except the edges that close a cycle of the graph
+//!   (found here from the graph definition, not listed by name);
+//! - has no edge passing through or running along a box other than its two ends, and no edge
+//!   coming back along its own ends;
+//! - has at most a few crossings;
+//! - has every label beside its edge, on no box and crossed by no other edge.
+//!
+//! `docs_are_fresh` (tests/docs.rs) keeps the files equal to what `cargo xtask docs` renders.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fmt::Write as _;
+
+use tep_reference::graph::{NodeId, Revision, StageGraph};
+
+/// How close an edge may come to a box it does not connect, in SVG units (pixels).
+const CLEARANCE: f64 = 4.0;
+/// An edge runs along a box when it stays within `ALONG` of it for more than `ALONG_LENGTH`
+/// (measured along the edge). Leaving a box straight takes `ALONG`.
+const ALONG: f64 = 12.0;
+const ALONG_LENGTH: usize = 40;
+/// How far apart two arrowheads on one box must be (an arrowhead is about 8 wide).
+const ARROWHEAD: f64 = 8.0;
+/// How far a label's box may be from its edge.
+const LABEL_REACH: f64 = 12.0;
+/// Slack for rounding (coordinates are written with two or three decimals).
+const EPSILON: f64 = 0.5;
+
+type Point = (f64, f64);
+
+#[derive(Debug, Clone, Copy)]
+struct Rect {
+    x: f64,
+    y: f64,
+    width: f64,
+    height: f64,
+}
+
+impl Rect {
+    fn distance(&self, (px, py): Point) -> f64 {
+        let dx = (self.x - px).max(px - (self.x + self.width)).max(0.0);
+        let dy = (self.y - py).max(py - (self.y + self.height)).max(0.0);
+        dx.hypot(dy)
+    }
+}
+
+/// What a picture shows, in the graph's declaration order.
+struct Picture {
+    boxes: Vec<Rect>,
+    /// Each edge's path, flattened to a polyline.
+    paths: Vec<Vec<Point>>,
+    labels: Vec<Option<Rect>>,
+}
+
+fn number(node: roxmltree::Node<'_, '_>, name: &str) -> f64 {
+    node.attribute(name)
+        .unwrap_or_else(|| panic!("<{}> has no {name}", node.tag_name().name()))
+        .parse()
+        .unwrap()
+}
+
+fn rect(node: roxmltree::Node<'_, '_>) -> Rect {
+    Rect {
+        x: number(node, "x"),
+        y: number(node, "y"),
+        width: number(node, "width"),
+        height: number(node, "height"),
+    }
+}
+
+/// The polyline of an SVG path made of `M`, `L` and `Q` commands (what the renderer writes),
+/// each quadratic piece flattened into short chords.
+fn polyline(d: &str) -> Vec<Point> {
+    let mut points: Vec<Point> = Vec::new();
+    let mut tokens = d
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| !t.is_empty());
+    let read = |tokens: &mut dyn Iterator<Item = &str>| -> Point {
+        let x = tokens.next().unwrap().parse().unwrap();
+        let y = tokens.next().unwrap().parse().unwrap();
+        (x, y)
+    };
+    while let Some(command) = tokens.next() {
+        match command {
+            "M" | "L" => points.push(read(&mut tokens)),
+            "Q" => {
+                let start = *points.last().unwrap();
+                let control = read(&mut tokens);
+                let end = read(&mut tokens);
+                for i in 1..=8 {
+                    let t = f64::from(i) / 8.0;
+                    let u = 1.0 - t;
+                    points.push((
+                        u * u * start.0 + 2.0 * u * t * control.0 + t * t * end.0,
+                        u * u * start.1 + 2.0 * u * t * control.1 + t * t * end.1,
+                    ));
+                }
+            }
+            other => panic!("unexpected path command {other:?} in {d:?}"),
+        }
+    }
+    points
+}
+
+/// The words of a label as the picture draws them (the renderer may wrap lines).
+fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn read_picture(svg: &str, graph: &StageGraph) -> Picture {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let elements: Vec<roxmltree::Node<'_, '_>> =
+        doc.descendants().filter(|n| n.is_element()).collect();
+    // A node is drawn as a <rect> followed by the <text> of its label.
+    let mut boxes = vec![None; graph.nodes().len()];
+    for pair in elements.windows(2) {
+        let (shape, text) = (pair[0], pair[1]);
+        if shape.tag_name().name() != "rect"
+            || shape.attribute("data-edge-id").is_some()
+            || text.tag_name().name() != "text"
+            || text.parent() != shape.parent()
+        {
+            continue;
+        }
+        let drawn = words(
+            &text
+                .children()
+                .filter_map(|t| t.text())
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        let node = graph
+            .nodes()
+            .iter()
+            .position(|n| words(&n.label.plain_lines().join(" ")) == drawn)
+            .unwrap_or_else(|| panic!("a box reads {drawn:?}, which labels no node"));
+        assert!(boxes[node].is_none(), "two boxes read {drawn:?}");
+        boxes[node] = Some(rect(shape));
+    }
+    let boxes = boxes
+        .into_iter()
+        .zip(graph.nodes())
+        .map(|(b, n)| b.unwrap_or_else(|| panic!("no box for node {}", n.id)))
+        .collect();
+    let edge_index = |node: roxmltree::Node<'_, '_>| -> Option<usize> {
+        node.attribute("data-edge-id")?
+            .strip_prefix("edge-")?
+            .parse()
+            .ok()
+    };
+    let mut paths = vec![None; graph.edges().len()];
+    let mut labels = vec![None; graph.edges().len()];
+    for element in &elements {
+        let Some(index) = edge_index(*element) else {
+            continue;
+        };
+        match element.tag_name().name() {
+            "path" => paths[index] = Some(polyline(element.attribute("d").unwrap())),
+            "rect" if element.attribute("data-label-kind") == Some("center") => {
+                labels[index] = Some(rect(*element));
+            }
+            _ => {}
+        }
+    }
+    let paths = paths
+        .into_iter()
+        .zip(graph.edges())
+        .map(|(p, e)| p.unwrap_or_else(|| panic!("no path for {}", e.describe())))
+        .collect();
+    Picture {
+        boxes,
+        paths,
+        labels,
+    }
+}
+
+/// The edges that close a cycle: a depth-first walk from the entry, out-edges in declaration
+/// order, meets them pointing back to a node on its own path.
+fn cycle_closing_edges(graph: &StageGraph) -> Vec<bool> {
+    fn walk(
+        graph: &StageGraph,
+        node: NodeId,
+        on_path: &mut Vec<NodeId>,
+        seen: &mut Vec<NodeId>,
+        closes: &mut [bool],
+    ) {
+        seen.push(node);
+        on_path.push(node);
+        for (i, edge) in graph.edges().iter().enumerate() {
+            if edge.from != node {
+                continue;
+            }
+            if on_path.contains(&edge.to) {
+                closes[i] = true;
+            } else if !seen.contains(&edge.to) {
+                walk(graph, edge.to, on_path, seen, closes);
+            }
+        }
+        on_path.pop();
+    }
+    let mut closes = vec![false; graph.edges().len()];
+    let mut seen = Vec::new();
+    walk(
+        graph,
+        graph.entry(),
+        &mut Vec::new(),
+        &mut seen,
+        &mut closes,
+    );
+    for node in graph.nodes() {
+        assert!(
+            seen.contains(&node.id),
+            "{} is not reachable from the entry",
+            node.id
+        );
+    }
+    closes
+}
+
+/// The polyline resampled every pixel or so, so that distances to boxes can be read off points.
+fn dense(path: &[Point]) -> Vec<Point> {
+    let mut out = vec![path[0]];
+    for pair in path.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let steps = ((b.0 - a.0).hypot(b.1 - a.1)).ceil().max(1.0) as usize;
+        for i in 1..=steps {
+            let t = i as f64 / steps as f64;
+            out.push((a.0 + (b.0 - a.0) * t, a.1 + (b.1 - a.1) * t));
+        }
+    }
+    out
+}
+
+/// Where segments `a` and `b` cross, if they do.
+fn intersection(a: (Point, Point), b: (Point, Point)) -> Option<Point> {
+    let (p, r) = (a.0, (a.1.0 - a.0.0, a.1.1 - a.0.1));
+    let (q, s) = (b.0, (b.1.0 - b.0.0, b.1.1 - b.0.1));
+    let denominator = r.0 * s.1 - r.1 * s.0;
+    if denominator.abs() < 1e-9 {
+        return None;
+    }
+    let t = ((q.0 - p.0) * s.1 - (q.1 - p.1) * s.0) / denominator;
+    let u = ((q.0 - p.0) * r.1 - (q.1 - p.1) * r.0) / denominator;
+    ((0.0..=1.0).contains(&t) && (0.0..=1.0).contains(&u)).then_some((p.0 + t * r.0, p.1 + t * r.1))
+}
+
+fn distance_to_path(path: &[Point], rect: &Rect) -> f64 {
+    dense(path)
+        .into_iter()
+        .map(|p| rect.distance(p))
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// What is wrong with a picture, and its counts.
+#[derive(Default)]
+struct Findings {
+    crossings: usize,
+    upward: usize,
+    intrusions: usize,
+    problems: Vec<String>,
+}
+
+fn examine(svg: &str, graph: &StageGraph) -> Findings {
+    let picture = read_picture(svg, graph);
+    let closes = cycle_closing_edges(graph);
+    let edges = graph.edges();
+    let mut findings = Findings::default();
+    for (i, edge) in edges.iter().enumerate() {
+        let path = &picture.paths[i];
+        let (from, to) = (
+            graph
+                .nodes()
+                .iter()
+                .position(|n| n.id == edge.from)
+                .unwrap(),
+            graph.nodes().iter().position(|n| n.id == edge.to).unwrap(),
+        );
+        let name = edge.describe();
+        // It joins its own boxes.
+        let (start, end) = (path[0], path[path.len() - 1]);
+        if picture.boxes[from].distance(start) > CLEARANCE {
+            findings
+                .problems
+                .push(format!("{name}: starts away from its source"));
+        }
+        if picture.boxes[to].distance(end) > CLEARANCE {
+            findings
+                .problems
+                .push(format!("{name}: ends away from its target"));
+        }
+        // Downwards, unless it closes a cycle.
+        let rises = path.windows(2).any(|w| w[1].1 < w[0].1 - EPSILON);
+        if rises {
+            findings.upward += 1;
+            if !closes[i] {
+                findings
+                    .problems
+                    .push(format!("{name}: runs upwards but closes no cycle"));
+            }
+        }
+        // Never through or along a box: it keeps clear of every box but its own two, and
+        // stays near those only where it leaves and where it arrives.
+        let points = dense(path);
+        for (b, rect) in picture.boxes.iter().enumerate() {
+            let near = points.iter().filter(|p| rect.distance(**p) < ALONG).count();
+            let touches = if b == from {
+                points
+                    .iter()
+                    .skip_while(|p| rect.distance(**p) < ALONG)
+                    .any(|p| rect.distance(*p) < CLEARANCE)
+            } else if b == to {
+                points
+                    .iter()
+                    .rev()
+                    .skip_while(|p| rect.distance(**p) < ALONG)
+                    .any(|p| rect.distance(*p) < CLEARANCE)
+            } else {
+                points.iter().any(|p| rect.distance(*p) < CLEARANCE)
+            };
+            if touches || near > ALONG_LENGTH {
+                findings.intrusions += 1;
+                findings.problems.push(format!(
+                    "{name}: passes through or along the box of {}",
+                    graph.nodes()[b].id
+                ));
+            }
+        }
+        // Its label beside it, on no box, crossed by no other edge.
+        if let Some(label) = &picture.labels[i] {
+            if distance_to_path(path, label) > LABEL_REACH {
+                findings
+                    .problems
+                    .push(format!("{name}: its label is not beside it"));
+            }
+            for (b, rect) in picture.boxes.iter().enumerate() {
+                let overlap = label.x < rect.x + rect.width
+                    && rect.x < label.x + label.width
+                    && label.y < rect.y + rect.height
+                    && rect.y < label.y + label.height;
+                if overlap {
+                    findings.problems.push(format!(
+                        "{name}: its label lies on the box of {}",
+                        graph.nodes()[b].id
+                    ));
+                }
+            }
+            for (j, other) in picture.paths.iter().enumerate() {
+                if j != i && distance_to_path(other, label) < 1.0 {
+                    findings.problems.push(format!(
+                        "{name}: its label is crossed by {}",
+                        edges[j].describe()
+                    ));
+                }
+            }
+        } else if edge.label.is_some() {
+            findings
+                .problems
+                .push(format!("{name}: its label is not drawn"));
+        }
+    }
+    // Arrowheads do not stack: the edges into a box arrive at distinct points.
+    for (n, node) in graph.nodes().iter().enumerate() {
+        let ends: Vec<Point> = edges
+            .iter()
+            .zip(&picture.paths)
+            .filter(|(e, _)| e.to == node.id)
+            .map(|(_, p)| p[p.len() - 1])
+            .collect();
+        for (i, a) in ends.iter().enumerate() {
+            if ends[i + 1..]
+                .iter()
+                .any(|b| (a.0 - b.0).hypot(a.1 - b.1) < ARROWHEAD)
+            {
+                findings.problems.push(format!(
+                    "arrowheads stack up on the box of {}",
+                    graph.nodes()[n].id
+                ));
+                break;
+            }
+        }
+    }
+    // Crossings: pairs of edges whose paths meet, except near a box both edges end at.
+    for i in 0..edges.len() {
+        for j in i + 1..edges.len() {
+            let shared: Vec<Rect> = [edges[i].from, edges[i].to]
+                .into_iter()
+                .filter(|n| [edges[j].from, edges[j].to].contains(n))
+                .map(|n| picture.boxes[graph.nodes().iter().position(|m| m.id == n).unwrap()])
+                .collect();
+            let cross = picture.paths[i].windows(2).any(|a| {
+                picture.paths[j].windows(2).any(|b| {
+                    intersection((a[0], a[1]), (b[0], b[1]))
+                        .is_some_and(|p| shared.iter().all(|r| r.distance(p) > CLEARANCE))
+                })
+            });
+            if cross {
+                findings.crossings += 1;
+            }
+        }
+    }
+    findings
+}
+
+struct Case {
+    path: &'static str,
+    graph: &'static StageGraph,
+    max_crossings: usize,
+}
+
+fn cases() -> [Case; 3] {
+    [
+        Case {
+            path: "docs/tool-execution-pipeline.svg",
+            graph: StageGraph::rev2(),
+            max_crossings: 10,
+        },
+        Case {
+            path: "docs/revisions/rev1/tool-execution-pipeline.svg",
+            graph: StageGraph::rev1(),
+            max_crossings: 1,
+        },
+        Case {
+            path: "docs/code-mode.svg",
+            graph: StageGraph::code_mode(Revision::Rev2),
+            max_crossings: 12,
+        },
+    ]
+}
+
+#[test]
+fn the_pictures_are_laid_out_for_reading() {
+    let mut report = String::new();
+    let mut failed = false;
+    for case in cases() {
+        let svg = std::fs::read_to_string(xtask::repo_root().join(case.path)).unwrap();
+        let mut findings = examine(&svg, case.graph);
+        if findings.crossings > case.max_crossings {
+            findings.problems.push(format!(
+                "{} pairs of edges cross (at most {})",
+                findings.crossings, case.max_crossings
+            ));
+        }
+        let _ = writeln!(
+            report,
+            "{}: {} crossing pairs, {} upward edges, {} box intrusions",
+            case.path, findings.crossings, findings.upward, findings.intrusions
+        );
+        for problem in &findings.problems {
+            let _ = writeln!(report, "  {problem}");
+        }
+        failed |= !findings.problems.is_empty();
+    }
+    eprintln!("{report}");
+    assert!(!failed, "{report}");
+}
+
+#[test]
+fn an_edge_through_a_box_is_caught() {
+    // The checks have teeth: move the first box onto the last edge's path.
+    let case = &cases()[1];
+    let svg = std::fs::read_to_string(xtask::repo_root().join(case.path)).unwrap();
+    let picture = read_picture(&svg, case.graph);
+    let last = picture.paths.len() - 1;
+    let (mx, my) = picture.paths[last][picture.paths[last].len() / 2];
+    let first = picture.boxes[0];
+    let moved = svg.replacen(
+        &format!("<rect x=\"{:.2}\" y=\"{:.2}\"", first.x, first.y),
+        &format!("<rect x=\"{:.2}\" y=\"{:.2}\"", mx - 10.0, my - 10.0),
+        1,
+    );
+    assert_ne!(moved, svg, "the first box was found in the text");
+    let findings = examine(&moved, case.graph);
+    assert!(findings.intrusions >= 1, "{:?}", findings.problems);
+}
