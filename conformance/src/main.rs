@@ -292,6 +292,7 @@ fn check(
             .or_else(|| header.and_then(|h| h.observation))
             .unwrap_or(ObservationLevel::Hooks),
         facts: None,
+        body_marks: true,
     };
     let result = for_each_record(reader, |line, record| {
         let checker = checker.get_or_insert_with(|| {

@@ -223,6 +223,49 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             }
             r.remove(b - 1);
         }
+        I::BodySettlesBeforeCommit => {
+            // The pipeline moves on to post-execute before the body stopped.
+            let m = find(
+                &r,
+                |x| matches!(x, TraceRecord::Mark(m) if m.mark == MarkKind::BodySettled),
+            )?;
+            let call = call_of(&r[m])?.clone();
+            let post = find_after(&r, m, &call, |x| is_stage(x, NodeId::Post))?;
+            move_record(&mut r, m, post + 1);
+        }
+        I::BodyThrowIsAResult => {
+            // A failing body's throw reaches the wrappers as a throw: the waterfall throws,
+            // post-execute is skipped and the throw is normalized.
+            let m = find(
+                &r,
+                |x| matches!(x, TraceRecord::Mark(m) if m.mark == MarkKind::BodySettled),
+            )?;
+            let call = call_of(&r[m])?.clone();
+            let around = find_after(&r, m, &call, |x| is_stage(x, NodeId::Around))?;
+            let post = find_after(&r, around, &call, |x| is_stage(x, NodeId::Post))?;
+            let handed = stage(&r[post])?.result.clone()?;
+            if !handed.is_error {
+                return None;
+            }
+            let message = handed.error.as_ref()?.message.clone();
+            let o = stage_mut(&mut r[around])?;
+            o.outcome = Some(Outcome::Throw);
+            o.reason = Some(message.clone());
+            o.result = None;
+            // Drop the later records of the waterfall and post-execute; normalize instead.
+            let later: Vec<usize> = (around + 1..=post)
+                .filter(|&i| {
+                    call_of(&r[i]) == Some(&call)
+                        && (is_stage(&r[i], NodeId::Around) || is_stage(&r[i], NodeId::Post))
+                })
+                .collect();
+            for i in later.into_iter().rev() {
+                r.remove(i);
+            }
+            let mut normalized = Observation::at(NodeId::Normalized).call(&call);
+            normalized.reason = Some(message);
+            r.insert(around + 1, TraceRecord::Stage(Box::new(normalized)));
+        }
         I::FsGateInsideBody => {
             let g = find(&r, |x| is_stage(x, NodeId::FsGate))?;
             let call = call_of(&r[g])?.clone();
@@ -653,6 +696,19 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
                     MarkKind::BindingRejected => MarkKind::BindingResolved,
                     _ => MarkKind::BindingRejected,
                 };
+            }
+        }
+        I::RejectionIsToolCallError => {
+            // The program is handed the sub-call's content besides its name and message.
+            let at = find(
+                &r,
+                |x| matches!(x, TraceRecord::Mark(m) if m.mark == MarkKind::BindingRejected),
+            )?;
+            if let TraceRecord::Mark(m) = &mut r[at] {
+                m.rejection.as_mut()?.other.insert(
+                    "content".to_owned(),
+                    json!([{"type": "text", "text": "leaked"}]),
+                );
             }
         }
         I::SubCallContextsOmitted => {

@@ -100,6 +100,12 @@ pub enum RunOutcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context: Option<String>,
     },
+    /// An exception escaped the pipeline (protocol 2): the trace recorded up to the escape, and
+    /// what escaped. Judged like a trace, and the escape is a violation (`throw-is-normalized`).
+    Escaped {
+        message: String,
+        trace: Vec<TraceRecord>,
+    },
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use tep_reference::graph::{EdgeId, Revision, StageGraph};
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{Capability, ObservationLevel, TraceRecord, to_jsonl};
 
-use crate::checker::{CheckOptions, InvariantStatus, ScenarioFacts, Violation, check_records};
+use crate::checker::{CheckOptions, Checker, InvariantStatus, ScenarioFacts, Violation};
 use crate::invariants::{InvariantId, Level};
 use crate::observation::thin;
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
@@ -28,6 +28,11 @@ pub trait Implementation {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     Ran(Vec<TraceRecord>),
+    /// An exception escaped the pipeline: the trace up to the escape, and what escaped.
+    Escaped {
+        message: String,
+        records: Vec<TraceRecord>,
+    },
     Skipped(String),
     Errored {
         message: String,
@@ -40,6 +45,10 @@ impl From<RunOutcome> for Answer {
     fn from(outcome: RunOutcome) -> Self {
         match outcome {
             RunOutcome::Trace(records) => Answer::Ran(records),
+            RunOutcome::Escaped { message, trace } => Answer::Escaped {
+                message,
+                records: trace,
+            },
             RunOutcome::Skipped { reason } => Answer::Skipped(reason),
             RunOutcome::Errored { message, context } => Answer::Errored {
                 message: match context {
@@ -318,6 +327,8 @@ pub fn run_suite(
         capabilities: Some(capabilities.clone()),
         level,
         facts: None,
+        // Protocol 1 bodies did not record `body-settled`.
+        body_marks: ready.protocol >= 2,
     };
     let mut report = RunReport {
         implementation: ready.implementation.clone(),
@@ -365,7 +376,8 @@ pub fn run_suite(
             )));
             continue;
         }
-        let result = match implementation.run(n as u64 + 1, options.spec, scenario) {
+        let answer = implementation.run(n as u64 + 1, options.spec, scenario);
+        let result = match answer.clone() {
             Answer::Skipped(reason) => skipped(reason),
             Answer::Errored { message, stderr } => ScenarioResult {
                 id: scenario.id.clone(),
@@ -377,7 +389,11 @@ pub fn run_suite(
                 expected_failure: false,
                 trace: None,
             },
-            Answer::Ran(records) => {
+            Answer::Ran(records) | Answer::Escaped { records, .. } => {
+                let escaped = match &answer {
+                    Answer::Escaped { message, .. } => Some(message.clone()),
+                    _ => None,
+                };
                 let records = if level < declared {
                     thin(&records, level)
                 } else {
@@ -390,7 +406,13 @@ pub fn run_suite(
                         message: e.to_string(),
                     })?;
                 }
-                judge(scenario, &check_options, records, &mut report.coverage)
+                judge(
+                    scenario,
+                    &check_options,
+                    records,
+                    escaped.as_deref(),
+                    &mut report.coverage,
+                )
             }
         };
         report.scenarios.push(result);
@@ -399,10 +421,12 @@ pub fn run_suite(
 }
 
 /// Checks one trace: the invariants, then the scenario's expectations.
+/// `escaped` is what escaped the pipeline when the trace ends in an escape.
 pub fn judge(
     scenario: &Scenario,
     options: &CheckOptions,
     records: Vec<TraceRecord>,
+    escaped: Option<&str>,
     coverage: &mut Coverage,
 ) -> ScenarioResult {
     let mut result = ScenarioResult {
@@ -419,7 +443,17 @@ pub fn judge(
         facts: Some(ScenarioFacts::of(scenario)),
         ..options.clone()
     };
-    match check_records(&options, &records) {
+    let checked = (|| {
+        let mut checker = Checker::new(options.clone());
+        for (i, record) in records.iter().enumerate() {
+            checker.feed(i + 1, record)?;
+        }
+        if let Some(message) = escaped {
+            checker.escape(records.len() + 1, message);
+        }
+        checker.finish()
+    })();
+    match checked {
         Err(e) => {
             result.status = Status::Errored;
             result.reason = Some(format!("the trace is malformed: {e}"));

@@ -126,6 +126,7 @@ pub fn build_registry(
             finalize: tool.finalize.clone().map(ScriptedFinalizer),
             bodies,
             attempts: Mutex::new(HashMap::new()),
+            recorder: recorder.clone(),
         });
     }
     for listener in &scenario.pre {
@@ -206,6 +207,7 @@ pub fn build_registry(
 }
 
 struct ScriptedTool {
+    recorder: Recorder,
     spec: ToolSpec,
     finalize: Option<ScriptedFinalizer>,
     bodies: HashMap<CallId, Vec<BodyStep>>,
@@ -289,7 +291,19 @@ impl Tool for ScriptedTool {
     }
 
     fn execute<'a>(&'a self, ctx: ToolContext<'a>) -> BoxFuture<'a, Result<Value, Failure>> {
-        Box::pin(async move { self.run(&ctx).await })
+        Box::pin(async move {
+            let outcome = self.run(&ctx).await;
+            // The body's steps ended (returned, threw, or stopped after cancellation). A body
+            // the pipeline abandons never gets here.
+            self.recorder.mark(Mark {
+                call: ctx.execution().call_id().clone(),
+                mark: MarkKind::BodySettled,
+                by: "body".to_owned(),
+                after_ms: 0,
+                rejection: None,
+            });
+            outcome
+        })
     }
 
     fn finalizer(&self) -> Option<&dyn FinalizeContent> {
@@ -486,6 +500,7 @@ impl ScriptedProgram {
                 Some(Rejection {
                     tool_name: e.tool_name.clone(),
                     message: e.message.clone(),
+                    other: Default::default(),
                 }),
             ),
         };
@@ -514,6 +529,65 @@ impl ScriptedProgram {
             }
         }
     }
+
+    /// Runs the program's steps, settling each binding as it resolves or rejects.
+    async fn steps(&self, bindings: &Bindings<'_>) -> Result<ProgramOutput, Failure> {
+        let parent = bindings.parent().call_id().clone();
+        let mut logs = Vec::new();
+        let mut issued = 0;
+        for step in &self.steps {
+            match step {
+                ProgramStep::Call(call) => {
+                    issued += 1;
+                    let outcome = bindings.call(&call.tool, call.arguments.clone()).await;
+                    self.settle(parent.code_sub_call(issued), call, outcome, &mut logs)?;
+                }
+                ProgramStep::All(calls) => {
+                    let first = issued + 1;
+                    issued += calls.len();
+                    let outcomes = bindings
+                        .call_all(
+                            calls
+                                .iter()
+                                .map(|c| (c.tool.clone(), c.arguments.clone()))
+                                .collect(),
+                        )
+                        .await;
+                    // Every binding of the group settles before the program reacts to the
+                    // first rejection it does not catch.
+                    let mut failure = None;
+                    for (k, (call, outcome)) in calls.iter().zip(outcomes).enumerate() {
+                        let settled =
+                            self.settle(parent.code_sub_call(first + k), call, outcome, &mut logs);
+                        failure = failure.or(settled.err());
+                    }
+                    if let Some(failure) = failure {
+                        return Err(failure);
+                    }
+                }
+                ProgramStep::CallRunCode => {
+                    if let Err(e) = bindings
+                        .call(
+                            tep_reference::pipeline::RUN_CODE,
+                            Value::Object(Default::default()),
+                        )
+                        .await
+                    {
+                        logs.push(format!("run_code rejected: {e}"));
+                    }
+                }
+                ProgramStep::Log(line) => logs.push(line.clone()),
+                ProgramStep::Return(value) => {
+                    return Ok(ProgramOutput {
+                        logs,
+                        value: Some(value.clone()),
+                    });
+                }
+                ProgramStep::Throw(message) => return Err(Failure::new(message.clone())),
+            }
+        }
+        Ok(ProgramOutput { logs, value: None })
+    }
 }
 
 impl Program for ScriptedProgram {
@@ -522,65 +596,16 @@ impl Program for ScriptedProgram {
         bindings: &'a Bindings<'a>,
     ) -> BoxFuture<'a, Result<ProgramOutput, Failure>> {
         Box::pin(async move {
-            let parent = bindings.parent().call_id().clone();
-            let mut logs = Vec::new();
-            let mut issued = 0;
-            for step in &self.steps {
-                match step {
-                    ProgramStep::Call(call) => {
-                        issued += 1;
-                        let outcome = bindings.call(&call.tool, call.arguments.clone()).await;
-                        self.settle(parent.code_sub_call(issued), call, outcome, &mut logs)?;
-                    }
-                    ProgramStep::All(calls) => {
-                        let first = issued + 1;
-                        issued += calls.len();
-                        let outcomes = bindings
-                            .call_all(
-                                calls
-                                    .iter()
-                                    .map(|c| (c.tool.clone(), c.arguments.clone()))
-                                    .collect(),
-                            )
-                            .await;
-                        // Every binding of the group settles before the program reacts to the
-                        // first rejection it does not catch.
-                        let mut failure = None;
-                        for (k, (call, outcome)) in calls.iter().zip(outcomes).enumerate() {
-                            let settled = self.settle(
-                                parent.code_sub_call(first + k),
-                                call,
-                                outcome,
-                                &mut logs,
-                            );
-                            failure = failure.or(settled.err());
-                        }
-                        if let Some(failure) = failure {
-                            return Err(failure);
-                        }
-                    }
-                    ProgramStep::CallRunCode => {
-                        if let Err(e) = bindings
-                            .call(
-                                tep_reference::pipeline::RUN_CODE,
-                                Value::Object(Default::default()),
-                            )
-                            .await
-                        {
-                            logs.push(format!("run_code rejected: {e}"));
-                        }
-                    }
-                    ProgramStep::Log(line) => logs.push(line.clone()),
-                    ProgramStep::Return(value) => {
-                        return Ok(ProgramOutput {
-                            logs,
-                            value: Some(value.clone()),
-                        });
-                    }
-                    ProgramStep::Throw(message) => return Err(Failure::new(message.clone())),
-                }
-            }
-            Ok(ProgramOutput { logs, value: None })
+            let outcome = self.steps(bindings).await;
+            // The program is the `run_code` body's work: its end is the body's.
+            self.recorder.mark(Mark {
+                call: bindings.parent().call_id().clone(),
+                mark: MarkKind::BodySettled,
+                by: "program".to_owned(),
+                after_ms: 0,
+                rejection: None,
+            });
+            outcome
         })
     }
 }

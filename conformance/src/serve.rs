@@ -40,6 +40,10 @@ pub fn serve_reference(
             } => {
                 let outcome = match reference.run(seq, spec, &scenario) {
                     Answer::Ran(records) => RunOutcome::Trace(records),
+                    Answer::Escaped { message, records } => RunOutcome::Escaped {
+                        message,
+                        trace: records,
+                    },
                     Answer::Skipped(reason) => RunOutcome::Skipped { reason },
                     Answer::Errored { message, .. } => RunOutcome::Errored {
                         message,

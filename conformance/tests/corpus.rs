@@ -115,7 +115,7 @@ fn every_claimed_breach_is_caught_with_its_id() {
                 };
                 planted += 1;
                 let mut coverage = tep_conformance::runner::Coverage::default();
-                let result = judge(scenario, &options, mutated, &mut coverage);
+                let result = judge(scenario, &options, mutated, None, &mut coverage);
                 let reported: BTreeSet<InvariantId> =
                     result.violations.iter().map(|v| v.invariant).collect();
                 if !reported.contains(&id) {
@@ -198,6 +198,7 @@ fn sub_call_expectations_are_checked_too() {
         &scenario,
         &CheckOptions::new(Revision::Rev2),
         trace,
+        None,
         &mut coverage,
     );
     let flagged: Vec<_> = result

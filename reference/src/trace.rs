@@ -217,14 +217,20 @@ pub enum MarkKind {
     BindingResolved,
     /// A Code Mode binding call rejected in the program (the sub-call was denied or failed).
     BindingRejected,
+    /// A tool body's steps ended: it returned, threw, or stopped after its cancellation.
+    BodySettled,
 }
 
-/// What a Code Mode program sees of a denied or failed sub-call: the tool and a message.
+/// What a Code Mode program was handed by a denied or failed sub-call: the tool and a message,
+/// and (a breach) anything else the rejection carried.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Rejection {
     pub tool_name: String,
     pub message: String,
+    /// Any other field of the rejection the program could read (there should be none).
+    #[serde(flatten)]
+    pub other: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// A session event as a trace line: the event, and the call it belongs to. Events such as
@@ -352,6 +358,8 @@ pub enum GuardVerdictKind {
     Abstain,
     Deny,
     Throw,
+    /// The guard tried to allow. Guards are monotonic: the pipeline treats it as abstaining.
+    Allow,
 }
 
 /// A filesystem mutation presented to the `fs/write-intent` / `fs/edit-intent` gate.

@@ -108,6 +108,9 @@ pub struct CheckOptions {
     /// Which records the trace holds.
     pub level: ObservationLevel,
     pub facts: Option<ScenarioFacts>,
+    /// Whether bodies record `body-settled` marks (protocol 1 adapters did not); at level
+    /// `hooks` and above they are then required.
+    pub body_marks: bool,
 }
 
 /// Whether an invariant is checked on a trace.
@@ -129,6 +132,7 @@ impl CheckOptions {
             capabilities: None,
             level: ObservationLevel::Full,
             facts: None,
+            body_marks: true,
         }
     }
 
@@ -243,6 +247,7 @@ struct Dispatch {
     by_node: Vec<Vec<&'static Rule>>,
     audit: Vec<&'static Rule>,
     observer_marks: Vec<&'static Rule>,
+    body_marks: Vec<&'static Rule>,
     events: Vec<&'static Rule>,
     settle: Vec<&'static Rule>,
     batch_end: Vec<&'static Rule>,
@@ -269,6 +274,7 @@ impl Dispatch {
                 .collect(),
             audit: visiting(&|r| r.reads(Read::Audit)),
             observer_marks: visiting(&|r| r.reads(Read::ObserverMark)),
+            body_marks: visiting(&|r| r.reads(Read::BodyMark)),
             events: runs.iter().copied().filter(|r| r.event.is_some()).collect(),
             settle: runs
                 .iter()
@@ -301,6 +307,8 @@ pub struct Checker {
     session: FsSeen,
     seen_records: usize,
     found: Vec<Finding>,
+    /// An exception escaped the pipeline: the open batch ended there.
+    escaped: bool,
     report: CheckReport,
 }
 
@@ -321,6 +329,7 @@ impl Checker {
             session: FsSeen::default(),
             seen_records: 0,
             found: Vec::new(),
+            escaped: false,
             report: CheckReport::default(),
         }
     }
@@ -355,6 +364,24 @@ impl Checker {
             TraceRecord::Event(ev) => self.event(line, ev),
             TraceRecord::Mark(mark) => self.mark(line, mark),
         }
+    }
+
+    /// The run ended with an exception escaping the pipeline (the adapter said so) after the
+    /// records fed so far: a breach of `throw-is-normalized`. The open batch never completed, so
+    /// what its end would owe (results, contexts, dispatch logs) is not reported again.
+    pub fn escape(&mut self, line: usize, message: &str) {
+        self.found.push(Finding {
+            invariant: InvariantId::ThrowIsNormalized,
+            call: None,
+            lines: vec![line],
+            message: format!(
+                "an exception escaped the pipeline after line {}: {message:?}; a throw must become an isError result",
+                line.saturating_sub(1)
+            ),
+            once: false,
+        });
+        self.emit();
+        self.escaped = true;
     }
 
     /// Closes the last batch and returns the report.
@@ -502,7 +529,7 @@ impl Checker {
     fn mark(&mut self, line: usize, mark: &Mark) -> Result<(), TraceError> {
         let i = self.resolve_call(line, &mark.call, None)?;
         let (node, outcome) = match mark.mark {
-            MarkKind::ObserverSettled => (None, None),
+            MarkKind::ObserverSettled | MarkKind::BodySettled => (None, None),
             MarkKind::BindingResolved | MarkKind::BindingRejected => {
                 let is_sub_call = self
                     .batch
@@ -700,6 +727,9 @@ impl Checker {
                 ),
             ));
         }
+        if self.escaped {
+            return Ok(());
+        }
         let mut cx = Cx {
             options: &self.options,
             batch: &batch,
@@ -778,6 +808,7 @@ impl Checker {
         }
         let readers = match (node, record) {
             (Some(n), _) => &self.dispatch.by_node[n as usize],
+            (None, Record::Mark(m)) if m.mark == MarkKind::BodySettled => &self.dispatch.body_marks,
             (None, Record::Mark(_)) => &self.dispatch.observer_marks,
             (None, _) => &self.dispatch.audit,
         };
@@ -882,6 +913,10 @@ impl Checker {
                     MarkKind::BindingResolved | MarkKind::BindingRejected => {
                         call.binding.get_or_insert(line);
                     }
+                    MarkKind::BodySettled => {
+                        call.body_steps = None;
+                        call.body_just_settled = true;
+                    }
                 }
             }
         }
@@ -920,6 +955,7 @@ impl Checker {
         let node = obs.node;
         let outcome = obs.outcome;
         let call = &mut batch.calls[i];
+        call.body_just_settled = false;
         if let Some(identity) = &obs.identity {
             if call.is_sub_call() && call.name.is_empty() {
                 call.name = identity.name.clone();
@@ -963,6 +999,9 @@ impl Checker {
             }
             NodeId::ToolBody if before == NodeId::Around => {
                 call.body_since = Some(line);
+                if self.options.body_marks {
+                    call.body_steps = Some(line);
+                }
                 if !call.is_sub_call() {
                     batch.running_bodies.insert(i);
                     if !call.may_overlap() {

@@ -76,6 +76,11 @@ pub(crate) struct Call {
     pub commit_started: bool,
     /// The body runs since this line (from its dispatch to its return to the wrappers).
     pub body_since: Option<usize>,
+    /// The dispatch (line) whose body has not recorded `body-settled` yet.
+    pub body_steps: Option<usize>,
+    /// The body's `body-settled` mark is the call's last record: the next `around` is what the
+    /// innermost wrapper got back.
+    pub body_just_settled: bool,
     pub approval_asked: Option<usize>,
     pub approval_decided: Option<(Outcome, usize)>,
     pub approval_outcome: Option<Outcome>,
@@ -132,6 +137,8 @@ impl Call {
             result: None,
             commit_started: false,
             body_since: None,
+            body_steps: None,
+            body_just_settled: false,
             approval_asked: None,
             approval_decided: None,
             approval_outcome: None,

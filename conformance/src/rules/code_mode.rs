@@ -358,6 +358,35 @@ pub(crate) const BINDING_SETTLES: Rule = Rule::new(
     }
 });
 
+pub(crate) const REJECTION_IS_TOOL_CALL_ERROR: Rule = Rule::new(
+    entry(
+        I::RejectionIsToolCallError,
+        Should,
+        "A rejected binding hands the program a tool-call error with the tool's name and the message only: never the result's content, error codes or anything else.",
+        &[Semantics(&[47])],
+        Stage,
+        Hooks,
+        &[Read::Node(N::RunCode)],
+    )
+    .needs(Capability::CodeMode),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some(rejection) = v.mark().and_then(|m| m.rejection.as_ref()) else {
+        return;
+    };
+    if rejection.other.is_empty() {
+        return;
+    }
+    let fields: Vec<&str> = rejection.other.keys().map(String::as_str).collect();
+    let message = format!(
+        "line {} (binding of sub-call {}): the program was handed {} besides toolName and message",
+        v.line,
+        cx.call(v.call).id,
+        fields.join(", ")
+    );
+    cx.report(I::RejectionIsToolCallError, Some(v.call), vec![v.line], message);
+});
+
 pub(crate) const SUB_CALL_CONTEXTS_OMITTED: Rule = Rule::new(
     entry(
         I::SubCallContextsOmitted,

@@ -8,7 +8,7 @@ use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::{Stage, Step},
     InvariantId as I,
-    Level::Must,
+    Level::{Must, Should},
     Read,
     Source::{Doc, Edge, Semantics},
     entry,
@@ -27,8 +27,19 @@ pub(crate) const BODY_INSIDE_EXECUTE: Rule = Rule::new(entry(
     ],
     Step,
     Hooks,
-    &[Read::Node(N::ToolBody), Read::Node(N::Around)],
+    &[Read::Node(N::ToolBody), Read::Node(N::Around), Read::BodyMark],
 ))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    // A body that settles must have been dispatched (when bodies record their end).
+    if v.mark().is_some() && cx.options.body_marks && call.body_steps.is_none() {
+        let message = format!(
+            "line {} (body-settled, call {}): a body settled that tools/execute never dispatched (no toolBody since the last one settled)",
+            v.line, call.id
+        );
+        cx.report(I::BodyInsideExecute, Some(v.call), vec![v.line], message);
+    }
+})
 .claims(|r| {
     let what = match (r.node, r.call.position) {
         (N::ToolBody, _) => "the body ran outside `tools/execute`",
@@ -39,6 +50,76 @@ pub(crate) const BODY_INSIDE_EXECUTE: Rule = Rule::new(entry(
         format!("{} after {}: {what}", r.here(), r.call.at_position()),
         false,
     )
+});
+
+pub(crate) const BODY_SETTLES_BEFORE_COMMIT: Rule = Rule::new(entry(
+    I::BodySettlesBeforeCommit,
+    Must,
+    "The pipeline waits for the tool body to stop: no commit stage of a call (post-execute, `finalizeContent`, `tools/result`) runs while its body still runs, even after a timeout fired (the body is cancelled cooperatively, never abandoned).",
+    &[
+        Edge(N::ToolBody, N::Around),
+        Edge(N::Around, N::Post),
+        Semantics(&[26, 31]),
+    ],
+    Stage,
+    Hooks,
+    &[
+        Read::Node(N::ToolBody),
+        Read::BodyMark,
+        Read::Node(N::Post),
+        Read::Node(N::Finalize),
+        Read::Node(N::Final),
+    ],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    if !matches!(v.node, Some(N::Post | N::Finalize | N::Final)) {
+        return;
+    }
+    let call = cx.call(v.call);
+    if let Some(dispatched) = call.body_steps {
+        let message = format!(
+            "{} while the body dispatched at line {dispatched} still runs (it has not recorded body-settled)",
+            v.here(&call.id)
+        );
+        cx.report_once(I::BodySettlesBeforeCommit, v.call, vec![v.line, dispatched], message);
+    }
+})
+.at_batch_end(|cx: &mut Cx<'_>| {
+    let running: Vec<(usize, String, usize)> = cx
+        .batch
+        .calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.body_steps.map(|l| (i, c.id.to_string(), l)))
+        .collect();
+    for (i, id, line) in running {
+        cx.report_once(
+            I::BodySettlesBeforeCommit,
+            i,
+            vec![line],
+            format!("the body of call {id} dispatched at line {line} never recorded body-settled"),
+        );
+    }
+});
+
+pub(crate) const BODY_THROW_IS_A_RESULT: Rule = Rule::new(entry(
+    I::BodyThrowIsAResult,
+    Should,
+    "A tool body's throw reaches the `tools/execute` wrappers as an `isError` result, never as a throw: the innermost `next()` never throws, so post-execute still runs after a failing body.",
+    &[Semantics(&[25])],
+    Stage,
+    Hooks,
+    &[Read::BodyMark, Read::Node(N::Around)],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    if v.node == Some(N::Around) && call.body_just_settled && v.outcome == Some(Outcome::Throw) {
+        let message = format!(
+            "{}: the body's failure reached the innermost wrapper as a throw, not as an isError result",
+            v.here(&call.id)
+        );
+        cx.report(I::BodyThrowIsAResult, Some(v.call), vec![v.line], message);
+    }
 });
 
 pub(crate) const FS_GATE_INSIDE_BODY: Rule = Rule::new(
