@@ -38,6 +38,7 @@ invariant_ids! {
     ToolCallOnce = "tool-call-once",
     PreExecuteOnce = "pre-execute-once",
     ApprovalOnlyAfterAsk = "approval-only-after-ask",
+    ApprovalAbsentDenies = "approval-absent-denies",
     GuardsOnlyAfterAllow = "guards-only-after-allow",
     GuardDenyBinds = "guard-deny-binds",
     DenySkipsBody = "deny-skips-body",

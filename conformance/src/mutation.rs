@@ -161,6 +161,50 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             approval.outcome = Some(Outcome::AllowedOnce);
             r.insert(pre + 1, TraceRecord::Stage(Box::new(approval)));
         }
+        I::ApprovalAbsentDenies => {
+            // No prompt is mounted, yet the ask is allowed: the call goes on to the guards and
+            // its body instead of the denial.
+            let a = find(&r, |x| {
+                is_stage(x, NodeId::Approval) && outcome_of(x) == Some(Outcome::Unavailable)
+            })?;
+            let call = call_of(&r[a])?.clone();
+            let post = find_after(&r, a, &call, |x| is_stage(x, NodeId::Post))?;
+            let identity = stage(&r[post])?.identity.clone();
+            {
+                let o = stage_mut(&mut r[a])?;
+                o.outcome = Some(Outcome::AllowedOnce);
+                o.reason = None;
+            }
+            let denied: Vec<usize> = (a + 1..post)
+                .filter(|&i| call_of(&r[i]) == Some(&call))
+                .collect();
+            for i in denied.into_iter().rev() {
+                r.remove(i);
+            }
+            let visit = |node: NodeId, outcome: Option<Outcome>| {
+                let mut o = Observation::at(node).call(&call);
+                o.outcome = outcome;
+                o.identity = identity.clone();
+                TraceRecord::Stage(Box::new(o))
+            };
+            let settled = TraceRecord::Mark(tep_reference::trace::Mark {
+                call: call.clone(),
+                mark: MarkKind::BodySettled,
+                by: "body".to_owned(),
+                after_ms: 0,
+                rejection: None,
+            });
+            let ran = [
+                visit(NodeId::Guards, Some(Outcome::Allow)),
+                visit(NodeId::Around, None),
+                visit(NodeId::ToolBody, None),
+                settled,
+                visit(NodeId::Around, None),
+            ];
+            for (k, record) in ran.into_iter().enumerate() {
+                r.insert(a + 1 + k, record);
+            }
+        }
         I::GuardsOnlyAfterAllow => {
             let pre = find(&r, |x| {
                 is_stage(x, NodeId::Pre)

@@ -139,7 +139,7 @@ pub const RECORDS: &[RecordSpec] = &[
         Some(N::Around),
         Hooks,
         "for every allowed call",
-        "control enters the innermost dispatch (before the body), returns from the body to the innermost wrapper, and the `tools/execute` waterfall ends (`outcome: throw` if a wrapper threw); consecutive `around` records of a call are one visit",
+        "control enters the innermost dispatch (before the body), returns from the body to the innermost wrapper, and the `tools/execute` waterfall ends (`outcome: throw` if a wrapper threw); consecutive `around` records of a call are one visit, whose outcome is the last one's",
         "after `guards` allowed, before `post`",
         "at `events`: the call was dispatched or not",
     ),

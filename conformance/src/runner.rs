@@ -14,7 +14,7 @@ use crate::observation::thin;
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
 use crate::rules::expectations::{Note, check_expectations};
 use crate::scenario::Scenario;
-use crate::scripted::{implementation_name, run_reference};
+use crate::scripted::{ReferenceRun, implementation_name, run_reference_to_the_end};
 
 /// An implementation under test, however it is reached.
 pub trait Implementation {
@@ -100,8 +100,9 @@ impl Implementation for BuiltinReference {
     }
 
     fn run(&mut self, _seq: u64, spec: Revision, scenario: &Scenario) -> Answer {
-        match run_reference(scenario, spec, &self.mutants) {
-            Ok(records) => Answer::Ran(records),
+        match run_reference_to_the_end(scenario, spec, &self.mutants) {
+            Ok(ReferenceRun::Trace(records)) => Answer::Ran(records),
+            Ok(ReferenceRun::Escaped { message, records }) => Answer::Escaped { message, records },
             Err(message) => Answer::Errored {
                 message,
                 stderr: None,

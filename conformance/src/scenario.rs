@@ -211,6 +211,9 @@ pub enum PreAction {
     Deny(String),
     /// Decides ask, with an optional reason.
     Ask(Option<String>),
+    /// Tries to allow the call with these arguments instead (without calling `next`). Identity
+    /// is protected: the pipeline must treat it as `allow` and keep the model's arguments.
+    Rewrite(Value),
     /// Throws with the message.
     Throw(String),
 }
@@ -222,6 +225,9 @@ pub enum GuardAction {
     #[default]
     Abstain,
     Deny(String),
+    /// Tries to allow. Guards are monotonic: the pipeline must treat it as abstaining, and it
+    /// is never consulted after an earlier guard denied.
+    Allow,
     Throw(String),
 }
 
@@ -341,6 +347,10 @@ pub struct ObserverSpec {
     pub id: String,
     #[serde(default)]
     pub async_ms: u64,
+    /// Tries to replace the announced outcome's content with this text. The outcome is frozen:
+    /// the pipeline must record what it announced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutate: Option<String>,
 }
 
 /// What `finalizeContent` does.
@@ -365,6 +375,9 @@ pub enum BodyStep {
     Sleep(u64),
     /// Waits until cancelled, then fails as cancelled.
     Hang,
+    /// Waits until cancelled, then takes this many milliseconds more to stop (ignoring the
+    /// signal meanwhile), then fails as cancelled.
+    SlowStop(u64),
     /// Reads a file through the fs tools (`fs/observed`); a missing file makes the body throw.
     Read(String),
     /// Writes a file through `fs/write-intent`; a refusal makes the body throw.

@@ -36,13 +36,41 @@ pub fn implementation_name() -> String {
     format!("tep-reference {}", env!("CARGO_PKG_VERSION"))
 }
 
+/// How a run of the reference ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReferenceRun {
+    /// The trace, starting with a header.
+    Trace(Vec<TraceRecord>),
+    /// An exception escaped the pipeline (only a mutant lets one): what escaped, and the trace
+    /// up to it.
+    Escaped {
+        message: String,
+        records: Vec<TraceRecord>,
+    },
+}
+
 /// Runs a scenario on the reference pipeline (with `mutants`, if any) and returns its trace,
-/// starting with a header. Runs on a paused clock: timeouts cost no real time.
+/// starting with a header. Runs on a paused clock: timeouts cost no real time. An exception
+/// that escapes the pipeline is an error here; [`run_reference_to_the_end`] reports it.
 pub fn run_reference(
     scenario: &Scenario,
     revision: Revision,
     mutants: &[Mutant],
 ) -> Result<Vec<TraceRecord>, String> {
+    match run_reference_to_the_end(scenario, revision, mutants)? {
+        ReferenceRun::Trace(records) => Ok(records),
+        ReferenceRun::Escaped { message, .. } => {
+            Err(format!("an exception escaped the pipeline: {message}"))
+        }
+    }
+}
+
+/// Runs a scenario on the reference pipeline, reporting an exception that escapes it.
+pub fn run_reference_to_the_end(
+    scenario: &Scenario,
+    revision: Revision,
+    mutants: &[Mutant],
+) -> Result<ReferenceRun, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -84,7 +112,10 @@ pub fn run_reference(
             observation: Some(ObservationLevel::Full),
         })];
         records.extend(recorder.records());
-        Ok(records)
+        Ok(match registry.escaped() {
+            Some(message) => ReferenceRun::Escaped { message, records },
+            None => ReferenceRun::Trace(records),
+        })
     })
 }
 
@@ -138,6 +169,7 @@ pub fn build_registry(
                 PreAction::Allow => Ok(Some(PreDecision::Allow)),
                 PreAction::Deny(reason) => Ok(Some(PreDecision::Deny { reason })),
                 PreAction::Ask(reason) => Ok(Some(PreDecision::Ask { reason })),
+                PreAction::Rewrite(arguments) => Ok(Some(PreDecision::Rewrite { arguments })),
                 PreAction::Throw(message) => Err(Failure::new(message)),
             },
         ));
@@ -160,13 +192,17 @@ pub fn build_registry(
             match guard.action(exec.call_id()) {
                 GuardAction::Abstain => Ok(GuardVerdict::Abstain),
                 GuardAction::Deny(reason) => Ok(GuardVerdict::Deny(reason)),
+                GuardAction::Allow => Ok(GuardVerdict::Allow),
                 GuardAction::Throw(message) => Err(Failure::new(message)),
             }
         }));
     }
     for (n, wrapper) in scenario.wrappers.iter().enumerate() {
         let installed: Arc<dyn ExecuteWrapper> = match wrapper {
-            WrapperSpec::Timeout => Arc::new(TimeoutWrapper),
+            WrapperSpec::Timeout if mutants.contains(&Mutant::TimeoutAbandonsBody) => {
+                Arc::new(TimeoutWrapper::abandoning())
+            }
+            WrapperSpec::Timeout => Arc::new(TimeoutWrapper::new()),
             WrapperSpec::Retry { attempts, delay_ms } => Arc::new(RetryWrapper::new(
                 *attempts,
                 Duration::from_millis(*delay_ms),
@@ -200,6 +236,7 @@ pub fn build_registry(
         builder = builder.observe(Arc::new(ScriptedObserver {
             id: observer.id.clone(),
             async_ms: observer.async_ms,
+            mutate: observer.mutate.clone(),
             recorder: recorder.clone(),
         }));
     }
@@ -234,6 +271,11 @@ impl ScriptedTool {
                 }
                 BodyStep::Hang => {
                     ctx.cancelled().await;
+                    return Err(cancelled_failure());
+                }
+                BodyStep::SlowStop(ms) => {
+                    ctx.cancelled().await;
+                    tokio::time::sleep(Duration::from_millis(*ms)).await;
                     return Err(cancelled_failure());
                 }
                 BodyStep::Read(path) => {
@@ -427,6 +469,7 @@ impl PostExecute for ScriptedPost {
 struct ScriptedObserver {
     id: String,
     async_ms: u64,
+    mutate: Option<String>,
     recorder: Recorder,
 }
 
@@ -455,6 +498,12 @@ impl ResultObserver for ScriptedObserver {
             tokio::time::sleep(delay).await;
             recorder.mark(mark);
         }))
+    }
+
+    fn amend(&self, _exec: &Execution, _result: &ToolResult) -> Option<Vec<ContentBlock>> {
+        self.mutate
+            .clone()
+            .map(|text| vec![ContentBlock::text(text)])
     }
 }
 
@@ -500,7 +549,7 @@ impl ScriptedProgram {
                 Some(Rejection {
                     tool_name: e.tool_name.clone(),
                     message: e.message.clone(),
-                    other: Default::default(),
+                    other: e.details.clone(),
                 }),
             ),
         };

@@ -35,6 +35,10 @@ fn pre_action(throws: bool) -> BoxedStrategy<PreAction> {
         (1, Just(PreAction::Allow).boxed()),
         (1, Just(PreAction::Deny("denied".into())).boxed()),
         (1, Just(PreAction::Ask(None)).boxed()),
+        (
+            1,
+            Just(PreAction::Rewrite(json!({"rewritten": true}))).boxed(),
+        ),
     ];
     if throws {
         options.push((1, Just(PreAction::Throw("pre threw".into())).boxed()));
@@ -46,6 +50,7 @@ fn guard_action(throws: bool) -> BoxedStrategy<GuardAction> {
     let mut options = vec![
         (5, Just(GuardAction::Abstain).boxed()),
         (1, Just(GuardAction::Deny("guard denied".into())).boxed()),
+        (1, Just(GuardAction::Allow).boxed()),
     ];
     if throws {
         options.push((1, Just(GuardAction::Throw("guard threw".into())).boxed()));
@@ -97,10 +102,16 @@ fn body(throws: bool) -> BoxedStrategy<Vec<BodyStep>> {
             3 => Just(BodyStep::Return(json!("done"))),
             1 => Just(BodyStep::Throw("body threw".into())),
             1 => Just(BodyStep::Hang),
+            1 => (0u64..100).prop_map(BodyStep::SlowStop),
         ]
         .boxed()
     } else {
-        prop_oneof![3 => Just(BodyStep::Return(json!("done"))), 1 => Just(BodyStep::Hang)].boxed()
+        prop_oneof![
+            3 => Just(BodyStep::Return(json!("done"))),
+            1 => Just(BodyStep::Hang),
+            1 => (0u64..100).prop_map(BodyStep::SlowStop),
+        ]
+        .boxed()
     };
     (proptest::collection::vec(step, 0..3), last)
         .prop_map(|(mut steps, last)| {
@@ -222,6 +233,7 @@ fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
                             vec![ObserverSpec {
                                 id: "observer".into(),
                                 async_ms: ms,
+                                mutate: (ms % 2 == 0).then(|| "meddled".to_owned()),
                             }]
                         })
                         .unwrap_or_default(),

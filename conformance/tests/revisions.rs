@@ -74,10 +74,11 @@ fn rev1_traces_fail_rev2_exactly_where_rev2_changed() {
 fn rev2_traces_fail_rev1_exactly_where_rev1_differs() {
     use InvariantId as I;
     let reported = cross_check(Revision::Rev2, Revision::Rev1);
-    // rev1 has no finalize (nor dispatch start) stage: the walk reports it; and the event
-    // shapes are rev1's.
+    // rev1 has no finalize (nor dispatch start) stage: the walk reports it; rev1 awaits the
+    // observers' work, which rev2 does not; and the event shapes are rev1's.
     let expected: BTreeSet<InvariantId> = [
         I::StageGraphWalk,
+        I::NotificationAwaited,
         I::ToolResultFlatShape,
         I::ContextsAsContextMessages,
         I::CodeDispatchSummaryShape,

@@ -29,6 +29,9 @@ use crate::result::{ContentBlock, ErrorCode, Failure};
 pub struct ToolCallError {
     pub tool_name: String,
     pub message: String,
+    /// Fields beyond the tool name and the message. A conforming pipeline hands the program
+    /// none; only a broken one (mutant `rejection-leaks-fields`) fills it.
+    pub details: std::collections::BTreeMap<String, Value>,
 }
 
 /// What a program leaves behind: its log lines and its value.
@@ -115,6 +118,7 @@ impl<'a> Bindings<'a> {
             return Err(ToolCallError {
                 tool_name: tool.to_owned(),
                 message: "run_code is not available to programs".to_owned(),
+                details: Default::default(),
             });
         }
         let n = self.issued.fetch_add(1, Ordering::SeqCst) + 1;

@@ -79,6 +79,24 @@ mutants! {
     SubCallContextsForwarded = "sub-call-contexts-forwarded",
     /// Code Mode sub-calls are not logged as `tool/code-dispatch`.
     NoDispatchEvent = "no-dispatch-event",
+    /// Guards are consulted after a deny, and a later guard's allow undoes it.
+    GuardAllowOverridesDeny = "guard-allow-overrides-deny",
+    /// An observer's change to the announced outcome reaches the recorded `tool/result`.
+    ObserverMutatesOutcome = "observer-mutates-outcome",
+    /// A pre-execute listener's rewritten arguments are handed to the later stages.
+    PreRewritesArguments = "pre-rewrites-arguments",
+    /// The timeout wrapper returns at its deadline without waiting for the body to stop.
+    TimeoutAbandonsBody = "timeout-abandons-body",
+    /// A body's throw reaches the `tools/execute` wrappers as a throw.
+    BodyThrowReachesWrappers = "body-throw-reaches-wrappers",
+    /// Approval prompts are answered without `approval/asked` and `approval/decided`.
+    ApprovalUnaudited = "approval-unaudited",
+    /// A rejected binding hands the program the sub-call's content too.
+    RejectionLeaksFields = "rejection-leaks-fields",
+    /// A pre-execute throw escapes the pipeline instead of being normalized.
+    ThrowEscapes = "throw-escapes",
+    /// `finalizeContent` is skipped when the candidate is an error.
+    FinalizeSkippedOnError = "finalize-skipped-on-error",
 }
 
 impl fmt::Display for Mutant {

@@ -15,7 +15,21 @@ use crate::result::{ErrorCode, Failure, ToolResult};
 /// handed the body and keeps waiting for the body to stop (cooperative cancellation: the body is
 /// never abandoned), then reports `TOOL_TIMEOUT`.
 #[derive(Debug, Clone, Default)]
-pub struct TimeoutWrapper;
+pub struct TimeoutWrapper {
+    abandon: bool,
+}
+
+impl TimeoutWrapper {
+    pub fn new() -> Self {
+        TimeoutWrapper::default()
+    }
+
+    /// Broken on purpose (mutant `timeout-abandons-body`): at the deadline it returns without
+    /// waiting for the body, which is dropped mid-run.
+    pub fn abandoning() -> Self {
+        TimeoutWrapper { abandon: true }
+    }
+}
 
 impl Named for TimeoutWrapper {
     fn id(&self) -> &str {
@@ -40,7 +54,11 @@ impl ExecuteWrapper for TimeoutWrapper {
                 result = &mut run => (result, false),
                 () = tokio::time::sleep(limit) => {
                     deadline.cancel();
-                    (run.await, true)
+                    if self.abandon {
+                        (Err(Failure::new("abandoned")), true)
+                    } else {
+                        (run.await, true)
+                    }
                 }
             };
             if fired && !call.cancel.is_cancelled() {

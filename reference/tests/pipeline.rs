@@ -465,7 +465,7 @@ async fn the_timeout_wrapper_cancels_cooperatively_and_reports_tool_timeout() {
     let reg = ToolRegistry::builder()
         .tool(TestTool::new("sleep", Body::Hang).timeout_ms(250))
         .tool(TestTool::slow("quick", json!("done"), 10).timeout_ms(250))
-        .wrap(Arc::new(TimeoutWrapper))
+        .wrap(Arc::new(TimeoutWrapper::new()))
         .build()
         .unwrap();
     let report = reg

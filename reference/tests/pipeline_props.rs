@@ -149,7 +149,7 @@ fn run_case(
     );
     let mut builder = ToolRegistry::builder()
         .revision(revision)
-        .wrap(Arc::new(TimeoutWrapper));
+        .wrap(Arc::new(TimeoutWrapper::new()));
     for (id, s) in scripts.iter() {
         let body = match s.body {
             BodyKind::Ok(ms) => Body::Return {

@@ -879,11 +879,11 @@ impl Checker {
                 let moves = match step {
                     Step::Direct(_) | Step::Inferred => true,
                     Step::Refused { .. } => !keep && call.graph.contains(n),
+                    // The last of consecutive `around` records is where the waterfall stands:
+                    // its outcome (a wrapper's throw, or none) is the visit's.
                     Step::Stay => {
-                        if outcome.is_some() {
-                            call.outcome = outcome;
-                            call.position_line = line;
-                        }
+                        call.outcome = outcome;
+                        call.position_line = line;
                         false
                     }
                     Step::Side(_) => false,
@@ -935,15 +935,20 @@ impl Checker {
                 batch.calls[i].commit_started = true;
             }
             // Held until no ordered stage of the same section can come next (records without a
-            // hook are looked past: they are not ordered stages).
+            // hook are looked past: they are not ordered stages; an ordered stage the call
+            // already recorded, out of order, does not come again).
             let expect = self.walker.expect;
+            let visited = batch.calls[i].visited;
             let stays = self
                 .walker
                 .next_stops(n, outcome, call_facts, |m| {
                     expect.required(m, call_facts) && has_hook(m)
                 })
                 .into_iter()
-                .any(|m| self.graph.node(m).and_then(|d| section(d.phase)) == Some(sec));
+                .any(|m| {
+                    visited & bit(m) == 0
+                        && self.graph.node(m).and_then(|d| section(d.phase)) == Some(sec)
+                });
             batch.lane = if stays { Some((i, sec, line)) } else { None };
         }
     }
@@ -1028,10 +1033,16 @@ impl Checker {
                 if let Some(result) = &obs.result {
                     call.notified.get_or_insert((result.clone(), line));
                 }
-                if let Some(p) = call.parent
+                let parent = call.parent;
+                if let Some(p) = parent
                     && batch.calls[p].open_sub == Some(i)
                 {
                     batch.calls[p].open_sub = None;
+                }
+                if parent.is_none() && batch.completed.is_some() && batch.first_context.is_none() {
+                    // An outcome announced after the batch completed (its result came first: a
+                    // violation already) still owes its contexts.
+                    batch.fifo = fifo(batch);
                 }
             }
             NodeId::PresentCall => call.presented_call += 1,

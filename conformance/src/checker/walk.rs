@@ -80,6 +80,14 @@ impl Walker {
                 missing,
             };
         }
+        // Post-execute decided, and then the pipeline failed to apply the decision (reference
+        // semantics 32): the decision's record says accept or block, the stage threw.
+        let outcome = match (from, outcome, to) {
+            (NodeId::Post, Some(Outcome::Accept | Outcome::Block), NodeId::Normalized) => {
+                Some(Outcome::Throw)
+            }
+            _ => outcome,
+        };
         match g.step(from, outcome, to) {
             Ok((id, _)) => Step::Direct(id),
             Err(error) => {

@@ -55,7 +55,13 @@ pub(crate) const BATCH_SETTLES: Rule = Rule::new(entry(
                 "line {line} (allResults) before call {id}'s tool/result (last seen at line {last})"
             ),
         );
-    } else if let Some(first) = cx.batch.first_context {
+    } else if let Some(first) = cx
+        .batch
+        .first_context
+        // A context before the batch completed, or at `full` before `allResults`, is
+        // contexts-after-all-results already.
+        .filter(|&f| cx.options.level < Full && cx.batch.completed.is_some_and(|c| f > c))
+    {
         cx.report(
             I::BatchSettles,
             None,
@@ -90,19 +96,27 @@ pub(crate) const CONTEXTS_AFTER_ALL_RESULTS: Rule = Rule::new(entry(
     &[Read::Node(N::Context)],
 ))
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
-    let Some((_, id, last)) = first_pending(cx) else {
-        return;
-    };
-    let message = format!(
-        "{} injects a context before call {id}'s tool/result (last seen at line {last})",
-        v.here(&cx.call(v.call).id)
-    );
-    cx.report(
-        I::ContextsAfterAllResults,
-        Some(v.call),
-        vec![v.line, last],
-        message,
-    );
+    let here = v.here(&cx.call(v.call).id);
+    if let Some((_, id, last)) = first_pending(cx) {
+        let message = format!(
+            "{here} injects a context before call {id}'s tool/result (last seen at line {last})"
+        );
+        cx.report(
+            I::ContextsAfterAllResults,
+            Some(v.call),
+            vec![v.line, last],
+            message,
+        );
+    } else if cx.options.level >= Full && cx.batch.settled.is_none() {
+        // At `full` the batch's settlement is recorded: contexts come after it.
+        let message = format!("{here} injects a context before the batch settled (allResults)");
+        cx.report(
+            I::ContextsAfterAllResults,
+            Some(v.call),
+            vec![v.line],
+            message,
+        );
+    }
 });
 
 pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(

@@ -57,6 +57,26 @@ pub(crate) const APPROVAL_ONLY_AFTER_ASK: Rule = Rule::new(entry(
     }
 });
 
+pub(crate) const APPROVAL_ABSENT_DENIES: Rule = Rule::new(entry(
+    I::ApprovalAbsentDenies,
+    Must,
+    "With no approval prompt mounted, an ask is denied: the prompt's absence is never an allow.",
+    &[Doc("absent or unanswerable: deny"), Semantics(&[17])],
+    Stage,
+    Hooks,
+    &[Read::Node(N::Approval), Read::Scenario],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    if call.facts.prompt == Some(false) && v.outcome == Some(Outcome::AllowedOnce) {
+        let message = format!(
+            "{}: no approval prompt is mounted, so the ask must be denied",
+            v.here(&call.id)
+        );
+        cx.report(I::ApprovalAbsentDenies, Some(v.call), vec![v.line], message);
+    }
+});
+
 pub(crate) const GUARDS_ONLY_AFTER_ALLOW: Rule = Rule::new(entry(
     I::GuardsOnlyAfterAllow,
     Must,
@@ -265,10 +285,14 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
 .at_batch_end(|cx: &mut Cx<'_>| {
     let mut found = Vec::new();
     for (i, call) in cx.batch.top_level().chain(cx.batch.sub_calls()) {
-        let answered = matches!(
-            call.approval_outcome,
-            Some(Outcome::AllowedOnce | Outcome::Rejected | Outcome::Cancelled)
-        ) || (call.approval_outcome == Some(Outcome::Unavailable) && call.facts.prompt == Some(true));
+        // A mounted prompt answered (the scenario says a prompt is mounted, or the answer is
+        // one only a prompt gives).
+        let answered = call.facts.prompt != Some(false)
+            && (matches!(
+                call.approval_outcome,
+                Some(Outcome::AllowedOnce | Outcome::Rejected | Outcome::Cancelled)
+            ) || (call.approval_outcome == Some(Outcome::Unavailable)
+                && call.facts.prompt == Some(true)));
         match (call.approval_asked, call.approval_decided) {
             // A prompt that threw was never answered: there is no decision to audit.
             (Some(asked), None) if call.approval_outcome != Some(Outcome::Throw) => found.push((

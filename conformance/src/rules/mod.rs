@@ -261,6 +261,7 @@ pub(crate) const RULES: &[&Rule] = &[
     &calls::TOOL_CALL_ONCE,
     &calls::PRE_EXECUTE_ONCE,
     &decisions::APPROVAL_ONLY_AFTER_ASK,
+    &decisions::APPROVAL_ABSENT_DENIES,
     &decisions::GUARDS_ONLY_AFTER_ALLOW,
     &decisions::GUARD_DENY_BINDS,
     &decisions::DENY_SKIPS_BODY,

@@ -26,13 +26,14 @@ pub(crate) const NOTIFICATION_BEFORE_RESULT: Rule = Rule::new(entry(
 ))
 .claims(|r| {
     (r.node == N::ToolResult && r.call.notified.is_none()).then_some(())?;
+    // The early record is the intrusion: the walk goes on to the notification.
     r.claim(
         format!(
             "{} after {}: tools/result was not notified before the outcome was recorded",
             r.here(),
             r.call.at_position()
         ),
-        false,
+        true,
     )
 });
 

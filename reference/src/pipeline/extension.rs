@@ -88,8 +88,18 @@ pub trait Named {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PreDecision {
     Allow,
-    Deny { reason: String },
-    Ask { reason: Option<String> },
+    Deny {
+        reason: String,
+    },
+    Ask {
+        reason: Option<String>,
+    },
+    /// An attempt to allow the call with other arguments. Identity is protected: a decision
+    /// has no input rewrite, so the pipeline treats this as `Allow` and every stage keeps the
+    /// arguments the model sent.
+    Rewrite {
+        arguments: Value,
+    },
 }
 
 /// A `tools/pre-execute` listener: hooks, permission policy, sandbox selection.
@@ -177,6 +187,9 @@ pub trait Approval: Send + Sync {
 pub enum GuardVerdict {
     Abstain,
     Deny(String),
+    /// An attempt to allow. Guards are monotonic: the pipeline treats it as abstaining, so it
+    /// can never undo another guard's denial.
+    Allow,
 }
 
 /// A registered monotonic guard: owner policy that must not be reordered.
@@ -206,9 +219,13 @@ pub trait ExecuteWrapper: Named + Send + Sync {
     ) -> BoxFuture<'a, Result<ToolResult, Failure>>;
 }
 
-/// Runs one dispatch of the tool body; implemented by the registry.
+/// Runs one dispatch of the tool body; implemented by the registry. A conforming dispatch
+/// never fails (a body's failure is an `isError` result); only a mutant's does.
 pub(crate) trait Dispatch: Send + Sync {
-    fn dispatch<'a>(&'a self, cancel: CancellationToken) -> BoxFuture<'a, ToolResult>;
+    fn dispatch<'a>(
+        &'a self,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<ToolResult, Failure>>;
 }
 
 /// The rest of the `tools/execute` waterfall. It may be run more than once (retry); the
@@ -241,7 +258,7 @@ impl<'a> ExecuteNext<'a> {
         let this = self.clone();
         Box::pin(async move {
             match this.rest.split_first() {
-                None => Ok(this.dispatcher.dispatch(cancel).await),
+                None => this.dispatcher.dispatch(cancel).await,
                 Some((wrapper, rest)) => {
                     let next = ExecuteNext {
                         rest,
@@ -351,6 +368,12 @@ impl<'a> PostNext<'a> {
 /// recording `tool/result`.
 pub trait ResultObserver: Named + Send + Sync {
     fn notify(&self, exec: &Execution, result: &Arc<ToolResult>) -> Option<BoxFuture<'static, ()>>;
+
+    /// An observer's attempt to change the announced outcome's content. The outcome is frozen:
+    /// the pipeline ignores it, and `tool/result` records what `tools/result` announced.
+    fn amend(&self, _exec: &Execution, _result: &ToolResult) -> Option<Vec<ContentBlock>> {
+        None
+    }
 }
 
 /// The UI cards. A presenter that panics falls back to the generic card (nothing is lost).

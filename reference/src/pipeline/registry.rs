@@ -235,6 +235,7 @@ impl RegistryBuilder {
                 .map(|loader| Arc::new(crate::code_mode::RunCode { loader }) as Arc<dyn Tool>),
             tokens: AtomicU64::new(0),
             steps: AtomicU64::new(0),
+            escaped: Mutex::new(None),
         })
     }
 }
@@ -258,6 +259,8 @@ pub struct ToolRegistry {
     run_code: Option<Arc<dyn Tool>>,
     tokens: AtomicU64,
     steps: AtomicU64,
+    /// A throw that escaped the pipeline (only the mutant `throw-escapes` lets one).
+    escaped: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -321,6 +324,15 @@ impl ToolRegistry {
         &self.fs
     }
 
+    /// What escaped the pipeline, when a throw did (a conforming registry lets none escape:
+    /// only the mutant `throw-escapes` abandons the batch with one).
+    pub fn escaped(&self) -> Option<String> {
+        self.escaped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     pub(crate) fn broken(&self, mutant: Mutant) -> bool {
         self.mutants.contains(&mutant)
     }
@@ -379,6 +391,9 @@ impl ToolRegistry {
             };
             self.run_group(&plans[start..end], step, &mut outcomes)
                 .await;
+            if self.escaped().is_some() {
+                return BatchReport { outcomes };
+            }
             start = end;
         }
 
@@ -496,6 +511,10 @@ impl ToolRegistry {
                     inflight.push(Box::pin(self.execute(i, &plans[i], s.exec.clone())));
                 }
                 started.push(s);
+                if self.escaped().is_some() {
+                    // The throw escaped: the batch is abandoned where it stands.
+                    return;
+                }
                 continue;
             }
             match inflight.next().await {
@@ -546,7 +565,14 @@ impl ToolRegistry {
             None,
         );
         let early_seq = (!self.broken(Mutant::LateToolCall)).then(|| self.log_call(plan, step));
-        let prepared = self.decide(&exec).await;
+        let (prepared, rewritten) = self.decide(&exec).await;
+        let exec = rewritten.unwrap_or(exec);
+        if let Prepared::Threw(failure) = &prepared
+            && self.broken(Mutant::ThrowEscapes)
+        {
+            *self.escaped.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some(failure.message.clone());
+        }
         let call_seq = early_seq.unwrap_or_else(|| self.log_call(plan, step));
         if let Prepared::Denied(reason) = &prepared {
             self.observe(self.stage(NodeId::Denied, &exec).reason(reason.clone()));
@@ -558,9 +584,36 @@ impl ToolRegistry {
         }
     }
 
-    async fn decide(&self, exec: &Execution) -> Prepared {
+    /// Pre-execute, approval and guards. The mutant `pre-rewrites-arguments` also returns the
+    /// rewritten execution the later stages are then handed.
+    async fn decide(&self, exec: &Execution) -> (Prepared, Option<Execution>) {
         let entered = Mutex::new(Vec::new());
         let decision = PreNext::new(&self.pre, exec, &entered).run().await;
+        if let Ok(PreDecision::Rewrite { arguments }) = &decision
+            && self.broken(Mutant::PreRewritesArguments)
+        {
+            let mut obs = self.stage(NodeId::Pre, exec).identity(exec.identity());
+            obs.listeners = Some(entered.into_inner().unwrap_or_else(PoisonError::into_inner));
+            self.observe(obs.outcome(Outcome::Allow));
+            let rewritten = Execution::new(
+                exec.token(),
+                exec.call_id().clone(),
+                exec.root_call_id().clone(),
+                exec.name().to_owned(),
+                arguments.clone(),
+                exec.parent(),
+            );
+            return (self.run_guards(&rewritten).await, Some(rewritten));
+        }
+        (self.decided(exec, decision, entered).await, None)
+    }
+
+    async fn decided(
+        &self,
+        exec: &Execution,
+        decision: Result<PreDecision, Failure>,
+        entered: Mutex<Vec<String>>,
+    ) -> Prepared {
         let mut obs = self.stage(NodeId::Pre, exec).identity(exec.identity());
         obs.listeners = Some(entered.into_inner().unwrap_or_else(PoisonError::into_inner));
         match decision {
@@ -572,7 +625,8 @@ impl ToolRegistry {
                 self.observe(obs.outcome(Outcome::Deny).reason(reason.clone()));
                 Prepared::Denied(reason)
             }
-            Ok(PreDecision::Allow) => {
+            // Identity is protected: an attempt to rewrite the arguments is an allow.
+            Ok(PreDecision::Allow | PreDecision::Rewrite { .. }) => {
                 self.observe(obs.outcome(Outcome::Allow));
                 self.run_guards(exec).await
             }
@@ -614,17 +668,20 @@ impl ToolRegistry {
             return Some(Prepared::Denied(reason));
         };
         let approval_id = format!("approval-{id}");
-        self.recorder.append(
-            Some(id),
-            EventBody::ApprovalAsked(ApprovalAsked {
-                id: approval_id.clone(),
-                tool_name: exec.name().to_owned(),
-                call_id: Some(id.clone()),
-                reason: reason.clone(),
-            }),
-            None,
-            None,
-        );
+        let audited = !self.broken(Mutant::ApprovalUnaudited);
+        if audited {
+            self.recorder.append(
+                Some(id),
+                EventBody::ApprovalAsked(ApprovalAsked {
+                    id: approval_id.clone(),
+                    tool_name: exec.name().to_owned(),
+                    call_id: Some(id.clone()),
+                    reason: reason.clone(),
+                }),
+                None,
+                None,
+            );
+        }
         let request = ApprovalRequest {
             tool_name: exec.name().to_owned(),
             call_id: id.clone(),
@@ -642,15 +699,17 @@ impl ToolRegistry {
             Ok(ApprovalOutcome::Cancelled) => Outcome::Cancelled,
             Ok(ApprovalOutcome::Unavailable) => Outcome::Unavailable,
         };
-        self.recorder.append(
-            Some(id),
-            EventBody::ApprovalDecided(ApprovalDecided {
-                id: approval_id,
-                outcome,
-            }),
-            None,
-            None,
-        );
+        if audited {
+            self.recorder.append(
+                Some(id),
+                EventBody::ApprovalDecided(ApprovalDecided {
+                    id: approval_id,
+                    outcome,
+                }),
+                None,
+                None,
+            );
+        }
         if outcome == Outcome::AllowedOnce {
             self.observe(obs.outcome(outcome));
             return None;
@@ -685,6 +744,17 @@ impl ToolRegistry {
                     verdict: GuardVerdictKind::Abstain,
                     reason: None,
                 }),
+                // Monotonic: an attempt to allow counts as abstaining.
+                Ok(GuardVerdict::Allow) => {
+                    verdicts.push(GuardVerdictRecord {
+                        guard: guard.id().to_owned(),
+                        verdict: GuardVerdictKind::Allow,
+                        reason: None,
+                    });
+                    if self.broken(Mutant::GuardAllowOverridesDeny) {
+                        denial = None;
+                    }
+                }
                 Ok(GuardVerdict::Deny(reason)) => {
                     verdicts.push(GuardVerdictRecord {
                         guard: guard.id().to_owned(),
@@ -696,7 +766,9 @@ impl ToolRegistry {
                     }
                     // The first reason wins; later guards are not consulted.
                     denial = Some(reason);
-                    break;
+                    if !self.broken(Mutant::GuardAllowOverridesDeny) {
+                        break;
+                    }
                 }
                 Err(failure) => {
                     verdicts.push(GuardVerdictRecord {
@@ -837,12 +909,28 @@ impl ToolRegistry {
     }
 
     /// The `tools/result` notification of the frozen outcome.
-    async fn announce(&self, exec: &Execution, frozen: &Arc<ToolResult>) {
+    /// Returns the outcome to record: the frozen one (observers' attempts to change it are
+    /// ignored; the mutant `observer-mutates-outcome` lets them through).
+    async fn announce(&self, exec: &Execution, frozen: &Arc<ToolResult>) -> Arc<ToolResult> {
         self.observe(
             self.stage(NodeId::Final, exec)
                 .identity(exec.identity())
                 .result(frozen),
         );
+        let mut recorded = frozen.clone();
+        for observer in &self.observers {
+            let amended = guarded_sync(|| Ok(observer.amend(exec, frozen)))
+                .ok()
+                .flatten();
+            if let Some(content) = amended
+                && self.broken(Mutant::ObserverMutatesOutcome)
+            {
+                recorded = Arc::new(ToolResult {
+                    content,
+                    ..(*recorded).clone()
+                });
+            }
+        }
         let work: Vec<BoxFuture<'static, ()>> = self
             .observers
             .iter()
@@ -860,6 +948,7 @@ impl ToolRegistry {
                 futures_util::future::join_all(work).await;
             }
         }
+        recorded
     }
 
     /// Settles, announces and records a model's call, in model order.
@@ -876,9 +965,9 @@ impl ToolRegistry {
         let recorded_early = self
             .broken(Mutant::ResultBeforeNotification)
             .then(|| self.record_result(plan, started, &frozen, step));
-        self.announce(exec, &frozen).await;
+        let recorded = self.announce(exec, &frozen).await;
         if recorded_early.is_none() {
-            self.record_result(plan, started, &frozen, step);
+            self.record_result(plan, started, &recorded, step);
         }
         self.observe(Observation::at(NodeId::PresentResult).call(id));
         if let Some(presenter) = &self.presenter {
@@ -932,7 +1021,9 @@ impl ToolRegistry {
                 None,
             );
         }
-        let settled = match self.decide(&exec).await {
+        let (prepared, rewritten) = self.decide(&exec).await;
+        let exec = rewritten.unwrap_or(exec);
+        let settled = match prepared {
             Prepared::Allowed => Settled::Executed(self.execute(0, &plan, exec.clone()).await.1),
             Prepared::Denied(reason) => {
                 self.observe(self.stage(NodeId::Denied, &exec).reason(reason.clone()));
@@ -941,7 +1032,7 @@ impl ToolRegistry {
             Prepared::Threw(failure) => Settled::Threw(failure),
         };
         let frozen = self.settle(&plan, &exec, settled).await;
-        self.announce(&exec, &frozen).await;
+        let frozen = self.announce(&exec, &frozen).await;
         // The doc: sub-calls omit their additional contexts (nothing can be injected mid-run
         // without breaking call/result adjacency). The mutant forwards them to the parent.
         if self.broken(Mutant::SubCallContextsForwarded) {
@@ -970,12 +1061,20 @@ impl ToolRegistry {
             );
         }
         if frozen.is_error {
+            let mut details = std::collections::BTreeMap::new();
+            if self.broken(Mutant::RejectionLeaksFields) {
+                details.insert(
+                    "content".to_owned(),
+                    serde_json::to_value(&frozen.content).unwrap_or_default(),
+                );
+            }
             Err(crate::code_mode::ToolCallError {
                 tool_name: tool.to_owned(),
                 message: frozen
                     .error
                     .as_ref()
                     .map_or_else(|| content_text(&frozen.content), |e| e.message.clone()),
+                details,
             })
         } else {
             Ok(frozen
@@ -1062,6 +1161,9 @@ impl ToolRegistry {
         let Some(finalizer) = plan.tool.as_ref().and_then(|t| t.finalizer()) else {
             return candidate;
         };
+        if candidate.is_error && self.broken(Mutant::FinalizeSkippedOnError) {
+            return candidate;
+        }
         let outcome = guarded_sync(|| finalizer.finalize_content(exec, &candidate));
         let obs = self
             .stage(NodeId::Finalize, exec)
@@ -1173,19 +1275,22 @@ struct BodyDispatcher<'a> {
 }
 
 impl Dispatch for BodyDispatcher<'_> {
-    fn dispatch<'b>(&'b self, cancel: CancellationToken) -> BoxFuture<'b, ToolResult> {
+    fn dispatch<'b>(
+        &'b self,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'b, Result<ToolResult, Failure>> {
         Box::pin(async move {
             let Some(tool) = self.tool else {
-                return ToolResult::failure(
+                return Ok(ToolResult::failure(
                     format!("unknown tool: {}", self.exec.name()),
                     Some(ErrorCode::UnknownTool.into()),
-                );
+                ));
             };
             if cancel.is_cancelled() {
-                return ToolResult::failure(
+                return Ok(ToolResult::failure(
                     "tool call was cancelled before dispatch",
                     Some(ErrorCode::AbortedBeforeDispatch.into()),
-                );
+                ));
             }
             let registry = self.registry;
             // Control leaves the wrappers for the body.
@@ -1206,7 +1311,20 @@ impl Dispatch for BodyDispatcher<'_> {
                 deferred: self.deferred,
             };
             // The body's own failure is normalized here, before any wrapper sees it.
-            let result = match guarded(tool.execute(ctx)).await {
+            let executed = guarded(tool.execute(ctx)).await;
+            if let Err(failure) = &executed
+                && registry.broken(Mutant::BodyThrowReachesWrappers)
+            {
+                registry.observe(
+                    registry
+                        .stage(NodeId::Around, self.exec)
+                        .identity(self.exec.identity())
+                        .outcome(Outcome::Throw)
+                        .reason(failure.message.clone()),
+                );
+                return Err(failure.clone());
+            }
+            let result = match executed {
                 Ok(value) => {
                     let args = self.exec.arguments();
                     match guarded_sync(|| Ok(tool.render(args, &value))) {
@@ -1223,7 +1341,7 @@ impl Dispatch for BodyDispatcher<'_> {
                     .identity(self.exec.identity())
                     .result(&result),
             );
-            result
+            Ok(result)
         })
     }
 }

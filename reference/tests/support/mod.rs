@@ -176,14 +176,14 @@ pub fn walk(records: &[TraceRecord], call: &str) -> Vec<(NodeId, Option<Outcome>
 }
 
 /// Consecutive `around` records of a call are one visit (into the dispatch, back from the body,
-/// the waterfall's end); a throw on any of them is the visit's outcome.
+/// the waterfall's end); the last one's outcome is the visit's.
 pub fn collapse_around(
     mut walk: Vec<(NodeId, Option<Outcome>)>,
     visit: (NodeId, Option<Outcome>),
 ) -> Vec<(NodeId, Option<Outcome>)> {
     match walk.last_mut() {
         Some(last) if last.0 == NodeId::Around && visit.0 == NodeId::Around => {
-            last.1 = visit.1.or(last.1);
+            last.1 = visit.1;
         }
         _ => walk.push(visit),
     }
