@@ -292,7 +292,9 @@ fn check(
             .or_else(|| header.and_then(|h| h.observation))
             .unwrap_or(ObservationLevel::Hooks),
         facts: None,
-        body_marks: true,
+        // Traces that declare their level come from producers that record `body-settled`;
+        // older ones did not, and are not asked for it.
+        body_marks: header.is_some_and(|h| h.observation.is_some()),
     };
     let result = for_each_record(reader, |line, record| {
         let checker = checker.get_or_insert_with(|| {

@@ -162,6 +162,15 @@ pub const RECORDS: &[RecordSpec] = &[
         "not checked without `fs-gate`",
     ),
     spec(
+        "mark `body-settled`",
+        None,
+        Hooks,
+        "for every dispatched body (protocol 2), and for a `run_code` call when its program ends",
+        "the body's steps end: it returned, threw, or stopped after its cancellation",
+        "after its `toolBody`, before the `around` it returns to; a body the pipeline abandons never records it",
+        "protocol 1: the body's end is its return to `around`",
+    ),
+    spec(
         "events `todo/write`, `fs/observed`, `hook/invoked`, `hook/result`",
         Some(N::Owned),
         Events,

@@ -300,7 +300,12 @@ pub enum ApprovalAnswer {
 
 /// A `tools/execute` wrapper.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
 pub enum WrapperSpec {
     /// Applies the tool's declared `timeoutMs`: cancels the body's signal at the deadline, waits
     /// for the body to stop, reports `TOOL_TIMEOUT`.

@@ -16,6 +16,7 @@ use serde_json::json;
 use tep_conformance::checker::{CheckOptions, ScenarioFacts, check_records};
 use tep_conformance::invariants::InvariantId;
 use tep_conformance::mutation::Structural;
+use tep_conformance::observation::thin;
 use tep_conformance::scenario::{
     AcceptSpec, ApprovalAnswer, ApprovalSpec, BlockSpec, BodyStep, CallExpectation, CallSpec,
     EditSpec, Expectation, FinalizeAction, GuardAction, Listener, ObserverSpec, PostAction,
@@ -24,7 +25,7 @@ use tep_conformance::scenario::{
 use tep_conformance::scripted::run_reference;
 use tep_reference::graph::{NodeId, Revision};
 use tep_reference::identity::CallId;
-use tep_reference::trace::{Capability, TraceRecord};
+use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
 // ---------------------------------------------------------------------------------------------
 // Random scenarios
@@ -277,13 +278,109 @@ fn violations(
     scenario: &Scenario,
     records: &[TraceRecord],
 ) -> Result<BTreeSet<InvariantId>, String> {
+    violations_at(ObservationLevel::Full, revision, scenario, records)
+}
+
+/// The same, for a trace observed at `level`.
+fn violations_at(
+    level: ObservationLevel,
+    revision: Revision,
+    scenario: &Scenario,
+    records: &[TraceRecord],
+) -> Result<BTreeSet<InvariantId>, String> {
     let options = CheckOptions {
         facts: Some(ScenarioFacts::of(scenario)),
-        ..CheckOptions::new(revision)
+        ..CheckOptions::new(revision).observed(level)
     };
     check_records(&options, records)
         .map(|r| r.invariants())
         .map_err(|e| e.to_string())
+}
+
+fn level() -> impl Strategy<Value = ObservationLevel> {
+    prop_oneof![
+        Just(ObservationLevel::Events),
+        Just(ObservationLevel::Hooks),
+        Just(ObservationLevel::Full)
+    ]
+}
+
+/// Moves each record with a window (a `denied`, a `normalized`, a Code Mode dispatch log, a UI
+/// card) to a position `picks` chooses inside its window: where another implementation could
+/// have recorded it.
+fn jiggle(mut records: Vec<TraceRecord>, picks: &[prop::sample::Index]) -> Vec<TraceRecord> {
+    let mut picks = picks.iter().cycle();
+    let of_call = |records: &[TraceRecord], i: usize, pred: &dyn Fn(&TraceRecord) -> bool| {
+        let call = records[i].call().cloned();
+        (0..records.len()).find(|&j| records[j].call() == call.as_ref() && pred(&records[j]))
+    };
+    let movable = |r: &TraceRecord| {
+        matches!(
+            r.node(),
+            Some(NodeId::Denied | NodeId::Normalized | NodeId::Dispatched | NodeId::PresentCall)
+        )
+    };
+    let count = records.iter().filter(|r| movable(r)).count();
+    for k in 0..count {
+        let Some(i) = (0..records.len()).filter(|&i| movable(&records[i])).nth(k) else {
+            break;
+        };
+        let Some(pick) = picks.next() else { break };
+        let node = records[i].node();
+        let stage_is = |n: NodeId| move |r: &TraceRecord| r.node() == Some(n);
+        // The window: after the record it follows from, before the one it must precede.
+        let (after, before) = match node {
+            Some(NodeId::Denied) => (
+                (0..i).rev().find(|&j| {
+                    records[j].call() == records[i].call()
+                        && matches!(&records[j], TraceRecord::Stage(o) if matches!(o.node, NodeId::Pre | NodeId::Approval | NodeId::Guards))
+                }),
+                of_call(&records, i, &stage_is(NodeId::Post)),
+            ),
+            Some(NodeId::Normalized) => (
+                (0..i).rev().find(|&j| {
+                    records[j].call() == records[i].call()
+                        && matches!(&records[j], TraceRecord::Stage(o) if o.outcome == Some(tep_reference::graph::Outcome::Throw) || o.node == NodeId::Post)
+                }),
+                (i + 1..records.len()).find(|&j| {
+                    records[j].call() == records[i].call()
+                        && matches!(records[j].node(), Some(NodeId::Finalize | NodeId::Final))
+                }),
+            ),
+            Some(NodeId::Dispatched) => {
+                let parent = records[i].call().and_then(|c| {
+                    c.as_str().rsplit_once(":code:").map(|(p, _)| p.to_owned())
+                });
+                (
+                    of_call(&records, i, &stage_is(NodeId::Final)),
+                    parent.and_then(|p| {
+                        (i + 1..records.len()).find(|&j| {
+                            records[j].call().map(|c| c.as_str()) == Some(p.as_str())
+                                && records[j].node() == Some(NodeId::Around)
+                        })
+                    }),
+                )
+            }
+            Some(NodeId::PresentCall) => (
+                of_call(&records, i, &stage_is(NodeId::ToolCall)),
+                of_call(&records, i, &stage_is(NodeId::ToolResult)),
+            ),
+            _ => (None, None),
+        };
+        let (Some(after), Some(before)) = (after, before) else {
+            continue;
+        };
+        if before <= after + 1 {
+            continue;
+        }
+        let record = records.remove(i);
+        let before = if before > i { before - 1 } else { before };
+        let after = if after > i { after - 1 } else { after };
+        // A position strictly between `after` and `before`.
+        let to = after + 1 + pick.index(before - after);
+        records.insert(to.min(before), record);
+    }
+    records
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -453,34 +550,54 @@ proptest! {
     }
 
     #[test]
-    fn a_context_moved_before_a_result_is_caught(
+    fn thinned_traces_with_records_anywhere_in_their_windows_are_accepted(
         (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r))),
+        level in level(),
+        picks in proptest::collection::vec(any::<prop::sample::Index>(), 1..8),
+    ) {
+        let trace = jiggle(thin(&trace_of(&s, rev), level), &picks);
+        let found = violations_at(level, rev, &s, &trace).map_err(TestCaseError::fail)?;
+        prop_assert!(found.is_empty(), "{:?} at {:?}: {:?}", rev, level, found);
+    }
+
+    #[test]
+    fn a_context_moved_before_a_result_is_caught_at_every_level(
+        (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r))),
+        level in level(),
         pick in any::<prop::sample::Index>(),
     ) {
-        let trace = trace_of(&s, rev);
+        let trace = thin(&trace_of(&s, rev), level);
         let contexts: Vec<usize> = (0..trace.len()).filter(|&i| trace[i].node() == Some(NodeId::Context)).collect();
         let results: Vec<usize> = (0..trace.len()).filter(|&i| trace[i].node() == Some(NodeId::ToolResult)).collect();
         prop_assume!(!contexts.is_empty() && !results.is_empty());
         let mut mutated = trace.clone();
         let context = mutated.remove(*pick.get(&contexts));
         mutated.insert(*pick.get(&results), context);
-        let found = violations(rev, &s, &mutated).map_err(TestCaseError::fail)?;
+        let found = violations_at(level, rev, &s, &mutated).map_err(TestCaseError::fail)?;
         prop_assert!(found.contains(&InvariantId::ContextsAfterAllResults), "{:?}", found);
     }
 
     #[test]
-    fn a_body_run_after_a_deny_is_caught(
+    fn a_body_run_after_a_deny_is_caught_where_checkable(
         (rev, s) in revision().prop_flat_map(|r| (Just(r), scenario(r))),
+        level in prop_oneof![Just(ObservationLevel::Hooks), Just(ObservationLevel::Full)],
         pick in any::<prop::sample::Index>(),
     ) {
-        let trace = trace_of(&s, rev);
-        let denials: Vec<usize> = (0..trace.len()).filter(|&i| trace[i].node() == Some(NodeId::Denied)).collect();
+        let trace = thin(&trace_of(&s, rev), level);
+        // The decisions that deny (`denied` itself is only recorded at full).
+        let denials: Vec<usize> = (0..trace.len())
+            .filter(|&i| matches!(&trace[i], TraceRecord::Stage(o) if matches!(
+                (o.node, o.outcome),
+                (NodeId::Pre | NodeId::Guards, Some(tep_reference::graph::Outcome::Deny))
+                    | (NodeId::Approval, Some(tep_reference::graph::Outcome::Rejected | tep_reference::graph::Outcome::Cancelled | tep_reference::graph::Outcome::Unavailable))
+            )))
+            .collect();
         prop_assume!(!denials.is_empty());
         let at = *pick.get(&denials);
         let call = trace[at].call().cloned().unwrap();
         let mut mutated = trace.clone();
         mutated.insert(at + 1, TraceRecord::Stage(Box::new(tep_reference::trace::Observation::at(NodeId::ToolBody).call(&call))));
-        let found = violations(rev, &s, &mutated).map_err(TestCaseError::fail)?;
+        let found = violations_at(level, rev, &s, &mutated).map_err(TestCaseError::fail)?;
         prop_assert!(found.contains(&InvariantId::DenySkipsBody), "{:?}", found);
     }
 

@@ -202,12 +202,13 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
     let template = "xtask/templates/adapter-protocol.md";
     let protocol = read(root, template)?;
     let exchange = pages::adapter_exchange(&corpus).map_err(DocsError::Generate)?;
-    let protocol =
-        markdown::replace_region(&protocol, "worked-exchange", &exchange).map_err(|source| {
-            DocsError::Template {
-                path: template.into(),
-                source,
-            }
+    let protocol = markdown::replace_region(&protocol, "worked-exchange", &exchange)
+        .and_then(|p| {
+            markdown::replace_region(&p, "observation-model", &pages::observation_table())
+        })
+        .map_err(|source| DocsError::Template {
+            path: template.into(),
+            source,
         })?;
     out.push(Generated {
         path: "docs/adapter-protocol.md".into(),

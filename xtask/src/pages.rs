@@ -364,28 +364,53 @@ pub fn events_page() -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The observation contract
+
+/// The observation contract as a table (`tep_conformance::observation::RECORDS`).
+pub fn observation_table() -> String {
+    let mut out = String::from(
+        "| record | level | required | window | when it is absent |\n|---|---|---|---|---|\n",
+    );
+    for r in tep_conformance::observation::RECORDS {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} |",
+            r.record,
+            r.level,
+            cell(r.required),
+            cell(r.window),
+            cell(r.absent)
+        );
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
 // invariants.md
 
 pub fn invariants_page(corpus: &[Scenario]) -> String {
-    let mut out = header("the invariant catalog in conformance/src/invariants.rs");
+    let mut out = header("the rules in conformance/src/rules/");
     let _ = writeln!(out, "# Invariant catalog\n");
     let _ = writeln!(
         out,
         "{} invariants. **MUST** invariants come from the doc (its words or its flowchart) and fail \
          conformance; **SHOULD** invariants come from the reference semantics where the doc is \
          silent and are reported as warnings unless `tep run --strict`. Invariants that need an \
-         optional part apply only to implementations that declare it. `tep invariants explain ID` \
-         prints the same entry.\n",
+         optional part apply only to implementations that declare it. Each is checkable from an \
+         observation level on ([conformance.md](conformance.md#observation-levels)): below it, \
+         reports list it as not checkable. Each entry is printed from its rule in \
+         `conformance/src/rules/`; `tep invariants explain ID` prints the same entry.\n",
         CATALOG.len()
     );
-    out.push_str("| invariant | level | revisions | needs | statement |\n|---|---|---|---|---|\n");
+    out.push_str("| invariant | level | revisions | needs | observed from | statement |\n|---|---|---|---|---|---|\n");
     for inv in CATALOG {
         let _ = writeln!(
             out,
-            "| [`{id}`](#{id}) | {} | {} | {} | {} |",
+            "| [`{id}`](#{id}) | {} | {} | {} | `{}` | {} |",
             inv.level,
             revisions(&inv.revisions()),
             inv.requires.map_or("—".to_owned(), |c| format!("`{c}`")),
+            inv.observed,
             cell(inv.statement),
             id = inv.id
         );
@@ -395,15 +420,18 @@ pub fn invariants_page(corpus: &[Scenario]) -> String {
         let _ = writeln!(out, "### {}\n", inv.id);
         let _ = writeln!(
             out,
-            "**{}** · {} · checked {}\n",
+            "**{}** · {} · observation level `{}` · checked {}\n",
             inv.level,
             revisions(&inv.revisions()),
+            inv.observed,
             inv.check.describe()
         );
         let _ = writeln!(out, "{}\n", inv.statement);
         if let Some(cap) = inv.requires {
             let _ = writeln!(out, "- Applies when the implementation declares `{cap}`.");
         }
+        let reads: Vec<String> = inv.reads.iter().map(ToString::to_string).collect();
+        let _ = writeln!(out, "- Reads: {}.", reads.join(", "));
         for source in inv.sources {
             let _ = writeln!(out, "- Source: {source}");
         }

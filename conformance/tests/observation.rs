@@ -1,0 +1,493 @@
+//! The observation contract: the suite judges only what an implementation can observe.
+//!
+//! Each of the six findings of two correct implementations the checker used to fail is here as a
+//! trace such an implementation records, accepted; beside it, the breach the same shape must
+//! still catch. Then a harness's own session log, checked at level `events`, and the reference
+//! at every level.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+use tep_conformance::checker::{CheckOptions, InvariantStatus, ScenarioFacts, check_records};
+use tep_conformance::invariants::InvariantId;
+use tep_conformance::observation::thin;
+use tep_conformance::runner::{Coverage, judge};
+use tep_conformance::scenario::{Scenario, corpus};
+use tep_conformance::scripted::run_reference;
+use tep_reference::graph::{NodeId, Outcome, Revision};
+use tep_reference::identity::CallId;
+use tep_reference::result::ContentBlock;
+use tep_reference::session::{EventBody, ToolResultData};
+use tep_reference::trace::{MarkKind, ObservationLevel, TraceRecord};
+
+fn scenario(id: &str) -> Scenario {
+    corpus()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("no scenario {id}"))
+}
+
+fn trace(id: &str) -> Vec<TraceRecord> {
+    run_reference(&scenario(id), Revision::Rev2, &[]).unwrap()
+}
+
+/// Drive mode's options for scenario `id` at `level`.
+fn options(id: &str, level: ObservationLevel) -> CheckOptions {
+    CheckOptions {
+        facts: Some(ScenarioFacts::of(&scenario(id))),
+        ..CheckOptions::new(Revision::Rev2).observed(level)
+    }
+}
+
+fn violations(options: &CheckOptions, records: &[TraceRecord]) -> BTreeSet<InvariantId> {
+    check_records(options, records)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .invariants()
+}
+
+fn position(records: &[TraceRecord], pred: impl Fn(&TraceRecord) -> bool) -> usize {
+    records.iter().position(pred).expect("the record is there")
+}
+
+fn is_stage(node: NodeId, call: &str) -> impl Fn(&TraceRecord) -> bool + '_ {
+    move |r| matches!(r, TraceRecord::Stage(o) if o.node == node && o.call.as_ref().map(CallId::as_str) == Some(call))
+}
+
+fn is_event<'a>(ty: &'a str, call: &'a str) -> impl Fn(&TraceRecord) -> bool + 'a {
+    move |r| matches!(r, TraceRecord::Event(e) if e.event.body.type_name() == ty && r.call().map(CallId::as_str) == Some(call))
+}
+
+fn move_record(records: &mut Vec<TraceRecord>, from: usize, to: usize) {
+    let r = records.remove(from);
+    records.insert(if to > from { to - 1 } else { to }, r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. finalizeContent is the definition's: a call whose definition has none has no finalize stage.
+
+#[test]
+fn a_call_without_a_finalizer_needs_no_finalize_record() {
+    for id in ["unknown-tool-is-an-error-result", "pre-deny-skips-body"] {
+        let records = trace(id);
+        assert!(
+            !records.iter().any(|r| r.node() == Some(NodeId::Finalize)),
+            "{id}: no definition here has finalizeContent"
+        );
+        for level in ObservationLevel::ALL {
+            assert_eq!(
+                violations(&options(id, level), &thin(&records, level)),
+                BTreeSet::new(),
+                "{id} at {level}"
+            );
+        }
+        // Replayed without the scenario, the finalizer is unknown: still accepted.
+        assert_eq!(
+            violations(&CheckOptions::new(Revision::Rev2), &records),
+            BTreeSet::new()
+        );
+    }
+    // A definition that has one must call it: a trace without it is finalize-once.
+    let id = "finalize-content-runs-last";
+    let mut records = trace(id);
+    records.retain(|r| r.node() != Some(NodeId::Finalize));
+    assert!(
+        violations(&options(id, ObservationLevel::Hooks), &records)
+            .contains(&InvariantId::FinalizeOnce)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Code Mode: a binding may settle before its tool/code-dispatch is logged.
+
+#[test]
+fn a_binding_may_settle_before_its_dispatch_is_logged() {
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let mut records = trace(id);
+    for n in 1..=4 {
+        let sub = format!("c1:code:{n}");
+        let Some(mark) = records.iter().position(|r| {
+            matches!(r, TraceRecord::Mark(m) if m.call.as_str() == sub && matches!(m.mark, MarkKind::BindingResolved | MarkKind::BindingRejected))
+        }) else {
+            continue;
+        };
+        let logged = position(&records, is_event("tool/code-dispatch", &sub));
+        if mark > logged {
+            move_record(&mut records, mark, logged);
+        }
+    }
+    assert_eq!(
+        violations(&options(id, ObservationLevel::Full), &records),
+        BTreeSet::new()
+    );
+    // Settling before the sub-call's outcome is announced is still a breach.
+    let mut early = trace(id);
+    let mark = position(
+        &early,
+        |r| matches!(r, TraceRecord::Mark(m) if m.call.as_str() == "c1:code:1" && m.mark != MarkKind::BodySettled),
+    );
+    let fin = position(&early, is_stage(NodeId::Final, "c1:code:1"));
+    move_record(&mut early, mark, fin);
+    assert!(
+        violations(&options(id, ObservationLevel::Full), &early)
+            .contains(&InvariantId::BindingSettles)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. A pre-execute throw may be normalized when it is caught, before an earlier call commits.
+
+#[test]
+fn normalization_is_not_a_commit_stage() {
+    let id = "mixed-batch";
+    let mut records = trace(id);
+    // c2's pre-execute throws; normalize it right away, while c1 has not committed yet.
+    let threw = position(&records, |r| {
+        is_stage(NodeId::Pre, "c2")(r)
+            && matches!(r, TraceRecord::Stage(o) if o.outcome == Some(Outcome::Throw))
+    });
+    let normalized = position(&records, is_stage(NodeId::Normalized, "c2"));
+    assert!(
+        normalized > threw + 1,
+        "the reference normalizes at commit time"
+    );
+    move_record(&mut records, normalized, threw + 1);
+    let c1_result = position(&records, is_event("tool/result", "c1"));
+    assert!(threw + 1 < c1_result, "normalized before c1 committed");
+    assert_eq!(
+        violations(&options(id, ObservationLevel::Full), &records),
+        BTreeSet::new()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Records an implementation can only infer sit anywhere inside their window, or are absent.
+
+#[test]
+fn a_denial_may_be_recorded_at_post_execute_entry() {
+    let id = "denied-call-in-a-parallel-pool";
+    let mut records = trace(id);
+    let denied = position(&records, is_stage(NodeId::Denied, "c2"));
+    let post = position(&records, is_stage(NodeId::Post, "c2"));
+    move_record(&mut records, denied, post);
+    assert_eq!(
+        violations(&options(id, ObservationLevel::Full), &records),
+        BTreeSet::new()
+    );
+    // ... but not after post-execute: then it is out of its window.
+    let mut late = trace(id);
+    let denied = position(&late, is_stage(NodeId::Denied, "c2"));
+    let post = position(&late, is_stage(NodeId::Post, "c2"));
+    move_record(&mut late, denied, post + 1);
+    assert!(!violations(&options(id, ObservationLevel::Full), &late).is_empty());
+}
+
+#[test]
+fn an_unanswered_ask_needs_no_approval_record_below_full() {
+    let id = "ask-without-approval-denies";
+    let records = trace(id);
+    let hooks = thin(&records, ObservationLevel::Hooks);
+    assert!(!hooks.iter().any(|r| r.node() == Some(NodeId::Approval)));
+    assert_eq!(
+        violations(&options(id, ObservationLevel::Hooks), &hooks),
+        BTreeSet::new()
+    );
+    // At full the record is required.
+    assert!(!violations(&options(id, ObservationLevel::Full), &hooks).is_empty());
+}
+
+#[test]
+fn post_execute_may_decide_and_then_fail_to_apply() {
+    // The registry throws applying `accept{value}` to a failed result: an adapter's outermost
+    // listener saw the decision, not the throw.
+    let id = "post-value-on-a-failure-throws";
+    let mut records = trace(id);
+    let post = position(&records, is_stage(NodeId::Post, "c1"));
+    if let TraceRecord::Stage(o) = &mut records[post] {
+        assert_eq!(o.outcome, Some(Outcome::Throw));
+        o.outcome = Some(Outcome::Accept);
+        o.reason = None;
+    }
+    for level in [ObservationLevel::Hooks, ObservationLevel::Full] {
+        assert_eq!(
+            violations(&options(id, level), &thin(&records, level)),
+            BTreeSet::new(),
+            "{level}"
+        );
+    }
+}
+
+#[test]
+fn around_is_one_visit_across_retries_and_wrapper_throws() {
+    for id in [
+        "retry-dispatches-again",
+        "wrapper-throws-after-dispatch",
+        "timeout-cancels-a-hanging-body",
+    ] {
+        let records = trace(id);
+        let arounds = records
+            .iter()
+            .filter(|r| r.node() == Some(NodeId::Around))
+            .count();
+        assert!(arounds >= 3, "{id}: into the body, back, and the end");
+        assert_eq!(
+            violations(&options(id, ObservationLevel::Hooks), &records),
+            BTreeSet::new(),
+            "{id}"
+        );
+    }
+    // A wrapper throwing after the body returned: the last around carries the throw.
+    let id = "wrapper-throws-after-dispatch";
+    let records = trace(id);
+    let last_around = records
+        .iter()
+        .rposition(|r| r.node() == Some(NodeId::Around))
+        .unwrap();
+    assert!(
+        matches!(&records[last_around], TraceRecord::Stage(o) if o.outcome == Some(Outcome::Throw))
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. A harness's own session log is checked at level `events`.
+
+/// A realistic session: a model turn with two parallel calls, their results, and one context
+/// each, injected as user messages naming their call by `source` (no `call` attribution).
+fn session_log() -> Vec<TraceRecord> {
+    let lines = [
+        r#"{"kind":"header","spec":"rev2","implementation":"my-harness 1.4","observation":"events"}"#,
+        r#"{"kind":"stage","node":"model","calls":[{"callId":"call_1","name":"read_file"},{"callId":"call_2","name":"grep"}]}"#,
+        r#"{"kind":"event","event":{"seq":11,"time":1000,"type":"tool/call","data":{"turn":3,"step":1,"callId":"call_1","name":"read_file","arguments":"{\"path\":\"a.rs\"}"}}}"#,
+        r#"{"kind":"event","event":{"seq":12,"time":1001,"type":"tool/call","data":{"turn":3,"step":1,"callId":"call_2","name":"grep","arguments":"{\"pattern\":\"fn\"}"}}}"#,
+        r#"{"kind":"event","event":{"seq":13,"time":1040,"type":"tool/result","data":{"turn":3,"step":1,"message":{"id":"m13","role":"user","source":{"kind":"tool","callId":"call_1"},"content":[{"type":"tool-result","toolCallId":"call_1","content":[{"type":"text","text":"fn main() {}"}],"isError":false}]}},"surfaceOp":"append","sourceEventSeqs":[11]}}"#,
+        r#"{"kind":"event","event":{"seq":14,"time":1041,"type":"tool/result","data":{"turn":3,"step":1,"message":{"id":"m14","role":"user","source":{"kind":"tool","callId":"call_2"},"content":[{"type":"tool-result","toolCallId":"call_2","content":[{"type":"text","text":"a.rs:1"}],"isError":false}]}},"surfaceOp":"append","sourceEventSeqs":[12]}}"#,
+        r#"{"kind":"event","event":{"seq":15,"time":1042,"type":"user/message","data":{"id":"m15","role":"user","content":[{"type":"text","text":"a.rs is generated"}],"source":{"kind":"tool","callId":"call_1"}},"surfaceOp":"append"}}"#,
+        r#"{"kind":"event","event":{"seq":16,"time":1042,"type":"user/message","data":{"id":"m16","role":"user","content":[{"type":"text","text":"grep skipped target/"}],"source":{"kind":"tool","callId":"call_2"}},"surfaceOp":"append"}}"#,
+        r#"{"kind":"event","event":{"seq":17,"time":2000,"type":"user/message","data":{"id":"m17","role":"user","content":[{"type":"text","text":"thanks, now fix it"}],"source":{"kind":"user"}},"surfaceOp":"append"}}"#,
+    ];
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| tep_conformance::trace_io::parse_record(i + 1, l).unwrap())
+        .collect()
+}
+
+fn events() -> CheckOptions {
+    CheckOptions::new(Revision::Rev2).observed(ObservationLevel::Events)
+}
+
+#[test]
+fn a_session_log_is_checked_at_level_events() {
+    let log = session_log();
+    let report = check_records(&events(), &log).unwrap();
+    assert!(report.is_clean(), "{:#?}", report.violations);
+    assert_eq!(report.batches, 1);
+    let status = |id| events().status(id);
+    for id in [
+        InvariantId::ModelOrderStart,
+        InvariantId::ModelOrderCommit,
+        InvariantId::OneResultPerCall,
+        InvariantId::ContextsAfterAllResults,
+        InvariantId::ContextsFifo,
+        InvariantId::ResultNamesItsCall,
+        InvariantId::SessionSeqIncreasing,
+    ] {
+        assert_eq!(status(id), InvariantStatus::Checked, "{id}");
+    }
+    for id in [
+        InvariantId::DenySkipsBody,
+        InvariantId::OrderedStagesSerial,
+        InvariantId::FrozenOutcome,
+    ] {
+        assert!(
+            matches!(status(id), InvariantStatus::NotCheckable(_)),
+            "{id}"
+        );
+    }
+}
+
+#[test]
+fn a_session_log_with_results_out_of_order_or_an_early_context_is_rejected() {
+    // The two results swapped: call_2's outcome recorded before call_1's.
+    let mut swapped = session_log();
+    swapped.swap(4, 5);
+    renumber(&mut swapped);
+    assert_eq!(
+        violations(&events(), &swapped),
+        BTreeSet::from([InvariantId::ModelOrderCommit])
+    );
+    // A context injected before the last result.
+    let mut early = session_log();
+    move_record(&mut early, 6, 5);
+    renumber(&mut early);
+    assert_eq!(
+        violations(&events(), &early),
+        BTreeSet::from([InvariantId::ContextsAfterAllResults])
+    );
+    // The contexts of the two calls injected in the wrong order.
+    let mut reversed = session_log();
+    reversed.swap(6, 7);
+    renumber(&mut reversed);
+    assert_eq!(
+        violations(&events(), &reversed),
+        BTreeSet::from([InvariantId::ContextsFifo])
+    );
+}
+
+/// The log's seqs in the order its events now stand, as the harness would have numbered them.
+fn renumber(log: &mut [TraceRecord]) {
+    let mut seqs: Vec<u64> = log
+        .iter()
+        .filter_map(|r| match r {
+            TraceRecord::Event(e) => Some(e.event.seq),
+            _ => None,
+        })
+        .collect();
+    seqs.sort_unstable();
+    let mut next = seqs.into_iter();
+    for r in log.iter_mut() {
+        if let TraceRecord::Event(e) = r {
+            e.event.seq = next.next().unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_session_log_checked_at_hooks_is_refused_with_a_way_out() {
+    let err = check_records(
+        &CheckOptions::new(Revision::Rev2).observed(ObservationLevel::Hooks),
+        &session_log(),
+    )
+    .unwrap_err();
+    assert_eq!(err.line, 2);
+    assert!(err.message.contains("--observed events"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Expected texts check only what the spec or the reference semantics fix.
+
+#[test]
+fn wording_nothing_fixes_is_a_note_not_a_warning() {
+    let cases = [
+        // The original harness's refusal reason.
+        (
+            "approval-refusals-deny",
+            "c1",
+            "Error: the user rejected tool \"rm\"",
+        ),
+        (
+            "unknown-tool-is-an-error-result",
+            "c1",
+            "Error: unknown tool \"nope\"",
+        ),
+        // A TypeError's message does not start with its class name (reference semantics 42).
+        (
+            "post-value-on-a-failure-throws",
+            "c1",
+            "Error: cannot replace the value of an error result",
+        ),
+    ];
+    for (id, call, text) in cases {
+        let mut records = trace(id);
+        reword(&mut records, call, text);
+        let s = scenario(id);
+        let mut coverage = Coverage::default();
+        let result = judge(
+            &s,
+            &options(id, ObservationLevel::Full),
+            records,
+            None,
+            &mut coverage,
+        );
+        assert_eq!(result.violations, vec![], "{id}");
+        assert!(
+            result
+                .notes
+                .iter()
+                .any(|n| n.message.contains(&format!("{text:?}"))
+                    && n.message.contains("the reference says")),
+            "{id}: {:?}",
+            result.notes
+        );
+    }
+    // What the scripts and the reference semantics do fix is still checked: the tool's name.
+    let mut records = trace("approval-refusals-deny");
+    reword(&mut records, "c1", "Error: refused");
+    let mut coverage = Coverage::default();
+    let result = judge(
+        &scenario("approval-refusals-deny"),
+        &options("approval-refusals-deny", ObservationLevel::Full),
+        records,
+        None,
+        &mut coverage,
+    );
+    let ids: Vec<InvariantId> = result.violations.iter().map(|v| v.invariant).collect();
+    assert_eq!(ids, vec![InvariantId::ExpectedContent]);
+}
+
+/// Replaces call `call`'s content wherever the trace shows its outcome.
+fn reword(records: &mut [TraceRecord], call: &str, text: &str) {
+    let content = vec![ContentBlock::text(text)];
+    for r in records.iter_mut() {
+        if r.call().map(CallId::as_str) != Some(call) {
+            continue;
+        }
+        match r {
+            TraceRecord::Stage(o) if o.node == NodeId::Final => {
+                if let Some(result) = o.result.as_mut() {
+                    result.content = content.clone();
+                }
+            }
+            TraceRecord::Event(e) => {
+                if let EventBody::ToolResult(ToolResultData::Message(m)) = &mut e.event.body {
+                    m.message.content[0].content = content.clone();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference at every level.
+
+#[test]
+fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed() {
+    for s in corpus().unwrap() {
+        for revision in Revision::ALL.into_iter().filter(|&r| s.applies_to(r)) {
+            let records = run_reference(&s, revision, &[]).unwrap();
+            for level in ObservationLevel::ALL {
+                let options = CheckOptions {
+                    facts: Some(ScenarioFacts::of(&s)),
+                    ..CheckOptions::new(revision).observed(level)
+                };
+                let report = check_records(&options, &thin(&records, level)).unwrap();
+                assert!(
+                    report.is_clean(),
+                    "{} {revision} at {level}: {:#?}",
+                    s.id,
+                    report.violations
+                );
+            }
+        }
+    }
+    let not_checkable = |level| {
+        CheckOptions::new(Revision::Rev2)
+            .observed(level)
+            .statuses()
+            .into_iter()
+            .filter(|(_, s)| matches!(s, InvariantStatus::NotCheckable(_)))
+            .count()
+    };
+    assert!(not_checkable(ObservationLevel::Events) > not_checkable(ObservationLevel::Hooks));
+    // Without a scenario, only what reads the scenario cannot be checked at full.
+    let read_the_scenario = tep_conformance::invariants::CATALOG
+        .iter()
+        .filter(|i| {
+            i.reads
+                .contains(&tep_conformance::invariants::Read::Scenario)
+        })
+        .count();
+    assert_eq!(not_checkable(ObservationLevel::Full), read_the_scenario);
+}
