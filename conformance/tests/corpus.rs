@@ -136,6 +136,41 @@ fn every_claimed_breach_is_caught_with_its_id() {
     assert!(planted > 200, "only {planted} breaches planted");
 }
 
+#[test]
+fn every_invariant_can_be_broken_in_a_scenario_and_is_caught_with_its_id() {
+    // Walks the catalog: for each invariant and revision, some scenario's reference trace can be
+    // broken the way a faulty implementation would (a planted breach), and the checker names
+    // that invariant. The drive-mode expectations are broken by changing the outcome.
+    let corpus = scenarios();
+    let mut unbreakable = Vec::new();
+    for inv in CATALOG {
+        for revision in inv.revisions() {
+            let caught = corpus
+                .iter()
+                .filter(|s| s.applies_to(revision) && s.exercises.contains(&inv.id))
+                .any(|s| {
+                    let trace = run_reference(s, revision, &[]).unwrap();
+                    let Some(broken) = plant(inv.id, &trace) else {
+                        return false;
+                    };
+                    let options = CheckOptions::new(revision);
+                    let mut coverage = tep_conformance::runner::Coverage::default();
+                    judge(s, &options, broken, None, &mut coverage)
+                        .violations
+                        .iter()
+                        .any(|v| v.invariant == inv.id)
+                });
+            if !caught {
+                unbreakable.push(format!("{} in {revision}", inv.id));
+            }
+        }
+    }
+    assert!(
+        unbreakable.is_empty(),
+        "no scenario can break: {unbreakable:#?}"
+    );
+}
+
 /// The invariant each mutant breaks.
 fn breaks(mutant: Mutant) -> InvariantId {
     use InvariantId as I;
