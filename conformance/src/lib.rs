@@ -18,6 +18,7 @@
 pub mod adapter;
 pub mod baseline;
 pub mod checker;
+pub mod fuzz;
 pub mod invariants;
 pub mod mutation;
 pub mod observation;

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use tep_conformance::checker::CheckOptions;
 use tep_conformance::invariants::{CATALOG, InvariantId};
-use tep_conformance::mutation::plant;
+use tep_conformance::mutation::{breaks, plant};
 use tep_conformance::runner::{BuiltinReference, RunOptions, Status, judge, run_suite};
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;
@@ -171,62 +171,6 @@ fn every_invariant_can_be_broken_in_a_scenario_and_is_caught_with_its_id() {
     );
 }
 
-/// The invariant each mutant breaks.
-fn breaks(mutant: Mutant) -> InvariantId {
-    use InvariantId as I;
-    match mutant {
-        Mutant::RunBodyAfterDeny => I::DenySkipsBody,
-        Mutant::SkipPostForDenials => I::DenialReachesPost,
-        Mutant::PostAfterThrow => I::ThrowSkipsPost,
-        Mutant::CommitInCompletionOrder => I::ModelOrderCommit,
-        Mutant::ContextsBeforeResults => I::ContextsAfterAllResults,
-        Mutant::ContextsReversed => I::ContextsFifo,
-        Mutant::GuardsBeforeApproval => I::GuardsOnlyAfterAllow,
-        Mutant::GuardDenyIgnored => I::GuardDenyBinds,
-        Mutant::FinalizeTwice => I::FinalizeOnce,
-        Mutant::ResultBeforeNotification => I::NotificationBeforeResult,
-        Mutant::ResultDiffersFromNotification => I::FrozenOutcome,
-        Mutant::ExclusiveInPool => I::OnlySafeBodiesOverlap,
-        Mutant::LateToolCall => I::ToolCallFirst,
-        Mutant::BlockKeepsContexts => I::BlockDropsContexts,
-        Mutant::EditWithoutRead => I::ReadBeforeEdit,
-        Mutant::RewriteArguments => I::IdentityUnchanged,
-        Mutant::AbsentApprovalAllows => I::ApprovalAbsentDenies,
-        Mutant::DenialNotError => I::DenialIsError,
-        Mutant::SubCallsOverlap => I::SubCallsSerialized,
-        Mutant::SubCallContextsForwarded => I::SubCallContextsOmitted,
-        Mutant::NoDispatchEvent => I::SubCallLogsDispatch,
-        Mutant::GuardAllowOverridesDeny => I::GuardDenyBinds,
-        Mutant::ObserverMutatesOutcome => I::FrozenOutcome,
-        Mutant::PreRewritesArguments => I::IdentityUnchanged,
-        Mutant::TimeoutAbandonsBody => I::BodySettlesBeforeCommit,
-        Mutant::BodyThrowReachesWrappers => I::BodyThrowIsAResult,
-        Mutant::ApprovalUnaudited => I::ApprovalAudited,
-        Mutant::RejectionLeaksFields => I::RejectionIsToolCallError,
-        Mutant::ThrowEscapes => I::ThrowIsNormalized,
-        Mutant::FinalizeSkippedOnError => I::FinalizeOnce,
-    }
-}
-
-/// Mutants whose one fault breaks more than one documented guarantee (each reported under its
-/// own invariant); every other mutant must be reported under exactly the invariant it breaks.
-fn also_breaks(mutant: Mutant) -> &'static [InvariantId] {
-    use InvariantId as I;
-    match mutant {
-        // Committing in completion order also injects the contexts in that order.
-        Mutant::CommitInCompletionOrder => &[I::ContextsFifo],
-        // Guards that run before approval also take the approval out of its place.
-        Mutant::GuardsBeforeApproval => &[
-            I::ApprovalOnlyAfterAsk,
-            I::ApprovalAudited,
-            I::StageGraphWalk,
-        ],
-        // Exclusive calls in a pool both overlap bodies and break the barrier.
-        Mutant::ExclusiveInPool => &[I::ExclusiveBarrier],
-        _ => &[],
-    }
-}
-
 #[test]
 fn every_mutant_of_the_reference_is_caught_with_the_invariant_it_breaks() {
     let corpus = scenarios();
@@ -245,9 +189,7 @@ fn every_mutant_of_the_reference_is_caught_with_the_invariant_it_breaks() {
                 )
             })
             .collect();
-        let expected: BTreeSet<InvariantId> = std::iter::once(breaks(mutant))
-            .chain(also_breaks(mutant).iter().copied())
-            .collect();
+        let expected: BTreeSet<InvariantId> = breaks(mutant).iter().copied().collect();
         assert_eq!(reported, expected, "{mutant}");
         let failing = report.scenarios.iter().filter(|s| s.fails(true)).count();
         assert!(failing > 0, "{mutant} went unnoticed");

@@ -459,7 +459,7 @@ impl Checker {
             }
             return Err(TraceError::new(line, message));
         }
-        let i = self.resolve_call(line, call, obs.parent.as_ref())?;
+        let i = self.resolve_call(line, call, obs.parent.as_ref(), node == NodeId::Pre)?;
         self.visit(line, i, Some(node), obs.outcome, Record::Stage(obs));
         Ok(())
     }
@@ -512,7 +512,8 @@ impl Checker {
                 _ => Ok(()),
             };
         };
-        let i = self.resolve_call(line, &call, parent)?;
+        let starts = matches!(event.body, EventBody::CodeDispatchStart(_));
+        let i = self.resolve_call(line, &call, parent, starts)?;
         let is_sub_call = self
             .batch
             .as_ref()
@@ -527,7 +528,7 @@ impl Checker {
     }
 
     fn mark(&mut self, line: usize, mark: &Mark) -> Result<(), TraceError> {
-        let i = self.resolve_call(line, &mark.call, None)?;
+        let i = self.resolve_call(line, &mark.call, None, false)?;
         let (node, outcome) = match mark.mark {
             MarkKind::ObserverSettled | MarkKind::BodySettled => (None, None),
             MarkKind::BindingResolved | MarkKind::BindingRejected => {
@@ -584,12 +585,14 @@ impl Checker {
 
     /// The index of `call` in the open batch. A Code Mode sub-call is added the first time it
     /// appears: its parent is the record's (`parent`, `parentCallId`), or read from the id
-    /// scheme `<parent>:code:<n>`.
+    /// scheme `<parent>:code:<n>`. A record that `starts` a sub-call (its dispatch start, or its
+    /// pre-execute) after its program ran again names a new sub-call.
     fn resolve_call(
         &mut self,
         line: usize,
         call: &CallId,
         parent: Option<&CallId>,
+        starts: bool,
     ) -> Result<usize, TraceError> {
         let revision = self.options.revision;
         let batch = self.batch.as_mut().ok_or_else(|| {
@@ -599,7 +602,16 @@ impl Checker {
             )
         })?;
         if let Some(&i) = batch.index.get(call) {
-            return Ok(i);
+            // A sub-call id names a new sub-call when its program runs again (a retry
+            // dispatches the `run_code` body anew, and its numbering starts over).
+            // (Later records of the earlier run's sub-call, an observer's mark, still name it.)
+            let again = starts
+                && batch.calls[i]
+                    .parent
+                    .is_some_and(|p| batch.calls[p].dispatches != batch.calls[i].parent_dispatch);
+            if !again {
+                return Ok(i);
+            }
         }
         let unknown = || {
             TraceError::new(
@@ -627,6 +639,7 @@ impl Checker {
             line,
         );
         sub.parent = Some(p);
+        sub.parent_dispatch = batch.calls[p].dispatches;
         batch.calls[p].sub_calls.push(i);
         batch.calls.push(sub);
         batch.index.insert(call.clone(), i);
@@ -1004,6 +1017,7 @@ impl Checker {
             }
             NodeId::ToolBody if before == NodeId::Around => {
                 call.body_since = Some(line);
+                call.dispatches += 1;
                 if self.options.body_marks {
                     call.body_steps = Some(line);
                 }

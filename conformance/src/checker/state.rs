@@ -90,6 +90,10 @@ pub(crate) struct Call {
     pub presented_result: u32,
 
     // Code Mode.
+    /// How many times the body was dispatched (a retry runs a `run_code` program again).
+    pub dispatches: u32,
+    /// For a sub-call: the dispatch of its `run_code` call's body it belongs to.
+    pub parent_dispatch: u32,
     /// For a `run_code` call: its sub-calls in the order they started, and the one still
     /// running (started, no `tools/result` yet).
     pub sub_calls: Vec<usize>,
@@ -145,6 +149,8 @@ impl Call {
             observer_marks: Vec::new(),
             presented_call: 0,
             presented_result: 0,
+            dispatches: 0,
+            parent_dispatch: 0,
             sub_calls: Vec::new(),
             open_sub: None,
             dispatch_started: None,

@@ -187,9 +187,11 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
         return;
     }
     let parent = cx.call(p);
+    // Numbered from 1 in each run of the program.
     let n = parent
         .sub_calls
         .iter()
+        .filter(|&&k| cx.call(k).parent_dispatch == call.parent_dispatch)
         .position(|&k| k == v.call)
         .map_or(0, |k| k + 1);
     let expected = parent.id.code_sub_call(n);
@@ -412,13 +414,20 @@ pub(crate) const SUB_CALL_CONTEXTS_OMITTED: Rule = Rule::new(
             let Some(result) = v.observation().and_then(|o| o.result.as_ref()) else {
                 return;
             };
+            // A forwarded context is the run_code body's own (deferred, origin `tool`: the
+            // original defers them onto the outer result); the run_code call's wrapper and
+            // post-execute contexts are its own even when a sub-call has one with the same text.
             let forwarded = call.sub_calls.iter().find_map(|&k| {
                 let sub = cx.call(k);
                 let (announced, at) = sub.notified.as_ref()?;
                 announced
                     .additional_contexts
                     .iter()
-                    .find(|c| result.additional_contexts.iter().any(|r| r.text == c.text))
+                    .find(|c| {
+                        result.additional_contexts.iter().any(|r| {
+                            r.text == c.text && r.origin == tep_reference::result::ContextOrigin::Tool
+                        })
+                    })
                     .map(|c| (sub.id.clone(), c.text.clone(), *at))
             });
             if let Some((sub, text, at)) = forwarded {
