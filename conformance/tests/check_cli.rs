@@ -1,0 +1,92 @@
+//! `tep check` and the observation contract: a trace that checks nothing is not conformant, a
+//! session log is checked at `events` (and refused, with the way out, at `hooks`), and the
+//! report says what it could not check.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
+
+const TEP: &str = env!("CARGO_BIN_EXE_tep");
+
+fn check(trace: &str, args: &[&str]) -> Output {
+    let mut child = Command::new(TEP)
+        .arg("check")
+        .arg("-")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(trace.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+const LOG: &str = concat!(
+    r#"{"kind":"stage","node":"model","calls":[{"callId":"a","name":"read"}]}"#,
+    "\n",
+    r#"{"kind":"event","event":{"seq":1,"time":0,"type":"tool/call","data":{"turn":1,"step":1,"callId":"a","name":"read","arguments":"{}"}}}"#,
+    "\n",
+    r#"{"kind":"event","event":{"seq":2,"time":5,"type":"tool/result","data":{"turn":1,"step":1,"message":{"id":"m2","role":"user","source":{"kind":"tool","callId":"a"},"content":[{"type":"tool-result","toolCallId":"a","content":[{"type":"text","text":"ok"}],"isError":false}]}},"surfaceOp":"append","sourceEventSeqs":[1]}}"#,
+    "\n",
+);
+
+#[test]
+fn an_empty_or_header_only_trace_is_not_conformant() {
+    for trace in [
+        "",
+        "\n\n",
+        "{\"kind\":\"header\",\"spec\":\"rev2\",\"observation\":\"full\"}\n",
+    ] {
+        let o = check(trace, &[]);
+        assert_eq!(o.status.code(), Some(1), "{trace:?}: {}", out(&o));
+        assert!(out(&o).contains("nothing was checked"), "{}", out(&o));
+        let o = check(trace, &["--format", "json"]);
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(report["conformant"], false);
+        assert_eq!(report["batches"], 0);
+    }
+}
+
+#[test]
+fn a_session_log_is_checked_at_events_and_says_what_it_could_not_check() {
+    let o = check(LOG, &["--observed", "events"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let text = out(&o);
+    assert!(text.contains("at level events"), "{text}");
+    assert!(text.contains("not checkable at level events"), "{text}");
+    assert!(text.contains("deny-skips-body"), "{text}");
+    let o = check(LOG, &["--observed", "events", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["conformant"], true);
+    let not_checkable: Vec<&str> = report["notCheckable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["invariant"].as_str().unwrap())
+        .collect();
+    assert!(not_checkable.contains(&"ordered-stages-serial"));
+    assert!(
+        report["checked"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("model-order-commit"))
+    );
+}
+
+#[test]
+fn a_session_log_checked_at_hooks_is_a_usage_error_with_the_way_out() {
+    let o = check(LOG, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("--observed events"), "{}", out(&o));
+}
