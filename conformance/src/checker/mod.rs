@@ -680,6 +680,13 @@ impl Checker {
         );
         sub.parent = Some(p);
         sub.parent_dispatch = batch.calls[p].dispatches;
+        // The sub-calls of one run of the program are the last ones of its list.
+        sub.number = match batch.calls[p].sub_calls.last() {
+            Some(&k) if batch.calls[k].parent_dispatch == sub.parent_dispatch => {
+                batch.calls[k].number + 1
+            }
+            _ => 1,
+        };
         batch.calls[p].sub_calls.push(i);
         batch.calls.push(sub);
         batch.index_call(call.clone(), i);

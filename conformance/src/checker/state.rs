@@ -85,6 +85,10 @@ impl<T> Counted<T> {
         self.0.get(i)
     }
 
+    pub fn last(&self) -> Option<&T> {
+        self.0.last()
+    }
+
     pub fn remove(&mut self, i: usize) -> T {
         self.0.remove(i)
     }
@@ -213,6 +217,8 @@ pub(crate) struct Call {
     pub dispatches: u32,
     /// For a sub-call: the dispatch of its `run_code` call's body it belongs to.
     pub parent_dispatch: u32,
+    /// For a sub-call: its place among the sub-calls of that run of the program, from 1.
+    pub number: usize,
     /// For a `run_code` call: its sub-calls in the order they started, and the one still
     /// running (started, no `tools/result` yet).
     pub sub_calls: Counted<usize>,
@@ -270,6 +276,7 @@ impl Call {
             presented_result: 0,
             dispatches: 0,
             parent_dispatch: 0,
+            number: 0,
             sub_calls: Counted::default(),
             open_sub: None,
             dispatch_started: None,
