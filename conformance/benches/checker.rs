@@ -7,7 +7,8 @@
 //! - `check`: the whole `tep check` pass ([`check_reader`]).
 //!
 //! After the criterion groups it prints a table: nanoseconds per record (the median of the
-//! samples) and each pass's speed relative to the floor (1.0 = as fast as merely reading the
+//! samples, in on-CPU time where Linux reports it, so that a busy machine's other processes do
+//! not count) and each pass's speed relative to the floor (1.0 = as fast as merely reading the
 //! JSON; the goal is at least 0.5 for `check` on the corpus mix), then the spread of `check`'s
 //! per-record cost across widths (max / min; it must stay within 1.5).
 //!
@@ -42,6 +43,15 @@ struct Samples {
 
 thread_local! {
     static SAMPLES: RefCell<Samples> = RefCell::default();
+}
+
+/// The time this thread has run on a CPU (Linux's schedstat), so that the ratios do not count
+/// the time other processes of a shared machine took the CPU away. `None` elsewhere: the
+/// ratios then use wall time.
+fn on_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos = stat.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
 }
 
 fn floor(text: &str) -> usize {
@@ -84,7 +94,7 @@ fn bench_trace(group: &mut Group<'_>, shape: Shape, times: usize) {
     for pass in PASSES {
         group.bench_with_input(BenchmarkId::new(pass, &name), &text, |b, text| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
+                let (start, cpu_start) = (Instant::now(), on_cpu());
                 for _ in 0..iters {
                     black_box(match pass {
                         "floor" => floor(text),
@@ -93,12 +103,16 @@ fn bench_trace(group: &mut Group<'_>, shape: Shape, times: usize) {
                     });
                 }
                 let elapsed = start.elapsed();
+                let spent = match (cpu_start, on_cpu()) {
+                    (Some(a), Some(b)) => b.saturating_sub(a),
+                    _ => elapsed,
+                };
                 SAMPLES.with(|s| {
                     s.borrow_mut()
                         .times
                         .entry((name.clone(), pass))
                         .or_default()
-                        .push(elapsed.as_nanos() as f64 / iters as f64);
+                        .push(spent.as_nanos() as f64 / iters as f64);
                 });
                 elapsed
             })
@@ -124,11 +138,14 @@ fn corpus(c: &mut Criterion) {
 }
 
 const WIDTHS: [usize; 3] = [1_000, 10_000, 100_000];
+/// Calls (or sub-calls) in every trace of a width group: the narrower shapes are repeated, so
+/// that every trace is as long as the widest and none fits in a cache the others do not.
+const CALLS: usize = 100_000;
 
 fn wide(c: &mut Criterion) {
     let mut group = configure(c, "wide");
     for n in WIDTHS {
-        bench_trace(&mut group, Shape::WideBatch(n), 1);
+        bench_trace(&mut group, Shape::WideBatch(n), CALLS / n);
     }
     group.finish();
 }
@@ -136,7 +153,7 @@ fn wide(c: &mut Criterion) {
 fn program(c: &mut Criterion) {
     let mut group = configure(c, "program");
     for n in WIDTHS {
-        bench_trace(&mut group, Shape::LongProgram(n), 1);
+        bench_trace(&mut group, Shape::LongProgram(n), CALLS / n);
     }
     group.finish();
 }
@@ -149,7 +166,7 @@ fn contexts(c: &mut Criterion) {
             calls: 1_000,
             contexts: 10,
         },
-        1,
+        10,
     );
     group.finish();
 }

@@ -49,6 +49,7 @@ const CHUNK_BYTES: usize = 256 * 1024;
 /// A record that leads with its tag (as every trace this toolkit writes does) is read in one
 /// typed pass ([`TraceRecord::from_json_tag_first`]); anything else, and every error, goes
 /// through a `serde_json::Value`, which accepts the same records and words the errors.
+#[inline]
 pub fn parse_record(line_no: usize, text: &str) -> Result<TraceRecord, TraceError> {
     TraceRecord::from_json_tag_first(text).or_else(|_| parse_record_in_words(line_no, text))
 }
@@ -141,13 +142,24 @@ pub fn for_each_record(
     let (mut start, mut end, mut scanned) = (0, 0, 0);
     let mut line_no = 0;
     loop {
+        // The chunk's complete lines are checked as UTF-8 at once; if they are not all valid,
+        // line by line, so that the error names the line.
+        let region = start;
+        let valid = memchr::memrchr(b'\n', &buf[start + scanned..end])
+            .and_then(|i| std::str::from_utf8(&buf[start..start + scanned + i + 1]).ok());
         while let Some(i) = memchr::memchr(b'\n', &buf[start + scanned..end]) {
             let line_end = start + scanned + i + 1;
             line_no += 1;
             if line_end - start > MAX_LINE_BYTES {
                 return Err(too_long(line_no));
             }
-            parse_line(line_no, &buf[start..line_end], &mut f)?;
+            match valid {
+                // Both ends follow a newline (or start the region): char boundaries.
+                Some(text) => {
+                    parse_text(line_no, &text[start - region..line_end - region], &mut f)?
+                }
+                None => parse_line(line_no, &buf[start..line_end], &mut f)?,
+            }
             start = line_end;
             scanned = 0;
         }
@@ -197,6 +209,15 @@ fn parse_line(
             format!("not valid UTF-8 (at byte {})", e.valid_up_to()),
         )
     })?;
+    parse_text(line_no, text, f)
+}
+
+/// One line, with its newline if it has one.
+fn parse_text(
+    line_no: usize,
+    text: &str,
+    f: &mut impl FnMut(usize, TraceRecord) -> Result<(), TraceError>,
+) -> Result<(), TraceError> {
     let text = text.trim_end_matches(['\n', '\r']);
     if text.trim().is_empty() {
         return Ok(());
@@ -247,6 +268,17 @@ mod tests {
         let e = read_records(input).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.message.contains("UTF-8"));
+        // After good lines of the same chunk: they are read, then the bad one is named.
+        let mut input = b"{\"kind\":\"stage\",\"node\":\"allResults\"}\n\n".to_vec();
+        input.extend_from_slice(b"{\"kind\":\"stage\",\"node\":\"\xff\"}\n{}\n");
+        let mut read = 0;
+        let e = for_each_record(&input[..], |_, _| {
+            read += 1;
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!((read, e.line), (1, 3));
+        assert_eq!(e.message, "not valid UTF-8 (at byte 24)");
     }
 
     /// Every line this toolkit writes: the corpus mix of both revisions and each built shape.

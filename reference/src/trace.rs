@@ -510,6 +510,7 @@ impl TraceRecord {
     /// Whenever this succeeds, the general path reads the same record. It exists for speed: the
     /// derived `Deserialize` of the internally tagged and flattened enums buffers every field
     /// before it knows the variant.
+    #[inline]
     pub fn from_json_tag_first(text: &str) -> Result<TraceRecord, serde_json::Error> {
         serde_json::from_str::<tag_first::Record>(text).map(|r| r.0)
     }
@@ -526,13 +527,10 @@ mod tag_first {
     use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
     use serde::{Deserialize, de::Error as _};
 
-    use super::{
-        DeclaredCall, EventRecord, FsIntentRecord, GuardVerdictRecord, Mark, Observation,
-        TraceHeader, TraceRecord,
-    };
-    use crate::graph::{NodeId, Outcome};
-    use crate::identity::{CallId, Identity};
-    use crate::result::ToolResult;
+    use super::{EventRecord, Mark, Observation, TraceHeader, TraceRecord};
+    use crate::graph::NodeId;
+    use crate::identity::CallId;
+    use crate::result::{ContentBlock, ToolResult};
     use crate::session::{
         ApprovalAsked, ApprovalDecided, CodeDispatch, CodeDispatchStart, ContextMessage, EventBody,
         FlatToolResult, FsObserved, HookInvoked, HookResult, SessionEvent, SurfaceOp, TodoWrite,
@@ -663,9 +661,7 @@ mod tag_first {
                 RecordKind::Header => {
                     TraceRecord::Header(TraceHeader::deserialize(MapAccessDeserializer::new(map))?)
                 }
-                RecordKind::Stage => {
-                    TraceRecord::Stage(Box::new(ObservationVisitor.visit_map(map)?))
-                }
+                RecordKind::Stage => TraceRecord::Stage(ObservationVisitor.visit_map(map)?),
                 RecordKind::Event => {
                     TraceRecord::Event(Box::new(EventRecordVisitor.visit_map(map)?))
                 }
@@ -706,59 +702,162 @@ mod tag_first {
     struct ObservationVisitor;
 
     impl<'de> Visitor<'de> for ObservationVisitor {
-        type Value = Observation;
+        type Value = Box<Observation>;
 
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a stage record")
         }
 
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Observation, A::Error> {
-            // Each field: `None` until seen, then what it held (`null` is an absent value).
-            let mut node: Option<NodeId> = None;
-            let mut call: Option<Option<CallId>> = None;
-            let mut outcome: Option<Option<Outcome>> = None;
-            let mut reason: Option<Option<String>> = None;
-            let mut identity: Option<Option<Identity>> = None;
-            let mut listeners: Option<Option<Vec<String>>> = None;
-            let mut verdicts: Option<Option<Vec<GuardVerdictRecord>>> = None;
-            let mut intent: Option<Option<FsIntentRecord>> = None;
-            let mut result: Option<Option<ToolResult>> = None;
-            let mut calls: Option<Option<Vec<DeclaredCall>>> = None;
-            let mut parent: Option<Option<CallId>> = None;
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Box<Observation>, A::Error> {
+            // Filled in place (the record is large: moving it costs more than reading it);
+            // `seen` has a bit per field, so a repeated one is refused and `node` required.
+            let mut obs = Box::new(Observation::at(NodeId::Model));
+            let mut seen = 0u16;
             while let Some(field) = map.next_key::<ObservationField>()? {
+                let bit = 1 << field as u16;
+                if seen & bit != 0 {
+                    return Err(A::Error::custom("a repeated field"));
+                }
+                seen |= bit;
                 match field {
-                    ObservationField::Node => once(&mut node, map.next_value::<Node>()?.0, "node")?,
-                    ObservationField::Call => once(&mut call, map.next_value()?, "call")?,
-                    ObservationField::Outcome => once(&mut outcome, map.next_value()?, "outcome")?,
-                    ObservationField::Reason => once(&mut reason, map.next_value()?, "reason")?,
-                    ObservationField::Identity => {
-                        once(&mut identity, map.next_value()?, "identity")?
+                    ObservationField::Node => obs.node = map.next_value::<Node>()?.0,
+                    ObservationField::Call => obs.call = map.next_value()?,
+                    ObservationField::Outcome => obs.outcome = map.next_value()?,
+                    ObservationField::Reason => obs.reason = map.next_value()?,
+                    ObservationField::Identity => obs.identity = map.next_value()?,
+                    ObservationField::Listeners => obs.listeners = map.next_value()?,
+                    ObservationField::Verdicts => obs.verdicts = map.next_value()?,
+                    ObservationField::Intent => obs.intent = map.next_value()?,
+                    ObservationField::Result => {
+                        obs.result = map.next_value::<Option<FastResult>>()?.map(|r| r.0)
                     }
-                    ObservationField::Listeners => {
-                        once(&mut listeners, map.next_value()?, "listeners")?
-                    }
-                    ObservationField::Verdicts => {
-                        once(&mut verdicts, map.next_value()?, "verdicts")?
-                    }
-                    ObservationField::Intent => once(&mut intent, map.next_value()?, "intent")?,
-                    ObservationField::Result => once(&mut result, map.next_value()?, "result")?,
-                    ObservationField::Calls => once(&mut calls, map.next_value()?, "calls")?,
-                    ObservationField::Parent => once(&mut parent, map.next_value()?, "parent")?,
+                    ObservationField::Calls => obs.calls = map.next_value()?,
+                    ObservationField::Parent => obs.parent = map.next_value()?,
                 }
             }
-            Ok(Observation {
-                node: node.ok_or_else(|| A::Error::missing_field("node"))?,
-                call: call.flatten(),
-                outcome: outcome.flatten(),
-                reason: reason.flatten(),
-                identity: identity.flatten(),
-                listeners: listeners.flatten(),
-                verdicts: verdicts.flatten(),
-                intent: intent.flatten(),
-                result: result.flatten(),
-                calls: calls.flatten(),
-                parent: parent.flatten(),
-            })
+            if seen & (1 << ObservationField::Node as u16) == 0 {
+                return Err(A::Error::missing_field("node"));
+            }
+            Ok(obs)
+        }
+    }
+
+    names!(ToolResultField {
+        IsError = "isError",
+        Content = "content",
+        Error = "error",
+        Meta = "meta",
+        AdditionalContexts = "additionalContexts",
+    });
+    names!(BlockTag { Type = "type" });
+    names!(BlockType { Text = "text" });
+    names!(TextField { Text = "text" });
+
+    /// A result read field by field, its content blocks without buffering.
+    struct FastResult(ToolResult);
+
+    impl<'de> Deserialize<'de> for FastResult {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Fields;
+            impl<'de> Visitor<'de> for Fields {
+                type Value = ToolResult;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a tool result")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ToolResult, A::Error> {
+                    let mut result = ToolResult {
+                        is_error: false,
+                        content: Vec::new(),
+                        error: None,
+                        meta: None,
+                        additional_contexts: Vec::new(),
+                        value: None,
+                    };
+                    let mut seen = 0u8;
+                    while let Some(field) = map.next_key::<ToolResultField>()? {
+                        let bit = 1 << field as u8;
+                        if seen & bit != 0 {
+                            return Err(A::Error::custom("a repeated field"));
+                        }
+                        seen |= bit;
+                        match field {
+                            ToolResultField::IsError => result.is_error = map.next_value()?,
+                            ToolResultField::Content => {
+                                result.content = map.next_value::<Blocks>()?.0
+                            }
+                            ToolResultField::Error => result.error = map.next_value()?,
+                            ToolResultField::Meta => result.meta = map.next_value()?,
+                            ToolResultField::AdditionalContexts => {
+                                result.additional_contexts = map.next_value()?
+                            }
+                        }
+                    }
+                    let required = (1 << ToolResultField::IsError as u8)
+                        | (1 << ToolResultField::Content as u8);
+                    if seen & required != required {
+                        return Err(A::Error::custom("a missing field"));
+                    }
+                    Ok(result)
+                }
+            }
+            // Only an object: the derived impl would also take an array of the fields.
+            d.deserialize_map(Fields).map(FastResult)
+        }
+    }
+
+    /// Content blocks, each `{"type": "text", "text": ...}` with its tag first.
+    struct Blocks(Vec<ContentBlock>);
+
+    impl<'de> Deserialize<'de> for Blocks {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Elements;
+            impl<'de> Visitor<'de> for Elements {
+                type Value = Vec<ContentBlock>;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("content blocks")
+                }
+                fn visit_seq<S: de::SeqAccess<'de>>(
+                    self,
+                    mut seq: S,
+                ) -> Result<Vec<ContentBlock>, S::Error> {
+                    let mut blocks = Vec::new();
+                    while let Some(block) = seq.next_element::<Block>()? {
+                        blocks.push(block.0);
+                    }
+                    Ok(blocks)
+                }
+            }
+            d.deserialize_seq(Elements).map(Blocks)
+        }
+    }
+
+    struct Block(ContentBlock);
+
+    impl<'de> Deserialize<'de> for Block {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Fields;
+            impl<'de> Visitor<'de> for Fields {
+                type Value = ContentBlock;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a content block whose first field is `type`")
+                }
+                fn visit_map<A: MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<ContentBlock, A::Error> {
+                    map.next_key::<BlockTag>()?
+                        .ok_or_else(|| A::Error::missing_field("type"))?;
+                    let BlockType::Text = map.next_value::<BlockType>()?;
+                    map.next_key::<TextField>()?
+                        .ok_or_else(|| A::Error::missing_field("text"))?;
+                    let text: String = map.next_value()?;
+                    if map.next_key::<TextField>()?.is_some() {
+                        return Err(A::Error::custom("a repeated field"));
+                    }
+                    Ok(ContentBlock::Text { text })
+                }
+            }
+            d.deserialize_map(Fields).map(Block)
         }
     }
 
