@@ -1,53 +1,292 @@
-//! Checker throughput, against the cost of merely parsing the same JSON Lines.
+//! Checker throughput against the JSON floor, and per-record cost as batches and programs widen.
 //!
-//! Two ratios matter, both measured in one run: checking against parsing (the price of the
-//! invariants per record), and per-record cost as the trace grows 1x, 10x, 100x (it must stay
-//! flat: one pass, state bounded by the open batch). Run with `cargo bench -p tep-conformance`.
+//! For each generated trace ([`tep_conformance::generate`]) one run measures, side by side:
+//!
+//! - `floor`: reading the JSON Lines into `serde::de::IgnoredAny` (the least any reader can do);
+//! - `typed`: reading them into `TraceRecord`s the way `tep check` does ([`for_each_record`]);
+//! - `check`: the whole `tep check` pass ([`check_reader`]).
+//!
+//! After the criterion groups it prints a table: nanoseconds per record (the median of the
+//! samples, in on-CPU time where Linux reports it, so that a busy machine's other processes do
+//! not count) and each pass's speed relative to the floor (1.0 = as fast as merely reading the
+//! JSON; the goal is at least 0.5 for `check` on the corpus mix), then the spread of `check`'s
+//! per-record cost across widths (max / min; it must stay within 1.5).
+//!
+//! Run with `cargo bench -p tep-conformance --bench checker`; add `-- corpus` (or `wide`,
+//! `program`, `contexts`, or several: `'wide|program'`) to run only those groups. The widest traces take a few seconds per iteration.
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
+
+type Group<'c> = BenchmarkGroup<'c, WallTime>;
+type BenchGroup = fn(&mut Criterion);
+use serde::de::IgnoredAny;
 use tep_conformance::checker::CheckOptions;
-use tep_conformance::scenario::corpus;
-use tep_conformance::scripted::run_reference;
-use tep_conformance::trace_io::{check_reader, for_each_record, repeat_batches};
+use tep_conformance::generate::{Shape, jsonl};
+use tep_conformance::trace_io::{check_reader, for_each_record};
 use tep_reference::graph::Revision;
-use tep_reference::trace::to_jsonl;
 
-fn long_jsonl(batches: usize) -> (String, usize) {
-    let scenario = corpus()
-        .ok()
-        .and_then(|c| c.into_iter().find(|s| s.id == "mixed-batch"))
-        .map(|s| run_reference(&s, Revision::Rev2, &[]));
-    let Some(Ok(one)) = scenario else {
-        panic!("the mixed-batch scenario must run on the reference");
-    };
-    let records = repeat_batches(&one, batches);
-    (to_jsonl(&records), records.len())
+/// The passes measured on every trace.
+const PASSES: [&str; 3] = ["floor", "typed", "check"];
+
+/// Per-iteration times of every (trace, pass), in nanoseconds, and each trace's record count.
+#[derive(Default)]
+struct Samples {
+    times: BTreeMap<(String, &'static str), Vec<f64>>,
+    records: BTreeMap<String, usize>,
 }
 
-fn throughput(c: &mut Criterion) {
-    let options = CheckOptions::new(Revision::Rev2);
-    let mut group = c.benchmark_group("trace");
-    for batches in [10, 100, 1000] {
-        let (jsonl, records) = long_jsonl(batches);
-        group.throughput(Throughput::Elements(records as u64));
-        group.bench_with_input(BenchmarkId::new("parse", batches), &jsonl, |b, text| {
-            b.iter(|| {
-                let mut n = 0;
-                let _ = for_each_record(text.as_bytes(), |_, _| {
-                    n += 1;
-                    Ok(())
+thread_local! {
+    static SAMPLES: RefCell<Samples> = RefCell::default();
+}
+
+/// The time this thread has run on a CPU (Linux's schedstat), so that the ratios do not count
+/// the time other processes of a shared machine took the CPU away. `None` elsewhere: the
+/// ratios then use wall time.
+fn on_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos = stat.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}
+
+/// Reads every line into `IgnoredAny`: the lines found with memchr, as `tep check` finds them.
+fn floor(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut n = 0;
+    for end in memchr::memchr_iter(b'\n', bytes).chain([bytes.len()]) {
+        let line = &bytes[start..end];
+        start = end + 1;
+        if !line.is_empty() && serde_json::from_slice::<IgnoredAny>(line).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+fn typed(text: &str) -> usize {
+    let mut n = 0;
+    let _ = for_each_record(text.as_bytes(), |_, record| {
+        black_box(&record);
+        n += 1;
+        Ok(())
+    });
+    n
+}
+
+fn check(text: &str, revision: Revision) -> usize {
+    check_reader(&CheckOptions::new(revision), text.as_bytes()).map_or(0, |r| r.records)
+}
+
+/// Benches the three passes on one trace, recording each iteration's time.
+fn bench_trace(group: &mut Group<'_>, shape: Shape, times: usize) {
+    let Ok(text) = jsonl(shape, times) else {
+        panic!("cannot generate {}", shape.name());
+    };
+    let records = floor(&text);
+    let name = shape.name();
+    assert_eq!(typed(&text), records, "{name} must read back whole");
+    assert_eq!(
+        check(&text, shape.revision()),
+        records,
+        "{name} must check whole"
+    );
+    SAMPLES.with(|s| s.borrow_mut().records.insert(name.clone(), records));
+    group.throughput(Throughput::Elements(records as u64));
+    for pass in PASSES {
+        group.bench_with_input(BenchmarkId::new(pass, &name), &text, |b, text| {
+            b.iter_custom(|iters| {
+                let (start, cpu_start) = (Instant::now(), on_cpu());
+                for _ in 0..iters {
+                    black_box(match pass {
+                        "floor" => floor(text),
+                        "typed" => typed(text),
+                        _ => check(text, shape.revision()),
+                    });
+                }
+                let elapsed = start.elapsed();
+                let spent = match (cpu_start, on_cpu()) {
+                    (Some(a), Some(b)) => b.saturating_sub(a),
+                    _ => elapsed,
+                };
+                SAMPLES.with(|s| {
+                    s.borrow_mut()
+                        .times
+                        .entry((name.clone(), pass))
+                        .or_default()
+                        .push(spent.as_nanos() as f64 / iters as f64);
                 });
-                n
+                elapsed
             })
         });
-        group.bench_with_input(
-            BenchmarkId::new("parse+check", batches),
-            &jsonl,
-            |b, text| b.iter(|| check_reader(&options, text.as_bytes()).map(|r| r.records)),
-        );
+    }
+}
+
+fn configure<'c>(c: &'c mut Criterion, name: &str) -> Group<'c> {
+    let mut group = c.benchmark_group(name);
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    group
+}
+
+/// The corpus mix, repeated to about 10⁵ records.
+fn corpus(c: &mut Criterion) {
+    let mut group = configure(c, "corpus");
+    bench_trace(&mut group, Shape::CorpusMix(Revision::Rev2), 60);
+    group.finish();
+}
+
+const WIDTHS: [usize; 3] = [1_000, 10_000, 100_000];
+/// Calls (or sub-calls) in every trace of a width group: the narrower shapes are repeated, so
+/// that every trace is as long as the widest and none fits in a cache the others do not.
+const CALLS: usize = 100_000;
+
+fn wide(c: &mut Criterion) {
+    let mut group = configure(c, "wide");
+    for n in WIDTHS {
+        bench_trace(&mut group, Shape::WideBatch(n), CALLS / n);
     }
     group.finish();
 }
 
-criterion_group!(benches, throughput);
-criterion_main!(benches);
+fn program(c: &mut Criterion) {
+    let mut group = configure(c, "program");
+    for n in WIDTHS {
+        bench_trace(&mut group, Shape::LongProgram(n), CALLS / n);
+    }
+    group.finish();
+}
+
+fn contexts(c: &mut Criterion) {
+    let mut group = configure(c, "contexts");
+    bench_trace(
+        &mut group,
+        Shape::ManyContexts {
+            calls: 1_000,
+            contexts: 10,
+        },
+        10,
+    );
+    group.finish();
+}
+
+fn median(samples: &[f64]) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+/// The table of ratios, from what the groups that ran recorded.
+fn report() {
+    SAMPLES.with(|s| {
+        let s = s.borrow();
+        let per_record = |name: &str, pass: &'static str| -> Option<f64> {
+            let samples = s.times.get(&(name.to_owned(), pass))?;
+            let records = *s.records.get(name)?;
+            Some(median(samples) / records as f64)
+        };
+        println!();
+        println!(
+            "ns per record (median of the samples), and speed relative to the IgnoredAny floor:"
+        );
+        println!(
+            "{:<28} {:>9} {:>8} {:>8} {:>8} {:>12} {:>12}",
+            "trace", "records", "floor", "typed", "check", "typed/floor", "check/floor"
+        );
+        for (name, records) in &s.records {
+            let (Some(f), Some(t), Some(c)) = (
+                per_record(name, "floor"),
+                per_record(name, "typed"),
+                per_record(name, "check"),
+            ) else {
+                continue;
+            };
+            println!(
+                "{name:<28} {records:>9} {f:>8.0} {t:>8.0} {c:>8.0} {:>11.2}x {:>11.2}x",
+                f / t,
+                f / c
+            );
+        }
+        for family in ["wide-batch", "long-program"] {
+            let costs: Vec<(usize, f64)> = WIDTHS
+                .iter()
+                .filter_map(|n| Some((*n, per_record(&format!("{family}-{n}"), "check")?)))
+                .collect();
+            if costs.len() < 2 {
+                continue;
+            }
+            let most = costs.iter().map(|c| c.1).fold(f64::MIN, f64::max);
+            let least = costs.iter().map(|c| c.1).fold(f64::MAX, f64::min);
+            let listed: Vec<String> = costs
+                .iter()
+                .map(|(n, c)| format!("{n}: {c:.0} ns"))
+                .collect();
+            println!(
+                "{family}: check per record {} (max/min {:.2}, goal <= 1.5)",
+                listed.join(", "),
+                most / least
+            );
+        }
+    });
+}
+
+/// Criterion's options that take a value (so the value is not a filter).
+const VALUED: [&str; 14] = [
+    "--save-baseline",
+    "-s",
+    "--baseline",
+    "-b",
+    "--baseline-lenient",
+    "--load-baseline",
+    "--sample-size",
+    "--warm-up-time",
+    "--measurement-time",
+    "--nresamples",
+    "--noise-threshold",
+    "--confidence-level",
+    "--significance-level",
+    "--output-format",
+];
+
+/// Whether the command line's filter (if any; alternatives split on `|`) can select a bench of
+/// `group`: the traces of the other groups are then not even generated.
+fn wanted(group: &str) -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filters: Vec<&String> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            !a.starts_with('-') && (*i == 0 || !VALUED.contains(&args[i - 1].as_str()))
+        })
+        .map(|(_, a)| a)
+        .collect();
+    filters.is_empty()
+        || filters
+            .iter()
+            .any(|f| group.contains(f.as_str()) || f.contains(group))
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let groups: [(&str, BenchGroup); 4] = [
+        ("corpus", corpus),
+        ("wide", wide),
+        ("program", program),
+        ("contexts", contexts),
+    ];
+    for (name, group) in groups {
+        if wanted(name) {
+            group(&mut c);
+        }
+    }
+    c.final_summary();
+    report();
+}

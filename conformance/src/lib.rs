@@ -14,11 +14,14 @@
 //! - [`runner`], [`baseline`], [`report`]: running the corpus, judging traces,
 //!   expected-failure baselines, terminal/JSON/JUnit reports.
 //! - [`mutation`]: trace mutations that prove the checker has teeth.
+//! - [`generate`]: synthetic traces (the corpus mix, wide batches, long Code Mode programs, many
+//!   contexts) for the benches and load tests.
 
 pub mod adapter;
 pub mod baseline;
 pub mod checker;
 pub mod fuzz;
+pub mod generate;
 pub mod invariants;
 pub mod mutation;
 pub mod observation;

@@ -2,7 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use tep_conformance::checker::{CheckOptions, Checker};
+use tep_conformance::checker::{CheckOptions, Checker, check_records, scanned};
+use tep_conformance::generate::{Shape, records};
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
 use tep_conformance::trace_io::repeat_batches;
@@ -48,4 +49,41 @@ fn sub_calls_are_dropped_with_their_batch() {
     }
     assert_eq!(most, 6, "the run_code call and its five sub-calls");
     assert!(checker.finish().unwrap().is_clean());
+}
+
+/// How many call states (and sub-call ids, and queued contexts) checking a trace of `shape`
+/// scans per record. Machine-independent: a count, not a time.
+fn scans_per_record(shape: Shape) -> f64 {
+    let trace = records(shape).unwrap();
+    let before = scanned();
+    let report = check_records(&CheckOptions::new(shape.revision()), &trace).unwrap();
+    assert!(report.is_clean(), "{:?}", report.violations.first());
+    (scanned() - before) as f64 / trace.len() as f64
+}
+
+#[test]
+fn per_record_work_does_not_grow_with_the_batch_or_the_program() {
+    let pairs = [
+        (Shape::WideBatch(200), Shape::WideBatch(2_000)),
+        (Shape::LongProgram(200), Shape::LongProgram(2_000)),
+        (
+            Shape::ManyContexts {
+                calls: 100,
+                contexts: 5,
+            },
+            Shape::ManyContexts {
+                calls: 1_000,
+                contexts: 5,
+            },
+        ),
+    ];
+    for (narrow, wide) in pairs {
+        let (few, many) = (scans_per_record(narrow), scans_per_record(wide));
+        assert!(
+            many <= 1.5 * few,
+            "{}: {few:.2} scans per record, {}: {many:.2}",
+            narrow.name(),
+            wide.name()
+        );
+    }
 }

@@ -501,6 +501,547 @@ pub fn to_jsonl(records: &[TraceRecord]) -> String {
     out
 }
 
+impl TraceRecord {
+    /// Reads one record of JSON in a single pass, when it leads with its tag: `kind` is its first
+    /// field and an event's `type` comes before its `data` (the order this crate writes them).
+    ///
+    /// Any other line is refused, even one [`serde_json::from_str`] accepts (a tag further on,
+    /// a repeated field, an unknown envelope field): callers fall back on the general path then.
+    /// Whenever this succeeds, the general path reads the same record. It exists for speed: the
+    /// derived `Deserialize` of the internally tagged and flattened enums buffers every field
+    /// before it knows the variant.
+    #[inline]
+    pub fn from_json_tag_first(text: &str) -> Result<TraceRecord, serde_json::Error> {
+        serde_json::from_str::<tag_first::Record>(text).map(|r| r.0)
+    }
+}
+
+/// The single-pass reader of [`TraceRecord::from_json_tag_first`]: visitors that dispatch on a
+/// leading tag, then hand the rest of the object to the variant's own (derived) `Deserialize`
+/// or read it field by field. Every refusal is an error; none needs good wording, since the
+/// general path is what reports errors.
+mod tag_first {
+    use std::fmt;
+
+    use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer};
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+    use serde::{Deserialize, de::Error as _};
+
+    use super::{EventRecord, Mark, Observation, TraceHeader, TraceRecord};
+    use crate::graph::NodeId;
+    use crate::identity::CallId;
+    use crate::result::{ContentBlock, ToolResult};
+    use crate::session::{
+        ApprovalAsked, ApprovalDecided, CodeDispatch, CodeDispatchStart, ContextMessage, EventBody,
+        FlatToolResult, FsObserved, HookInvoked, HookResult, SessionEvent, SurfaceOp, TodoWrite,
+        ToolCallData, ToolResultData, ToolResultRecord, UserMessage,
+    };
+
+    /// A closed set of names read from a JSON string (an object key or a tag's value).
+    macro_rules! names {
+        ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+            enum $name { $($variant),* }
+
+            impl<'de> Deserialize<'de> for $name {
+                fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                    struct Names;
+                    impl<'de> Visitor<'de> for Names {
+                        type Value = $name;
+                        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                            f.write_str(concat!("one of the names of ", stringify!($name)))
+                        }
+                        fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
+                            match v {
+                                $($text => Ok($name::$variant),)*
+                                other => Err(E::unknown_field(other, &[$($text),*])),
+                            }
+                        }
+                    }
+                    // A string and nothing else (serde_json reads identifiers as strings).
+                    d.deserialize_str(Names)
+                }
+            }
+        };
+    }
+
+    names!(
+        /// The first field of a record.
+        RecordTag { Kind = "kind" }
+    );
+    names!(RecordKind {
+        Header = "header",
+        Stage = "stage",
+        Event = "event",
+        Mark = "mark",
+    });
+    names!(ObservationField {
+        Node = "node",
+        Call = "call",
+        Outcome = "outcome",
+        Reason = "reason",
+        Identity = "identity",
+        Listeners = "listeners",
+        Verdicts = "verdicts",
+        Intent = "intent",
+        Result = "result",
+        Calls = "calls",
+        Parent = "parent",
+    });
+    names!(EventRecordField {
+        Call = "call",
+        Event = "event",
+    });
+    names!(EventField {
+        Seq = "seq",
+        Time = "time",
+        Type = "type",
+        Data = "data",
+        SurfaceOp = "surfaceOp",
+        SourceEventSeqs = "sourceEventSeqs",
+    });
+    names!(EventType {
+        ToolCall = "tool/call",
+        ToolResult = "tool/result",
+        UserMessage = "user/message",
+        ContextMessage = "context/message",
+        ApprovalAsked = "approval/asked",
+        ApprovalDecided = "approval/decided",
+        TodoWrite = "todo/write",
+        FsObserved = "fs/observed",
+        HookInvoked = "hook/invoked",
+        HookResult = "hook/result",
+        CodeDispatchStart = "tool/code-dispatch-start",
+        CodeDispatch = "tool/code-dispatch",
+    });
+    names!(
+        /// The first field of `tool/result` data, which tells its two shapes apart (the fields
+        /// both shapes have, `error` and `meta`, do not).
+        ToolResultLead {
+            Turn = "turn",
+            Step = "step",
+            Message = "message",
+            CallId = "callId",
+            Content = "content",
+            IsError = "isError",
+        }
+    );
+
+    /// Sets a field once; a repeated field is refused.
+    fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+        if slot.is_some() {
+            return Err(E::duplicate_field(name));
+        }
+        *slot = Some(value);
+        Ok(())
+    }
+
+    pub(super) struct Record(pub TraceRecord);
+
+    impl<'de> Deserialize<'de> for Record {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_map(RecordVisitor).map(Record)
+        }
+    }
+
+    struct RecordVisitor;
+
+    impl<'de> Visitor<'de> for RecordVisitor {
+        type Value = TraceRecord;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a trace record whose first field is `kind`")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TraceRecord, A::Error> {
+            map.next_key::<RecordTag>()?
+                .ok_or_else(|| A::Error::missing_field("kind"))?;
+            Ok(match map.next_value::<RecordKind>()? {
+                RecordKind::Header => {
+                    TraceRecord::Header(TraceHeader::deserialize(MapAccessDeserializer::new(map))?)
+                }
+                RecordKind::Stage => TraceRecord::Stage(ObservationVisitor.visit_map(map)?),
+                RecordKind::Event => {
+                    TraceRecord::Event(Box::new(EventRecordVisitor.visit_map(map)?))
+                }
+                RecordKind::Mark => {
+                    TraceRecord::Mark(Mark::deserialize(MapAccessDeserializer::new(map))?)
+                }
+            })
+        }
+    }
+
+    /// A stage name, from a string only (the general path refuses any other spelling).
+    struct Node(NodeId);
+
+    impl<'de> Deserialize<'de> for Node {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct NodeName;
+            impl<'de> Visitor<'de> for NodeName {
+                type Value = NodeId;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a stage name")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<NodeId, E> {
+                    let node = NodeId::deserialize(BorrowedStrDeserializer::<E>::new(v))?;
+                    // The general path also parses the name with `FromStr`.
+                    if node.as_str() != v {
+                        return Err(E::custom(
+                            "a stage name serde and FromStr spell differently",
+                        ));
+                    }
+                    Ok(node)
+                }
+            }
+            d.deserialize_str(NodeName).map(Node)
+        }
+    }
+
+    /// The rest of a stage record, after its `kind`.
+    struct ObservationVisitor;
+
+    impl<'de> Visitor<'de> for ObservationVisitor {
+        type Value = Box<Observation>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a stage record")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Box<Observation>, A::Error> {
+            // Filled in place (the record is large: moving it costs more than reading it);
+            // `seen` has a bit per field, so a repeated one is refused and `node` required.
+            let mut obs = Box::new(Observation::at(NodeId::Model));
+            let mut seen = 0u16;
+            while let Some(field) = map.next_key::<ObservationField>()? {
+                let bit = 1 << field as u16;
+                if seen & bit != 0 {
+                    return Err(A::Error::custom("a repeated field"));
+                }
+                seen |= bit;
+                match field {
+                    ObservationField::Node => obs.node = map.next_value::<Node>()?.0,
+                    ObservationField::Call => obs.call = map.next_value()?,
+                    ObservationField::Outcome => obs.outcome = map.next_value()?,
+                    ObservationField::Reason => obs.reason = map.next_value()?,
+                    ObservationField::Identity => obs.identity = map.next_value()?,
+                    ObservationField::Listeners => obs.listeners = map.next_value()?,
+                    ObservationField::Verdicts => obs.verdicts = map.next_value()?,
+                    ObservationField::Intent => obs.intent = map.next_value()?,
+                    ObservationField::Result => {
+                        obs.result = map.next_value::<Option<FastResult>>()?.map(|r| r.0)
+                    }
+                    ObservationField::Calls => obs.calls = map.next_value()?,
+                    ObservationField::Parent => obs.parent = map.next_value()?,
+                }
+            }
+            if seen & (1 << ObservationField::Node as u16) == 0 {
+                return Err(A::Error::missing_field("node"));
+            }
+            Ok(obs)
+        }
+    }
+
+    names!(ToolResultField {
+        IsError = "isError",
+        Content = "content",
+        Error = "error",
+        Meta = "meta",
+        AdditionalContexts = "additionalContexts",
+    });
+    names!(BlockTag { Type = "type" });
+    names!(BlockType { Text = "text" });
+    names!(TextField { Text = "text" });
+
+    /// A result read field by field, its content blocks without buffering.
+    struct FastResult(ToolResult);
+
+    impl<'de> Deserialize<'de> for FastResult {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Fields;
+            impl<'de> Visitor<'de> for Fields {
+                type Value = ToolResult;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a tool result")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ToolResult, A::Error> {
+                    let mut result = ToolResult {
+                        is_error: false,
+                        content: Vec::new(),
+                        error: None,
+                        meta: None,
+                        additional_contexts: Vec::new(),
+                        value: None,
+                    };
+                    let mut seen = 0u8;
+                    while let Some(field) = map.next_key::<ToolResultField>()? {
+                        let bit = 1 << field as u8;
+                        if seen & bit != 0 {
+                            return Err(A::Error::custom("a repeated field"));
+                        }
+                        seen |= bit;
+                        match field {
+                            ToolResultField::IsError => result.is_error = map.next_value()?,
+                            ToolResultField::Content => {
+                                result.content = map.next_value::<Blocks>()?.0
+                            }
+                            ToolResultField::Error => result.error = map.next_value()?,
+                            ToolResultField::Meta => result.meta = map.next_value()?,
+                            ToolResultField::AdditionalContexts => {
+                                result.additional_contexts = map.next_value()?
+                            }
+                        }
+                    }
+                    let required = (1 << ToolResultField::IsError as u8)
+                        | (1 << ToolResultField::Content as u8);
+                    if seen & required != required {
+                        return Err(A::Error::custom("a missing field"));
+                    }
+                    Ok(result)
+                }
+            }
+            // Only an object: the derived impl would also take an array of the fields.
+            d.deserialize_map(Fields).map(FastResult)
+        }
+    }
+
+    /// Content blocks, each `{"type": "text", "text": ...}` with its tag first.
+    struct Blocks(Vec<ContentBlock>);
+
+    impl<'de> Deserialize<'de> for Blocks {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Elements;
+            impl<'de> Visitor<'de> for Elements {
+                type Value = Vec<ContentBlock>;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("content blocks")
+                }
+                fn visit_seq<S: de::SeqAccess<'de>>(
+                    self,
+                    mut seq: S,
+                ) -> Result<Vec<ContentBlock>, S::Error> {
+                    let mut blocks = Vec::new();
+                    while let Some(block) = seq.next_element::<Block>()? {
+                        blocks.push(block.0);
+                    }
+                    Ok(blocks)
+                }
+            }
+            d.deserialize_seq(Elements).map(Blocks)
+        }
+    }
+
+    struct Block(ContentBlock);
+
+    impl<'de> Deserialize<'de> for Block {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Fields;
+            impl<'de> Visitor<'de> for Fields {
+                type Value = ContentBlock;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a content block whose first field is `type`")
+                }
+                fn visit_map<A: MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<ContentBlock, A::Error> {
+                    map.next_key::<BlockTag>()?
+                        .ok_or_else(|| A::Error::missing_field("type"))?;
+                    let BlockType::Text = map.next_value::<BlockType>()?;
+                    map.next_key::<TextField>()?
+                        .ok_or_else(|| A::Error::missing_field("text"))?;
+                    let text: String = map.next_value()?;
+                    if map.next_key::<TextField>()?.is_some() {
+                        return Err(A::Error::custom("a repeated field"));
+                    }
+                    Ok(ContentBlock::Text { text })
+                }
+            }
+            d.deserialize_map(Fields).map(Block)
+        }
+    }
+
+    /// The rest of an event record, after its `kind`.
+    struct EventRecordVisitor;
+
+    impl<'de> Visitor<'de> for EventRecordVisitor {
+        type Value = EventRecord;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an event record")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EventRecord, A::Error> {
+            let mut call: Option<Option<CallId>> = None;
+            let mut event: Option<SessionEvent> = None;
+            while let Some(field) = map.next_key::<EventRecordField>()? {
+                match field {
+                    EventRecordField::Call => once(&mut call, map.next_value()?, "call")?,
+                    EventRecordField::Event => {
+                        once(&mut event, map.next_value_seed(EventSeed)?, "event")?
+                    }
+                }
+            }
+            Ok(EventRecord {
+                call: call.flatten(),
+                event: event.ok_or_else(|| A::Error::missing_field("event"))?,
+            })
+        }
+    }
+
+    /// A session event whose `type` comes before its `data`.
+    struct EventSeed;
+
+    impl<'de> DeserializeSeed<'de> for EventSeed {
+        type Value = SessionEvent;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<SessionEvent, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for EventSeed {
+        type Value = SessionEvent;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a session event whose `type` comes before its `data`")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SessionEvent, A::Error> {
+            let mut seq: Option<u64> = None;
+            let mut time: Option<u64> = None;
+            let mut kind: Option<EventType> = None;
+            let mut body: Option<EventBody> = None;
+            let mut surface_op: Option<Option<SurfaceOp>> = None;
+            let mut sources: Option<Option<Vec<u64>>> = None;
+            while let Some(field) = map.next_key::<EventField>()? {
+                match field {
+                    EventField::Seq => once(&mut seq, map.next_value()?, "seq")?,
+                    EventField::Time => once(&mut time, map.next_value()?, "time")?,
+                    EventField::Type => once(&mut kind, map.next_value()?, "type")?,
+                    EventField::Data => {
+                        let kind = kind.ok_or_else(|| A::Error::custom("`data` before `type`"))?;
+                        once(&mut body, data(kind, &mut map)?, "data")?;
+                    }
+                    EventField::SurfaceOp => once(&mut surface_op, map.next_value()?, "surfaceOp")?,
+                    EventField::SourceEventSeqs => {
+                        once(&mut sources, map.next_value()?, "sourceEventSeqs")?
+                    }
+                }
+            }
+            Ok(SessionEvent {
+                seq: seq.ok_or_else(|| A::Error::missing_field("seq"))?,
+                time: time.ok_or_else(|| A::Error::missing_field("time"))?,
+                body: body.ok_or_else(|| A::Error::missing_field("data"))?,
+                surface_op: surface_op.flatten(),
+                source_event_seqs: sources.flatten(),
+            })
+        }
+    }
+
+    /// An event's `data`, read as its `type` says.
+    fn data<'de, A: MapAccess<'de>>(kind: EventType, map: &mut A) -> Result<EventBody, A::Error> {
+        Ok(match kind {
+            EventType::ToolCall => EventBody::ToolCall(map.next_value::<ToolCallData>()?),
+            EventType::ToolResult => EventBody::ToolResult(map.next_value_seed(ToolResultSeed)?),
+            EventType::UserMessage => EventBody::UserMessage(map.next_value::<UserMessage>()?),
+            EventType::ContextMessage => {
+                EventBody::ContextMessage(map.next_value::<ContextMessage>()?)
+            }
+            EventType::ApprovalAsked => {
+                EventBody::ApprovalAsked(map.next_value::<ApprovalAsked>()?)
+            }
+            EventType::ApprovalDecided => {
+                EventBody::ApprovalDecided(map.next_value::<ApprovalDecided>()?)
+            }
+            EventType::TodoWrite => EventBody::TodoWrite(map.next_value::<TodoWrite>()?),
+            EventType::FsObserved => EventBody::FsObserved(map.next_value::<FsObserved>()?),
+            EventType::HookInvoked => EventBody::HookInvoked(map.next_value::<HookInvoked>()?),
+            EventType::HookResult => EventBody::HookResult(map.next_value::<HookResult>()?),
+            EventType::CodeDispatchStart => {
+                EventBody::CodeDispatchStart(map.next_value::<CodeDispatchStart>()?)
+            }
+            EventType::CodeDispatch => EventBody::CodeDispatch(map.next_value::<CodeDispatch>()?),
+        })
+    }
+
+    /// `tool/result` data: its first field says which shape it is (the derived untagged enum
+    /// buffers the whole object and tries each).
+    struct ToolResultSeed;
+
+    impl<'de> DeserializeSeed<'de> for ToolResultSeed {
+        type Value = ToolResultData;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ToolResultData, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for ToolResultSeed {
+        type Value = ToolResultData;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("tool/result data")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ToolResultData, A::Error> {
+            let lead = map
+                .next_key::<ToolResultLead>()?
+                .ok_or_else(|| A::Error::custom("empty tool/result data"))?;
+            let rest = MapAccessDeserializer::new(Replay {
+                first: Some(lead),
+                map,
+            });
+            Ok(match lead {
+                ToolResultLead::Turn | ToolResultLead::Step | ToolResultLead::Message => {
+                    ToolResultData::Message(ToolResultRecord::deserialize(rest)?)
+                }
+                ToolResultLead::CallId | ToolResultLead::Content | ToolResultLead::IsError => {
+                    ToolResultData::Flat(FlatToolResult::deserialize(rest)?)
+                }
+            })
+        }
+    }
+
+    /// A map whose first key was already read: it is handed out again first.
+    struct Replay<A> {
+        first: Option<ToolResultLead>,
+        map: A,
+    }
+
+    impl<'de, A: MapAccess<'de>> MapAccess<'de> for Replay<A> {
+        type Error = A::Error;
+
+        fn next_key_seed<K: DeserializeSeed<'de>>(
+            &mut self,
+            seed: K,
+        ) -> Result<Option<K::Value>, A::Error> {
+            match self.first.take() {
+                Some(lead) => {
+                    let name = match lead {
+                        ToolResultLead::Turn => "turn",
+                        ToolResultLead::Step => "step",
+                        ToolResultLead::Message => "message",
+                        ToolResultLead::CallId => "callId",
+                        ToolResultLead::Content => "content",
+                        ToolResultLead::IsError => "isError",
+                    };
+                    seed.deserialize(BorrowedStrDeserializer::new(name))
+                        .map(Some)
+                }
+                None => self.map.next_key_seed(seed),
+            }
+        }
+
+        fn next_value_seed<V: DeserializeSeed<'de>>(
+            &mut self,
+            seed: V,
+        ) -> Result<V::Value, A::Error> {
+            self.map.next_value_seed(seed)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

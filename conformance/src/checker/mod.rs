@@ -30,8 +30,9 @@ use tep_reference::trace::{
 };
 
 use crate::invariants::{InvariantId, Level, invariant};
-use crate::observation::{CallFacts, Expectations, has_hook};
+use crate::observation::{CallFacts, Expectations};
 use crate::rules::{self, Claim, Cx, Finding, Read, Record, Refused, Rule, Visit};
+pub use state::scanned;
 use state::{Batch, Call, Section};
 use walk::{Step, Walker, bit};
 
@@ -309,20 +310,50 @@ pub struct Checker {
     found: Vec<Finding>,
     /// An exception escaped the pipeline: the open batch ended there.
     escaped: bool,
+    /// The invariants checked (bit per id): findings of the others are dropped.
+    checked: u128,
+    taken: Taken,
     report: CheckReport,
+}
+
+/// The edges taken so far, as bits: a record adds its edge to the report's sets only the first
+/// time.
+#[derive(Debug, Default)]
+struct Taken {
+    pipeline: u128,
+    code_mode: u128,
+}
+
+impl Taken {
+    fn take(&mut self, report: &mut CheckReport, kind: GraphKind, edge: EdgeId) {
+        let (bits, edges) = match kind {
+            GraphKind::Pipeline => (&mut self.pipeline, &mut report.edges),
+            GraphKind::CodeMode => (&mut self.code_mode, &mut report.code_mode_edges),
+        };
+        // A graph with more edges than bits (none has) records the rest every time.
+        let b = u32::try_from(edge.0)
+            .ok()
+            .and_then(|k| 1u128.checked_shl(k))
+            .unwrap_or(0);
+        if b == 0 || *bits & b == 0 {
+            *bits |= b;
+            edges.insert(edge);
+        }
+    }
 }
 
 impl Checker {
     pub fn new(options: CheckOptions) -> Self {
         let expect = Expectations::new(options.level, |c| options.has(c));
         let graph = StageGraph::of(options.revision);
+        let checked = InvariantId::ALL
+            .iter()
+            .filter(|&&id| options.checks(id))
+            .fold(0, |bits, &id| bits | 1u128 << (id as u32));
         Checker {
             graph,
-            walker: Walker { graph, expect },
-            code_walker: Walker {
-                graph: StageGraph::code_mode(options.revision),
-                expect,
-            },
+            walker: Walker::new(graph, expect),
+            code_walker: Walker::new(StageGraph::code_mode(options.revision), expect),
             dispatch: Dispatch::new(&options),
             options,
             batch: None,
@@ -330,6 +361,8 @@ impl Checker {
             seen_records: 0,
             found: Vec::new(),
             escaped: false,
+            checked,
+            taken: Taken::default(),
             report: CheckReport::default(),
         }
     }
@@ -395,7 +428,8 @@ impl Checker {
 
     fn stage(&mut self, line: usize, obs: &Observation) -> Result<(), TraceError> {
         let node = obs.node;
-        let kind = self.graph.node(node).map(|n| n.kind);
+        let tables = &self.walker.tables;
+        let kind = tables.kind(node);
         if matches!(
             kind,
             Some(NodeKind::SessionEvent | NodeKind::OwnedEvents | NodeKind::ContextInjection)
@@ -417,7 +451,7 @@ impl Checker {
         if node == NodeId::Model {
             return self.open_batch(line, obs);
         }
-        let scope = self.graph.node(node).map_or(Scope::Call, |n| n.scope);
+        let scope = tables.scope(node).unwrap_or(Scope::Call);
         if scope == Scope::Batch {
             if obs.call.is_some() {
                 return Err(TraceError::new(
@@ -437,9 +471,15 @@ impl Checker {
             "intent" => obs.intent.is_some(),
             _ => true,
         };
-        if let Some(field) = required_fields(self.graph, node)
-            .into_iter()
-            .find(|f| !present(f))
+        // Only a record that lacks a field pays for finding which.
+        let lacks = ((tables.requires_outcome(node) || node == NodeId::FsGate)
+            && obs.outcome.is_none())
+            || (node == NodeId::Final && obs.result.is_none())
+            || (node == NodeId::FsGate && obs.intent.is_none());
+        if lacks
+            && let Some(field) = required_fields(self.graph, node)
+                .into_iter()
+                .find(|f| !present(f))
         {
             let mut message = format!("stage `{node}` needs a `{field}`");
             if field == "outcome" {
@@ -468,11 +508,11 @@ impl Checker {
         let event = &rec.event;
         // The call the event belongs to: the trace's attribution, or the event's own id.
         let own = match &event.body {
-            EventBody::ToolCall(data) => Some(data.call_id.clone()),
-            EventBody::ToolResult(data) => data.call_id().cloned(),
-            EventBody::ApprovalAsked(data) => data.call_id.clone(),
-            EventBody::CodeDispatchStart(data) => Some(data.sub_call_id.clone()),
-            EventBody::CodeDispatch(data) => Some(data.sub_call_id.clone()),
+            EventBody::ToolCall(data) => Some(&data.call_id),
+            EventBody::ToolResult(data) => data.call_id(),
+            EventBody::ApprovalAsked(data) => data.call_id.as_ref(),
+            EventBody::CodeDispatchStart(data) => Some(&data.sub_call_id),
+            EventBody::CodeDispatch(data) => Some(&data.sub_call_id),
             EventBody::UserMessage(m) => tool_source(&m.source),
             EventBody::ContextMessage(m) => tool_source(&m.source),
             _ => None,
@@ -484,7 +524,7 @@ impl Checker {
         };
         // A tool/result or an injected context that names another call is a violation
         // (`result-names-its-call`); any other disagreement means the trace cannot be attributed.
-        if let (Some(given), Some(own)) = (&rec.call, &own)
+        if let (Some(given), Some(own)) = (&rec.call, own)
             && given != own
             && !matches!(
                 event.body,
@@ -499,8 +539,8 @@ impl Checker {
                 ),
             ));
         }
-        let call = rec.call.clone().or(own);
-        self.session_event(line, event, call.as_ref());
+        let call = rec.call.as_ref().or(own);
+        self.session_event(line, event, call);
         let Some(call) = call else {
             // Not a call's event: a user's own message, or an event a recording could not
             // attribute. Nothing but the session log's order applies to it.
@@ -513,7 +553,7 @@ impl Checker {
             };
         };
         let starts = matches!(event.body, EventBody::CodeDispatchStart(_));
-        let i = self.resolve_call(line, &call, parent, starts)?;
+        let i = self.resolve_call(line, call, parent, starts)?;
         let is_sub_call = self
             .batch
             .as_ref()
@@ -563,7 +603,7 @@ impl Checker {
             self.session.last_seq = Some((event.seq, line));
             return;
         }
-        let index = call.and_then(|c| self.batch.as_ref()?.index.get(c).copied());
+        let index = call.and_then(|c| self.batch.as_ref()?.find(c));
         let Some(batch) = self.batch.as_ref() else {
             self.session.last_seq = Some((event.seq, line));
             return;
@@ -601,7 +641,7 @@ impl Checker {
                 "a record before the first `model` observation (every trace starts with the batch)",
             )
         })?;
-        if let Some(&i) = batch.index.get(call) {
+        if let Some(i) = batch.find(call) {
             // A sub-call id names a new sub-call when its program runs again (a retry
             // dispatches the `run_code` body anew, and its numbering starts over).
             // (Later records of the earlier run's sub-call, an observer's mark, still name it.)
@@ -640,9 +680,16 @@ impl Checker {
         );
         sub.parent = Some(p);
         sub.parent_dispatch = batch.calls[p].dispatches;
+        // The sub-calls of one run of the program are the last ones of its list.
+        sub.number = match batch.calls[p].sub_calls.last() {
+            Some(&k) if batch.calls[k].parent_dispatch == sub.parent_dispatch => {
+                batch.calls[k].number + 1
+            }
+            _ => 1,
+        };
         batch.calls[p].sub_calls.push(i);
         batch.calls.push(sub);
-        batch.index.insert(call.clone(), i);
+        batch.index_call(call.clone(), i);
         Ok(i)
     }
 
@@ -718,9 +765,12 @@ impl Checker {
         if batch.settled.is_none() {
             batch.settled = Some(line);
             if batch.is_complete()
-                && let Some((edge, _)) = self.graph.edge(NodeId::ToolResult, NodeId::AllResults)
+                && let Some(edge) = self
+                    .walker
+                    .tables
+                    .edge(NodeId::ToolResult, NodeId::AllResults)
             {
-                self.report.edges.insert(edge);
+                self.taken.take(&mut self.report, GraphKind::Pipeline, edge);
             }
         }
         self.emit();
@@ -785,7 +835,7 @@ impl Checker {
         let step = match node {
             // Contexts and tool-owned events are placed by their own rules.
             None | Some(NodeId::Context | NodeId::Owned) => Step::Side(None),
-            Some(n) if !call.graph.contains(n) => Step::Refused {
+            Some(n) if !walker.tables.contains(n) => Step::Refused {
                 error: tep_reference::graph::StepError::NoEdge {
                     from: call.position,
                     to: n,
@@ -874,24 +924,22 @@ impl Checker {
         };
         let before = batch.calls[i].last_node;
         let top_level = !batch.calls[i].is_sub_call();
-        let code_mode = batch.calls[i].graph.kind() == GraphKind::CodeMode;
-        match step {
-            Step::Direct(edge) | Step::Side(Some(edge)) => {
-                if code_mode {
-                    self.report.code_mode_edges.insert(*edge);
-                } else {
-                    self.report.edges.insert(*edge);
-                }
-            }
-            _ => {}
+        let kind = batch.calls[i].graph.kind();
+        if let Step::Direct(edge) | Step::Side(Some(edge)) = step {
+            self.taken.take(&mut self.report, kind, *edge);
         }
         {
+            let tables = if top_level {
+                &self.walker.tables
+            } else {
+                &self.code_walker.tables
+            };
             let call = &mut batch.calls[i];
             call.last_line = line;
             if let Some(n) = node {
                 let moves = match step {
                     Step::Direct(_) | Step::Inferred => true,
-                    Step::Refused { .. } => !keep && call.graph.contains(n),
+                    Step::Refused { .. } => !keep && tables.contains(n),
                     // The last of consecutive `around` records is where the waterfall stands:
                     // its outcome (a wrapper's throw, or none) is the visit's.
                     Step::Stay => {
@@ -901,12 +949,12 @@ impl Checker {
                     }
                     Step::Side(_) => false,
                 };
-                if moves && !call.graph.is_leaf(n) {
+                if moves && !tables.is_leaf(n) {
                     call.position = n;
                     call.outcome = outcome;
                     call.position_line = line;
                 }
-                if call.graph.contains(n) && !call.graph.is_leaf(n) {
+                if tables.contains(n) && !tables.is_leaf(n) {
                     call.last_node = n;
                 }
                 call.visited |= bit(n);
@@ -937,12 +985,13 @@ impl Checker {
             return;
         };
         // The ordered lane: the stages with a hook, in the prepare and commit phases.
+        let tables = &self.walker.tables;
         if let Some(n) = node
             && top_level
-            && !self.graph.is_leaf(n)
-            && has_hook(n)
+            && !tables.is_leaf(n)
+            && tables.has_hook(n)
             && !matches!(step, Step::Refused { .. } if keep)
-            && let Some(sec) = self.graph.node(n).and_then(|d| section(d.phase))
+            && let Some(sec) = tables.section(n)
         {
             if sec == Section::Commit {
                 batch.calls[i].commit_started = true;
@@ -950,18 +999,8 @@ impl Checker {
             // Held until no ordered stage of the same section can come next (records without a
             // hook are looked past: they are not ordered stages; an ordered stage the call
             // already recorded, out of order, does not come again).
-            let expect = self.walker.expect;
             let visited = batch.calls[i].visited;
-            let stays = self
-                .walker
-                .next_stops(n, outcome, call_facts, |m| {
-                    expect.required(m, call_facts) && has_hook(m)
-                })
-                .into_iter()
-                .any(|m| {
-                    visited & bit(m) == 0
-                        && self.graph.node(m).and_then(|d| section(d.phase)) == Some(sec)
-                });
+            let stays = self.walker.lane_stops(n, outcome, call_facts, sec) & !visited != 0;
             batch.lane = if stays { Some((i, sec, line)) } else { None };
         }
     }
@@ -1056,7 +1095,7 @@ impl Checker {
                 if parent.is_none() && batch.completed.is_some() && batch.first_context.is_none() {
                     // An outcome announced after the batch completed (its result came first: a
                     // violation already) still owes its contexts.
-                    batch.fifo = fifo(batch);
+                    batch.fifo = fifo(batch).into();
                 }
             }
             NodeId::PresentCall => call.presented_call += 1,
@@ -1096,7 +1135,7 @@ impl Checker {
                             expected.remove(k);
                         }
                     }
-                    batch.fifo = expected;
+                    batch.fifo = expected.into();
                 }
             }
             EventBody::UserMessage(_) | EventBody::ContextMessage(_) => {
@@ -1105,11 +1144,11 @@ impl Checker {
                 }
                 batch.last_injected = Some(i);
                 batch.first_context.get_or_insert(line);
-                if let (Some(_), Some((edge, _))) = (
+                if let (Some(_), Some(edge)) = (
                     batch.settled,
-                    self.graph.edge(NodeId::AllResults, NodeId::Context),
+                    self.walker.tables.edge(NodeId::AllResults, NodeId::Context),
                 ) {
-                    self.report.edges.insert(edge);
+                    self.taken.take(&mut self.report, GraphKind::Pipeline, edge);
                 }
             }
             EventBody::ApprovalAsked(_) => {
@@ -1147,12 +1186,13 @@ impl Checker {
         }
         // A tool-owned event recorded while the body runs takes the edge into the side branch.
         if event.body.node() == Some(NodeId::Owned) && batch.calls[i].body_since.is_some() {
-            let graph = batch.calls[i].graph;
-            if let Some((edge, _)) = graph.edge(NodeId::ToolBody, NodeId::Owned) {
-                match graph.kind() {
-                    GraphKind::CodeMode => self.report.code_mode_edges.insert(edge),
-                    GraphKind::Pipeline => self.report.edges.insert(edge),
-                };
+            let kind = batch.calls[i].graph.kind();
+            let tables = match kind {
+                GraphKind::Pipeline => &self.walker.tables,
+                GraphKind::CodeMode => &self.code_walker.tables,
+            };
+            if let Some(edge) = tables.edge(NodeId::ToolBody, NodeId::Owned) {
+                self.taken.take(&mut self.report, kind, edge);
             }
         }
         let node = if batch.calls[i].is_sub_call() {
@@ -1168,7 +1208,7 @@ impl Checker {
     /// Moves what the rules found into the report, once per call where asked.
     fn emit(&mut self) {
         for finding in std::mem::take(&mut self.found) {
-            if !self.options.checks(finding.invariant) {
+            if self.checked & (1u128 << (finding.invariant as u32)) == 0 {
                 continue;
             }
             let call = match (finding.call, self.batch.as_mut()) {
@@ -1234,9 +1274,9 @@ pub(crate) fn context_text(body: &EventBody) -> Option<String> {
     }
 }
 
-fn tool_source(source: &MessageSource) -> Option<CallId> {
+fn tool_source(source: &MessageSource) -> Option<&CallId> {
     match source {
-        MessageSource::Tool { call_id } => Some(call_id.clone()),
+        MessageSource::Tool { call_id } => Some(call_id),
         _ => None,
     }
 }
@@ -1253,14 +1293,6 @@ fn looks_like_a_session_log(batch: &Batch) -> bool {
         .fold(0, |acc, &n| acc | bit(n));
     let started = batch.top_level().any(|(_, c)| c.started.is_some());
     started && batch.calls.iter().all(|c| c.visited & hooks == 0)
-}
-
-fn section(phase: tep_reference::graph::Phase) -> Option<Section> {
-    match phase {
-        tep_reference::graph::Phase::Prepare => Some(Section::Prepare),
-        tep_reference::graph::Phase::Commit => Some(Section::Commit),
-        _ => None,
-    }
 }
 
 /// The fields a stage record of `node` must carry (besides `node`, and `call` for per-call

@@ -2,6 +2,7 @@
 //! reads, updated by the core after the rules have seen a record (so a rule always compares a
 //! record with what came before it).
 
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
@@ -13,6 +14,128 @@ use crate::invariants::InvariantId;
 use crate::observation::CallFacts;
 
 use super::walk::bit;
+
+thread_local! {
+    static SCANNED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many call states, sub-call ids and queued contexts the checks have scanned on this
+/// thread so far. Looking a call up is not a scan; walking a list is. A per-record step that
+/// scans makes this grow faster than the records as batches widen: the tests count it.
+pub fn scanned() -> u64 {
+    SCANNED.with(Cell::get)
+}
+
+/// An iterator over part of a batch's state that counts what it yields ([`scanned`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Scan<I>(I);
+
+impl<I: Iterator> Iterator for Scan<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        let item = self.0.next();
+        if item.is_some() {
+            SCANNED.with(|n| n.set(n.get() + 1));
+        }
+        item
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl<I: DoubleEndedIterator> DoubleEndedIterator for Scan<I> {
+    fn next_back(&mut self) -> Option<I::Item> {
+        let item = self.0.next_back();
+        if item.is_some() {
+            SCANNED.with(|n| n.set(n.get() + 1));
+        }
+        item
+    }
+}
+
+impl<I: ExactSizeIterator> ExactSizeIterator for Scan<I> {}
+
+/// A list of a batch's state whose scans are counted: indexing is not, iterating is.
+#[derive(Debug, Clone)]
+pub(crate) struct Counted<T>(Vec<T>);
+
+impl<T> Default for Counted<T> {
+    fn default() -> Self {
+        Counted(Vec::new())
+    }
+}
+
+impl<T> Counted<T> {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn push(&mut self, item: T) {
+        self.0.push(item);
+    }
+
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.0.get(i)
+    }
+
+    pub fn last(&self) -> Option<&T> {
+        self.0.last()
+    }
+
+    pub fn remove(&mut self, i: usize) -> T {
+        self.0.remove(i)
+    }
+
+    pub fn iter(&self) -> Scan<std::slice::Iter<'_, T>> {
+        Scan(self.0.iter())
+    }
+
+    /// The items from `start` on.
+    pub fn iter_from(&self, start: usize) -> Scan<std::slice::Iter<'_, T>> {
+        Scan(self.0[start.min(self.0.len())..].iter())
+    }
+
+    /// The items before `end`.
+    pub fn iter_to(&self, end: usize) -> Scan<std::slice::Iter<'_, T>> {
+        Scan(self.0[..end.min(self.0.len())].iter())
+    }
+}
+
+impl<T> From<Vec<T>> for Counted<T> {
+    fn from(items: Vec<T>) -> Self {
+        Counted(items)
+    }
+}
+
+impl<T> std::ops::Index<usize> for Counted<T> {
+    type Output = T;
+
+    fn index(&self, i: usize) -> &T {
+        &self.0[i]
+    }
+}
+
+/// The items from a start on, uncounted: for what a batch's end reads once.
+impl<T> std::ops::Index<std::ops::RangeFrom<usize>> for Counted<T> {
+    type Output = [T];
+
+    fn index(&self, range: std::ops::RangeFrom<usize>) -> &[T] {
+        &self.0[range]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Counted<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        &mut self.0[i]
+    }
+}
 
 /// The sections of the ordered lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,9 +217,11 @@ pub(crate) struct Call {
     pub dispatches: u32,
     /// For a sub-call: the dispatch of its `run_code` call's body it belongs to.
     pub parent_dispatch: u32,
+    /// For a sub-call: its place among the sub-calls of that run of the program, from 1.
+    pub number: usize,
     /// For a `run_code` call: its sub-calls in the order they started, and the one still
     /// running (started, no `tools/result` yet).
-    pub sub_calls: Vec<usize>,
+    pub sub_calls: Counted<usize>,
     pub open_sub: Option<usize>,
     pub dispatch_started: Option<usize>,
     pub dispatched: Option<usize>,
@@ -151,7 +276,8 @@ impl Call {
             presented_result: 0,
             dispatches: 0,
             parent_dispatch: 0,
-            sub_calls: Vec::new(),
+            number: 0,
+            sub_calls: Counted::default(),
             open_sub: None,
             dispatch_started: None,
             dispatched: None,
@@ -203,8 +329,10 @@ pub(crate) fn at(line: usize, node: NodeId, outcome: Option<Outcome>, call: &Cal
 pub(crate) struct Batch {
     pub model_line: usize,
     /// The batch's calls (`..top`), then the Code Mode sub-calls as they appear.
-    pub calls: Vec<Call>,
+    pub calls: Counted<Call>,
     pub index: HashMap<CallId, usize>,
+    /// The call [`Batch::find`] found last.
+    last_found: Cell<usize>,
     pub top: usize,
     /// The `allResults` record.
     pub settled: Option<usize>,
@@ -222,7 +350,7 @@ pub(crate) struct Batch {
     pub open_exclusive: BTreeSet<usize>,
     /// The contexts the announced outcomes carry, in FIFO order (call, text, line announced),
     /// computed when the batch completes; the next expected is at `fifo_next`.
-    pub fifo: Vec<(usize, String, usize)>,
+    pub fifo: Counted<(usize, String, usize)>,
     pub fifo_next: usize,
     /// Contexts injected before the batch completed (already a violation): they are not
     /// expected again.
@@ -253,8 +381,9 @@ impl Batch {
         Batch {
             model_line,
             top: calls.len(),
-            calls,
+            calls: calls.into(),
             index,
+            last_found: Cell::new(0),
             settled: None,
             completed: None,
             first_unstarted: 0,
@@ -263,7 +392,7 @@ impl Batch {
             running_bodies: BTreeSet::new(),
             running_exclusive_bodies: BTreeSet::new(),
             open_exclusive: BTreeSet::new(),
-            fifo: Vec::new(),
+            fifo: Counted::default(),
             fifo_next: 0,
             early_contexts: Vec::new(),
             last_injected: None,
@@ -271,15 +400,36 @@ impl Batch {
         }
     }
 
+    /// The index of a call (or sub-call) of the batch. Consecutive records mostly belong to one
+    /// call: it is compared before the id is hashed.
+    pub fn find(&self, id: &CallId) -> Option<usize> {
+        let last = self.last_found.get();
+        if self.calls.get(last).is_some_and(|c| c.id == *id) {
+            return Some(last);
+        }
+        let found = self.index.get(id).copied();
+        if let Some(i) = found {
+            self.last_found.set(i);
+        }
+        found
+    }
+
+    /// Indexes a call added to the batch; a later call with the id of an earlier one (a
+    /// sub-call of a program run again) is the one the id names from then on.
+    pub fn index_call(&mut self, id: CallId, i: usize) {
+        self.index.insert(id, i);
+        self.last_found.set(i);
+    }
+
     /// The calls of the batch (not the sub-calls), with their indexes.
     pub fn top_level(&self) -> impl Iterator<Item = (usize, &Call)> {
-        self.calls[..self.top].iter().enumerate()
+        self.calls.iter_to(self.top).enumerate()
     }
 
     /// The sub-calls, with their indexes.
     pub fn sub_calls(&self) -> impl Iterator<Item = (usize, &Call)> {
-        self.calls[self.top..]
-            .iter()
+        self.calls
+            .iter_from(self.top)
             .enumerate()
             .map(|(k, c)| (self.top + k, c))
     }
@@ -291,8 +441,9 @@ impl Batch {
 
     /// How a context of call `i` with `text` matches the FIFO.
     pub fn match_context(&self, i: usize, text: &str) -> ContextMatch {
-        match self.fifo[self.fifo_next.min(self.fifo.len())..]
-            .iter()
+        match self
+            .fifo
+            .iter_from(self.fifo_next)
             .position(|(c, t, _)| *c == i && t == text)
         {
             Some(0) => ContextMatch::Next,

@@ -6,9 +6,14 @@
 //! ([`Expectations::required`]): the walk then infers the path, taking for each passed-over
 //! stage the outcome its absence implies ([`Expectations::assumed`]).
 
-use tep_reference::graph::{EdgeId, NodeId, Outcome, StageGraph, StepError};
+use std::cell::Cell;
 
-use crate::observation::{CallFacts, Expectations};
+use tep_reference::graph::{
+    EdgeId, NodeId, NodeKind, Outcome, Phase, Scope, StageGraph, StepError,
+};
+
+use super::state::Section;
+use crate::observation::{CallFacts, Expectations, has_hook};
 
 /// How a visit relates to the call's position.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,19 +39,258 @@ impl Step {
     }
 }
 
-/// Walks one graph at one level.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Walker {
-    pub graph: &'static StageGraph,
-    pub expect: Expectations,
-}
-
 /// Bit `n` stands for the node `NodeId::ALL[n]`.
 pub(crate) fn bit(node: NodeId) -> u32 {
     1 << (node as u32)
 }
 
+const NODES: usize = NodeId::ALL.len();
+/// Every outcome, in the order of [`outcome_number`].
+const ALL_OUTCOMES: [Outcome; 12] = [
+    Outcome::Allow,
+    Outcome::Deny,
+    Outcome::Ask,
+    Outcome::AllowedOnce,
+    Outcome::Rejected,
+    Outcome::Cancelled,
+    Outcome::Unavailable,
+    Outcome::Throw,
+    Outcome::Accept,
+    Outcome::Block,
+    Outcome::Resolve,
+    Outcome::Reject,
+];
+/// No outcome, then each outcome.
+const OUTCOMES: usize = ALL_OUTCOMES.len() + 1;
+/// Each of `finalizer` and `prompt` unknown, false or true.
+const FACTS: usize = 9;
+
+/// An outcome's place in [`ALL_OUTCOMES`]. The match has no wildcard: a new outcome does not
+/// compile until the tables know it.
+const fn outcome_number(outcome: Outcome) -> usize {
+    match outcome {
+        Outcome::Allow => 0,
+        Outcome::Deny => 1,
+        Outcome::Ask => 2,
+        Outcome::AllowedOnce => 3,
+        Outcome::Rejected => 4,
+        Outcome::Cancelled => 5,
+        Outcome::Unavailable => 6,
+        Outcome::Throw => 7,
+        Outcome::Accept => 8,
+        Outcome::Block => 9,
+        Outcome::Resolve => 10,
+        Outcome::Reject => 11,
+    }
+}
+
+fn outcome_index(outcome: Option<Outcome>) -> usize {
+    outcome.map_or(0, |o| outcome_number(o) + 1)
+}
+
+fn outcome_bit(outcome: Outcome) -> u16 {
+    1 << outcome_number(outcome)
+}
+
+fn facts_index(facts: CallFacts) -> usize {
+    let three = |f: Option<bool>| match f {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    };
+    three(facts.finalizer) * 3 + three(facts.prompt)
+}
+
+fn facts_of(index: usize) -> CallFacts {
+    let three = |k: usize| match k {
+        0 => None,
+        1 => Some(false),
+        _ => Some(true),
+    };
+    CallFacts {
+        finalizer: three(index / 3),
+        prompt: three(index % 3),
+    }
+}
+
+/// A graph's queries as tables, built once: the checker asks them for every record, and the
+/// graph answers them by scanning its node and edge lists.
+#[derive(Debug)]
+pub(crate) struct Tables {
+    /// Nodes of the graph, and those of them without an outgoing edge.
+    contains: u32,
+    leaf: u32,
+    /// Nodes whose every outgoing edge is labeled.
+    requires_outcome: u32,
+    /// Nodes made at a public extension point or that are session events.
+    hooked: u32,
+    kind: [Option<NodeKind>; NODES],
+    scope: [Option<Scope>; NODES],
+    section: [Option<Section>; NODES],
+    /// `edge[from][to]`: the first edge `from --> to`.
+    edge: [[Option<EdgeId>; NODES]; NODES],
+    /// Per edge, the outcomes selecting it (bit per outcome; none: any outcome no sibling claims).
+    edge_outcomes: Vec<u16>,
+    /// Per node, the outcomes that label an edge leaving it.
+    decisive: [u16; NODES],
+    /// Per node, the edges entering it, in declaration order (the first edge of each source).
+    incoming: Vec<Vec<(NodeId, EdgeId)>>,
+    /// Per facts, the nodes a walk must visit ([`Expectations::required`]).
+    required: [u32; FACTS],
+}
+
+impl Tables {
+    fn new(graph: &StageGraph, expect: Expectations) -> Self {
+        let mut t = Tables {
+            contains: 0,
+            leaf: 0,
+            requires_outcome: 0,
+            hooked: 0,
+            kind: [None; NODES],
+            scope: [None; NODES],
+            section: [None; NODES],
+            edge: [[None; NODES]; NODES],
+            edge_outcomes: Vec::new(),
+            decisive: [0; NODES],
+            incoming: vec![Vec::new(); NODES],
+            required: [0; FACTS],
+        };
+        for node in graph.nodes() {
+            let n = node.id as usize;
+            t.contains |= bit(node.id);
+            t.kind[n] = Some(node.kind);
+            t.scope[n] = Some(node.scope);
+            t.section[n] = match node.phase {
+                Phase::Prepare => Some(Section::Prepare),
+                Phase::Commit => Some(Section::Commit),
+                _ => None,
+            };
+        }
+        for &node in &NodeId::ALL {
+            if graph.is_leaf(node) {
+                t.leaf |= bit(node);
+            }
+            if graph.requires_outcome(node) {
+                t.requires_outcome |= bit(node);
+            }
+            if has_hook(node) {
+                t.hooked |= bit(node);
+            }
+            for o in graph.decisive_outcomes(node) {
+                t.decisive[node as usize] |= outcome_bit(o);
+            }
+        }
+        for (id, e) in graph.edge_ids() {
+            t.edge_outcomes
+                .push(e.outcomes.iter().fold(0, |m, &o| m | outcome_bit(o)));
+            let slot = &mut t.edge[e.from as usize][e.to as usize];
+            if slot.is_none() {
+                *slot = Some(id);
+            }
+        }
+        for e in graph.edges() {
+            if let Some(id) = t.edge[e.from as usize][e.to as usize] {
+                t.incoming[e.to as usize].push((e.from, id));
+            }
+        }
+        for (f, required) in t.required.iter_mut().enumerate() {
+            for &node in &NodeId::ALL {
+                if expect.required(node, facts_of(f)) {
+                    *required |= bit(node);
+                }
+            }
+        }
+        t
+    }
+
+    pub fn contains(&self, node: NodeId) -> bool {
+        self.contains & bit(node) != 0
+    }
+
+    pub fn is_leaf(&self, node: NodeId) -> bool {
+        self.leaf & bit(node) != 0
+    }
+
+    pub fn requires_outcome(&self, node: NodeId) -> bool {
+        self.requires_outcome & bit(node) != 0
+    }
+
+    pub fn has_hook(&self, node: NodeId) -> bool {
+        self.hooked & bit(node) != 0
+    }
+
+    pub fn kind(&self, node: NodeId) -> Option<NodeKind> {
+        self.kind[node as usize]
+    }
+
+    pub fn scope(&self, node: NodeId) -> Option<Scope> {
+        self.scope[node as usize]
+    }
+
+    pub fn section(&self, node: NodeId) -> Option<Section> {
+        self.section[node as usize]
+    }
+
+    /// The edge `from --> to`, as [`StageGraph::edge`] finds it.
+    pub fn edge(&self, from: NodeId, to: NodeId) -> Option<EdgeId> {
+        self.edge[from as usize][to as usize]
+    }
+
+    /// The edge of [`StageGraph::step`] when the step is one.
+    pub fn direct(&self, from: NodeId, outcome: Option<Outcome>, to: NodeId) -> Option<EdgeId> {
+        let id = self.edge(from, to)?;
+        let labels = self.edge_outcomes[id.0];
+        let selected = if labels != 0 {
+            outcome.is_some_and(|o| labels & outcome_bit(o) != 0)
+        } else {
+            outcome.is_none_or(|o| self.decisive[from as usize] & outcome_bit(o) == 0)
+        };
+        selected.then_some(id)
+    }
+
+    pub fn required(&self, node: NodeId, facts: CallFacts) -> bool {
+        self.required[facts_index(facts)] & bit(node) != 0
+    }
+}
+
+/// Walks one graph at one level.
+#[derive(Debug)]
+pub(crate) struct Walker {
+    pub graph: &'static StageGraph,
+    pub expect: Expectations,
+    pub tables: Tables,
+    /// [`Walker::passes_over`] per (from, outcome, to, facts): 0 not yet asked, 1 no, 2 yes.
+    passes: Vec<Cell<u8>>,
+    /// [`Walker::lane_stops`] per (node, outcome, facts); [`UNKNOWN`] until asked.
+    lane: Vec<Cell<u32>>,
+}
+
+/// A node mask no question answers (there are fewer nodes than bits).
+const UNKNOWN: u32 = u32::MAX;
+
+/// A memo of a pure question.
+fn memo(slot: &Cell<u8>, answer: impl FnOnce() -> bool) -> bool {
+    match slot.get() {
+        0 => {
+            let yes = answer();
+            slot.set(if yes { 2 } else { 1 });
+            yes
+        }
+        known => known == 2,
+    }
+}
+
 impl Walker {
+    pub fn new(graph: &'static StageGraph, expect: Expectations) -> Self {
+        Walker {
+            graph,
+            expect,
+            tables: Tables::new(graph, expect),
+            passes: vec![Cell::new(0); NODES * OUTCOMES * NODES * FACTS],
+            lane: vec![Cell::new(UNKNOWN); NODES * OUTCOMES * FACTS],
+        }
+    }
+
     /// The step from `(from, outcome)` to `to`, for a call with `facts` that has visited the
     /// nodes in `visited`.
     pub fn step(
@@ -57,24 +301,21 @@ impl Walker {
         facts: CallFacts,
         visited: u32,
     ) -> Step {
-        let g = self.graph;
+        let t = &self.tables;
         if to == NodeId::Around && from == NodeId::Around {
             return Step::Stay;
         }
-        if g.is_leaf(to) {
+        if t.is_leaf(to) {
             // A side branch hangs off the stage it leaves from, whenever that stage was visited
             // (or could not be seen at this level).
-            let from_visited = g
-                .incoming(to)
-                .find(|e| visited & bit(e.from) != 0)
-                .and_then(|e| g.edge(e.from, to).map(|(id, _)| id));
-            if from_visited.is_some() {
-                return Step::Side(from_visited);
+            let incoming = &t.incoming[to as usize];
+            if let Some(&(_, id)) = incoming.iter().find(|(from, _)| visited & bit(*from) != 0) {
+                return Step::Side(Some(id));
             }
-            if g.incoming(to).all(|e| !self.expect.required(e.from, facts)) {
+            if incoming.iter().all(|(from, _)| !t.required(*from, facts)) {
                 return Step::Side(None);
             }
-            let missing = g.incoming(to).map(|e| e.from).collect();
+            let missing = incoming.iter().map(|(from, _)| *from).collect();
             return Step::Refused {
                 error: StepError::NoEdge { from, to },
                 missing,
@@ -88,18 +329,24 @@ impl Walker {
             }
             _ => outcome,
         };
-        match g.step(from, outcome, to) {
+        if let Some(id) = t.direct(from, outcome, to) {
+            return Step::Direct(id);
+        }
+        let key = ((from as usize * OUTCOMES + outcome_index(outcome)) * NODES + to as usize)
+            * FACTS
+            + facts_index(facts);
+        if memo(&self.passes[key], || {
+            self.passes_over(from, outcome, to, facts)
+        }) {
+            return Step::Inferred;
+        }
+        match self.graph.step(from, outcome, to) {
+            // The tables agree with the graph (tested); this is not reached.
             Ok((id, _)) => Step::Direct(id),
-            Err(error) => {
-                if self.passes_over(from, outcome, to, facts) {
-                    Step::Inferred
-                } else {
-                    Step::Refused {
-                        missing: self.missing(from, outcome, to, facts),
-                        error,
-                    }
-                }
-            }
+            Err(error) => Step::Refused {
+                missing: self.missing(from, outcome, to, facts),
+                error,
+            },
         }
     }
 
@@ -229,6 +476,33 @@ impl Walker {
         out
     }
 
+    /// The ordered stages of `section` a top-level call that recorded `(node, outcome)` may
+    /// record next (bit per node): while one it has not visited remains, it holds the lane.
+    /// Stages without a hook are looked past, as are those the trace need not hold.
+    pub fn lane_stops(
+        &self,
+        node: NodeId,
+        outcome: Option<Outcome>,
+        facts: CallFacts,
+        section: Section,
+    ) -> u32 {
+        let key = (node as usize * OUTCOMES + outcome_index(outcome)) * FACTS + facts_index(facts);
+        let slot = &self.lane[key];
+        if slot.get() != UNKNOWN {
+            return slot.get();
+        }
+        let t = &self.tables;
+        let stops = self
+            .next_stops(node, outcome, facts, |m| {
+                t.required(m, facts) && t.has_hook(m)
+            })
+            .into_iter()
+            .filter(|&m| t.section(m) == Some(section))
+            .fold(0, |mask, m| mask | bit(m));
+        slot.set(stops);
+        stops
+    }
+
     /// The required stages a call at `(node, outcome)` may record next.
     #[cfg(test)]
     pub fn next_required(
@@ -245,15 +519,15 @@ impl Walker {
 mod tests {
     use super::*;
     use tep_reference::graph::Revision;
-    use tep_reference::trace::ObservationLevel;
+    use tep_reference::trace::{Capability, ObservationLevel};
 
     use NodeId as N;
 
     fn walker(level: ObservationLevel) -> Walker {
-        Walker {
-            graph: StageGraph::of(Revision::Rev2),
-            expect: Expectations::new(level, |_| true),
-        }
+        Walker::new(
+            StageGraph::of(Revision::Rev2),
+            Expectations::new(level, |_| true),
+        )
     }
 
     const NONE: CallFacts = CallFacts {
@@ -330,5 +604,110 @@ mod tests {
             w.next_required(N::Pre, Some(Outcome::Deny), NONE),
             vec![N::Post]
         );
+    }
+
+    #[test]
+    fn the_tables_answer_what_the_graph_and_the_level_answer() {
+        for revision in Revision::ALL {
+            for graph in [StageGraph::of(revision), StageGraph::code_mode(revision)] {
+                for level in ObservationLevel::ALL {
+                    for ui in [false, true] {
+                        let expect = Expectations::new(level, |c| ui || c != Capability::Ui);
+                        let t = &Walker::new(graph, expect).tables;
+                        for &n in &NodeId::ALL {
+                            let node = graph.node(n);
+                            assert_eq!(t.contains(n), graph.contains(n));
+                            assert_eq!(t.is_leaf(n), graph.is_leaf(n));
+                            assert_eq!(t.requires_outcome(n), graph.requires_outcome(n));
+                            assert_eq!(t.has_hook(n), has_hook(n));
+                            assert_eq!(t.kind(n), node.map(|d| d.kind));
+                            assert_eq!(t.scope(n), node.map(|d| d.scope));
+                            for f in 0..FACTS {
+                                let facts = facts_of(f);
+                                assert_eq!(facts_index(facts), f);
+                                assert_eq!(t.required(n, facts), expect.required(n, facts));
+                            }
+                            for &to in &NodeId::ALL {
+                                assert_eq!(t.edge(n, to), graph.edge(n, to).map(|(id, _)| id));
+                                let outcomes = std::iter::once(None).chain(ALL_OUTCOMES.map(Some));
+                                for o in outcomes {
+                                    let by_graph = graph.step(n, o, to).ok().map(|(id, _)| id);
+                                    assert_eq!(t.direct(n, o, to), by_graph, "{n} {o:?} {to}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The walk as the graph answers it, without tables or memos (what `step` computed before).
+    fn step_by_graph(
+        w: &Walker,
+        from: N,
+        outcome: Option<Outcome>,
+        to: N,
+        facts: CallFacts,
+        visited: u32,
+    ) -> Step {
+        let g = w.graph;
+        if to == N::Around && from == N::Around {
+            return Step::Stay;
+        }
+        if g.is_leaf(to) {
+            let from_visited = g
+                .incoming(to)
+                .find(|e| visited & bit(e.from) != 0)
+                .and_then(|e| g.edge(e.from, to).map(|(id, _)| id));
+            if from_visited.is_some() {
+                return Step::Side(from_visited);
+            }
+            if g.incoming(to).all(|e| !w.expect.required(e.from, facts)) {
+                return Step::Side(None);
+            }
+            let missing = g.incoming(to).map(|e| e.from).collect();
+            return Step::Refused {
+                error: StepError::NoEdge { from, to },
+                missing,
+            };
+        }
+        let outcome = match (from, outcome, to) {
+            (N::Post, Some(Outcome::Accept | Outcome::Block), N::Normalized) => {
+                Some(Outcome::Throw)
+            }
+            _ => outcome,
+        };
+        match g.step(from, outcome, to) {
+            Ok((id, _)) => Step::Direct(id),
+            Err(_) if w.passes_over(from, outcome, to, facts) => Step::Inferred,
+            Err(error) => Step::Refused {
+                missing: w.missing(from, outcome, to, facts),
+                error,
+            },
+        }
+    }
+
+    #[test]
+    fn every_step_is_the_graph_s_asked_twice() {
+        for level in ObservationLevel::ALL {
+            let w = walker(level);
+            for &from in &NodeId::ALL {
+                for o in std::iter::once(None).chain(ALL_OUTCOMES.map(Some)) {
+                    for &to in &NodeId::ALL {
+                        // Facts unknown, all false, all true.
+                        for f in [0, 4, 8] {
+                            for visited in [0, bit(N::ToolCall) | bit(N::Pre)] {
+                                let facts = facts_of(f);
+                                let expected = step_by_graph(&w, from, o, to, facts, visited);
+                                // The second answer comes from the memo.
+                                assert_eq!(w.step(from, o, to, facts, visited), expected);
+                                assert_eq!(w.step(from, o, to, facts, visited), expected);
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -187,13 +187,8 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
         return;
     }
     let parent = cx.call(p);
-    // Numbered from 1 in each run of the program.
-    let n = parent
-        .sub_calls
-        .iter()
-        .filter(|&&k| cx.call(k).parent_dispatch == call.parent_dispatch)
-        .position(|&k| k == v.call)
-        .map_or(0, |k| k + 1);
+    // Numbered from 1 in each run of the program (the core counts them as they appear).
+    let n = call.number;
     let expected = parent.id.code_sub_call(n);
     if call.id != expected {
         let message = format!(

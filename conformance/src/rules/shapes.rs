@@ -45,11 +45,20 @@ pub(crate) const RESULT_NAMES_ITS_CALL: Rule = Rule::new(entry(
     }
 });
 
-fn tool_result_shape(cx: &mut Cx<'_>, v: &Visit<'_>) {
+/// Reports `checking` when the `tool/result` data has the other revision's shape (the words
+/// are formatted only then).
+fn tool_result_shape(cx: &mut Cx<'_>, v: &Visit<'_>, checking: I) {
     let Some(event) = v.event() else { return };
     let EventBody::ToolResult(data) = &event.body else {
         return;
     };
+    let wrong = match data {
+        ToolResultData::Flat(_) => I::ToolResultMessageShape,
+        ToolResultData::Message(_) => I::ToolResultFlatShape,
+    };
+    if wrong != checking {
+        return;
+    }
     let here = v.here(&cx.call(v.call).id);
     match data {
         ToolResultData::Flat(_) => cx.report(
@@ -79,7 +88,7 @@ pub(crate) const TOOL_RESULT_MESSAGE_SHAPE: Rule = Rule::new(
     )
     .rev2(),
 )
-.visits(tool_result_shape);
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| tool_result_shape(cx, v, I::ToolResultMessageShape));
 
 pub(crate) const TOOL_RESULT_FLAT_SHAPE: Rule = Rule::new(
     entry(
@@ -93,10 +102,20 @@ pub(crate) const TOOL_RESULT_FLAT_SHAPE: Rule = Rule::new(
     )
     .rev1_only(),
 )
-.visits(tool_result_shape);
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| tool_result_shape(cx, v, I::ToolResultFlatShape));
 
-fn context_shape(cx: &mut Cx<'_>, v: &Visit<'_>) {
+/// Reports `checking` when a context is injected as the other revision's event (the words are
+/// formatted only then).
+fn context_shape(cx: &mut Cx<'_>, v: &Visit<'_>, checking: I) {
     let Some(event) = v.event() else { return };
+    let wrong = match &event.body {
+        EventBody::ContextMessage(_) => I::ContextsAsUserMessages,
+        EventBody::UserMessage(_) => I::ContextsAsContextMessages,
+        _ => return,
+    };
+    if wrong != checking {
+        return;
+    }
     let here = v.here(&cx.call(v.call).id);
     match &event.body {
         EventBody::ContextMessage(_) => cx.report(
@@ -127,7 +146,7 @@ pub(crate) const CONTEXTS_AS_USER_MESSAGES: Rule = Rule::new(
     )
     .rev2(),
 )
-.visits(context_shape);
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| context_shape(cx, v, I::ContextsAsUserMessages));
 
 pub(crate) const CONTEXTS_AS_CONTEXT_MESSAGES: Rule = Rule::new(
     entry(
@@ -141,7 +160,7 @@ pub(crate) const CONTEXTS_AS_CONTEXT_MESSAGES: Rule = Rule::new(
     )
     .rev1_only(),
 )
-.visits(context_shape);
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| context_shape(cx, v, I::ContextsAsContextMessages));
 
 pub(crate) const SESSION_SEQ_INCREASING: Rule = Rule::new(entry(
     I::SessionSeqIncreasing,
