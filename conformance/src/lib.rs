@@ -6,7 +6,8 @@
 //!   revisions, capability, how it is checked).
 //! - [`checker`] and [`trace_io`]: replay mode. One streaming pass over a JSON Lines trace,
 //!   every violation with its witness lines.
-//! - [`scenario`]: the language-neutral corpus (`conformance/scenarios/*.json`, embedded).
+//! - [`scenario`]: the language-neutral corpus (`conformance/scenarios/*.json`, embedded);
+//!   [`limits`]: how big a scenario may be.
 //! - [`scripted`]: the built-in implementation (the reference with a scenario's scripts).
 //! - [`protocol`], [`adapter`], [`serve`]: drive mode against any implementation over
 //!   newline-delimited JSON on stdin/stdout.
@@ -19,6 +20,7 @@ pub mod baseline;
 pub mod checker;
 pub mod expect;
 pub mod invariants;
+pub mod limits;
 pub mod mutation;
 pub mod protocol;
 pub mod report;
