@@ -21,6 +21,13 @@ use crate::scenario::Scenario;
 
 /// The longest protocol line accepted from an adapter.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+/// The shortest per-scenario timeout `tep run --timeout` accepts. Below it the verdict measures
+/// the scheduler rather than the adapter: starting a request and reading its answer through two
+/// pipes takes milliseconds on a loaded machine, and tokio's timer has a 1 ms granularity.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+/// The longest per-scenario timeout: one day. A scenario is one batch of a few calls; more is a
+/// mistake, and this keeps every deadline far from the overflow of `Instant + Duration`.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
 /// How much of the adapter's stderr is kept.
 pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
 
