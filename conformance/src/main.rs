@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use tep_conformance::adapter::{AdapterOptions, MAX_TIMEOUT, MIN_TIMEOUT, ProcessAdapter};
+use tep_conformance::adapter::{
+    AdapterOptions, MAX_TIMEOUT, MIN_TIMEOUT, ProcessAdapter, adopt_orphans,
+};
 use tep_conformance::baseline::Baseline;
 use tep_conformance::checker::{CheckOptions, CheckReport, Checker, TraceError};
 use tep_conformance::invariants::{CATALOG, InvariantId, Level, invariant};
@@ -274,6 +276,9 @@ fn dispatch(command: Command) -> Result<u8> {
             }
             let mut implementation: Box<dyn Implementation> = match adapter {
                 Some(command) => {
+                    // So that no process an adapter starts outlives the run (Linux only; where
+                    // it cannot be had, the adapter's process group is still killed).
+                    let _ = adopt_orphans();
                     let mut options = AdapterOptions::new(command);
                     options.timeout = timeout;
                     Box::new(ProcessAdapter::start(options)?)

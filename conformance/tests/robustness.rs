@@ -235,3 +235,157 @@ fn an_unwritable_output_is_a_usage_error_before_the_adapter_starts() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!fine.exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// answers sent twice
+
+#[test]
+fn an_answer_sent_twice_is_named_as_a_duplicate() {
+    let skipped = r#"{\"seq\":1,\"skipped\":{\"reason\":\"x\"}}"#;
+    let o = tep(&[
+        "run",
+        "--adapter",
+        &adapter_command(&format!(
+            r#"read l; echo "{READY}"; read l; echo "{skipped}"; echo "{skipped}"; read l; read l"#
+        )),
+        "--timeout",
+        "5",
+        "--scenario",
+        "allow-runs-body",
+        "--scenario",
+        "pre-deny-skips-body",
+        "--format",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = report["scenarios"].as_array().unwrap();
+    assert_eq!(rows[0]["status"], "skipped");
+    assert_eq!(rows[1]["status"], "errored");
+    assert_eq!(
+        rows[1]["reason"],
+        "the adapter answered seq 1 again (a duplicate answer to the previous request) instead of answering seq 2"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// processes an adapter leaves behind
+
+/// Whether `pid` is a running process (a zombie has ended; only its exit status is left).
+#[cfg(target_os = "linux")]
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = stat.get(stat.rfind(')')? + 1..)?.trim_start().to_owned();
+            Some(!rest.starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// Runs one scenario against an adapter that first starts `sleep 600` in a session of its own
+/// (through `spawn`, which writes its pid to `$PIDFILE`), then behaves as `rest` says. Returns the
+/// pid of the sleeper and tep's output.
+#[cfg(target_os = "linux")]
+fn run_with_a_daemon(name: &str, spawn: &str, rest: &str) -> (u32, Output) {
+    let dir = temp_dir(name);
+    let pidfile = dir.join("daemon.pid");
+    let daemon = format!(
+        r#"setsid sh -c "echo \$\$ > {}; exec sleep 600" </dev/null >/dev/null 2>&1"#,
+        pidfile.display()
+    );
+    let script = format!(
+        "read l\n{}\nwhile [ ! -s {} ]; do sleep 0.05; done; echo \"{READY}\"; {rest}",
+        spawn.replace("DAEMON", &daemon),
+        pidfile.display()
+    );
+    let o = tep(&[
+        "run",
+        "--adapter",
+        &adapter_command(&script),
+        "--timeout",
+        "1",
+        "--scenario",
+        "allow-runs-body",
+    ]);
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (pid, o)
+}
+
+#[cfg(target_os = "linux")]
+fn assert_ended(pid: u32, o: &Output) {
+    let alive = running(pid);
+    if alive {
+        // Do not leave it behind for the next test run.
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .arg(pid.to_string())
+            .status();
+    }
+    assert!(!alive, "pid {pid} outlived tep: {}", stderr(o));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_setsid_grandchild_of_a_hanging_adapter_is_killed_with_it() {
+    // The grandchild left the adapter's process group, so killing the group missed it.
+    let (pid, o) = run_with_a_daemon(
+        "setsid-hang",
+        "DAEMON &",
+        "while read l; do sleep 1000; done",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the scenario errored: {}",
+        stderr(&o)
+    );
+    assert_ended(pid, &o);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_daemon_orphaned_by_a_polite_adapter_does_not_outlive_tep() {
+    // `( ... & )`: the daemon's parent exits at once, so it is no longer below the adapter; the
+    // adapter itself answers and stops when told to.
+    let skipped = r#"{\"seq\":1,\"skipped\":{\"reason\":\"x\"}}"#;
+    let (pid, o) = run_with_a_daemon(
+        "orphan-polite",
+        "(DAEMON &)",
+        &format!(r#"read l; echo "{skipped}"; read l"#),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_ended(pid, &o);
+}
+
+// ---------------------------------------------------------------------------------------------
+// answer size
+
+#[test]
+fn an_answer_over_the_size_limit_is_refused_unparsed() {
+    let limit = tep_conformance::adapter::MAX_ANSWER_BYTES;
+    let o = tep(&[
+        "run",
+        "--adapter",
+        &adapter_command(&format!(
+            r#"read l; echo "{READY}"; read l; head -c {} /dev/zero | tr "\0" x; echo; read l"#,
+            limit + 1
+        )),
+        "--timeout",
+        "20",
+        "--scenario",
+        "allow-runs-body",
+        "--format",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = &report["scenarios"][0];
+    assert_eq!(row["status"], "errored");
+    assert_eq!(
+        row["reason"],
+        format!("the adapter sent a line longer than {limit} bytes")
+    );
+}
