@@ -41,8 +41,15 @@ pub fn repeat_batches(records: &[TraceRecord], times: usize) -> Vec<TraceRecord>
 /// Lines longer than this are refused rather than buffered.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-/// Parses one line of a trace.
+/// Parses one line of a trace. A field named twice is an error, as in every other message tep
+/// reads (docs/limits.md): a reader keeping the first value would see another trace.
 pub fn parse_record(line_no: usize, text: &str) -> Result<TraceRecord, TraceError> {
+    // Straight into the record: one pass, and serde refuses a repeated field.
+    let direct = serde_json::from_str::<TraceRecord>(text);
+    if let Ok(record) = direct {
+        return Ok(record);
+    }
+    // Otherwise say what is wrong in words; through a `Value` a repeated field would go unseen.
     let value: Value = serde_json::from_str(text)
         .map_err(|e| TraceError::new(line_no, format!("invalid JSON: {e}")))?;
     let Value::Object(map) = &value else {
@@ -91,8 +98,11 @@ pub fn parse_record(line_no: usize, text: &str) -> Result<TraceRecord, TraceErro
             ));
         }
     }
-    serde_json::from_value(value)
-        .map_err(|e| TraceError::new(line_no, format!("{kind} record: {e}")))
+    let error = match (serde_json::from_value::<TraceRecord>(value), direct) {
+        (Err(e), _) | (Ok(_), Err(e)) => e,
+        (Ok(record), Ok(_)) => return Ok(record),
+    };
+    Err(TraceError::new(line_no, format!("{kind} record: {error}")))
 }
 
 /// Reads every record of a trace into memory.
@@ -202,6 +212,16 @@ mod tests {
         assert!(
             err(r#"{"kind":"stage","node":"pre","outcome":"maybe"}"#)
                 .starts_with("line 3: stage record: unknown variant `maybe`")
+        );
+    }
+
+    #[test]
+    fn a_field_named_twice_is_an_error() {
+        assert!(
+            err(r#"{"kind":"stage","node":"pre","node":"post","call":"c1","outcome":"allow"}"#)
+                .starts_with("line 3: stage record: duplicate field `node`"),
+            "{}",
+            err(r#"{"kind":"stage","node":"pre","node":"post","call":"c1","outcome":"allow"}"#)
         );
     }
 
