@@ -20,8 +20,18 @@ pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 /// `errored`. Only an I/O error on `input` or `output` ends the loop early.
 pub fn serve_reference(
     mutants: Vec<Mutant>,
+    input: impl BufRead,
+    output: impl Write,
+) -> std::io::Result<()> {
+    serve_reference_with_notes(mutants, input, output, std::io::stderr())
+}
+
+/// [`serve_reference`], with the notes about skipped lines written to `notes` (best effort).
+pub fn serve_reference_with_notes(
+    mutants: Vec<Mutant>,
     mut input: impl BufRead,
     mut output: impl Write,
+    mut notes: impl Write,
 ) -> std::io::Result<()> {
     let mut reference = BuiltinReference::new(mutants);
     let mut line = Vec::new();
@@ -32,7 +42,7 @@ pub fn serve_reference(
             Some(Err(problem)) => {
                 // The note is best effort: a closed stderr must not stop the server.
                 let _ = writeln!(
-                    std::io::stderr(),
+                    notes,
                     "tep reference-adapter: ignoring a request that is not valid: {problem}"
                 );
                 continue;
@@ -151,7 +161,8 @@ mod tests {
     /// Serves `input` and returns the answers (one JSON value per line).
     fn serve(input: &[u8]) -> Vec<serde_json::Value> {
         let mut output = Vec::new();
-        serve_reference(vec![], input, &mut output).unwrap_or_else(|e| panic!("{e}"));
+        serve_reference_with_notes(vec![], input, &mut output, std::io::sink())
+            .unwrap_or_else(|e| panic!("{e}"));
         String::from_utf8_lossy(&output)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
