@@ -389,3 +389,69 @@ fn an_answer_over_the_size_limit_is_refused_unparsed() {
         format!("the adapter sent a line longer than {limit} bytes")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// docs/limits.md
+
+#[test]
+fn docs_state_the_limits_in_force() {
+    use tep_conformance::{adapter, checker, limits, scripted, serve, trace_io};
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/limits.md"),
+    )
+    .unwrap();
+    let mib = |bytes: usize| bytes / (1024 * 1024);
+    let defaults = adapter::AdapterOptions::new("x");
+    let expected = [
+        format!(
+            "| {} MiB | `trace_io::MAX_LINE_BYTES` |",
+            mib(trace_io::MAX_LINE_BYTES)
+        ),
+        format!(
+            "| {} MiB | `adapter::MAX_ANSWER_BYTES` |",
+            mib(adapter::MAX_ANSWER_BYTES)
+        ),
+        format!("longer than {} bytes", adapter::MAX_ANSWER_BYTES),
+        format!(
+            "| {} MiB | `serve::MAX_REQUEST_BYTES` |",
+            mib(serve::MAX_REQUEST_BYTES)
+        ),
+        format!(
+            "| {} | `checker::MAX_VIOLATIONS` |",
+            checker::MAX_VIOLATIONS
+        ),
+        format!("the last {} KiB", adapter::STDERR_TAIL_BYTES / 1024),
+        format!(
+            "| {} s to {} s; default {} s |",
+            adapter::MIN_TIMEOUT.as_secs_f64(),
+            adapter::MAX_TIMEOUT.as_secs_f64(),
+            defaults.timeout.as_secs_f64()
+        ),
+        format!(
+            "| the handshake | {} s |",
+            defaults.handshake_timeout.as_secs_f64()
+        ),
+        format!("| {} | `MAX_CALLS` |", limits::MAX_CALLS),
+        format!("| {} | `MAX_PROGRAM_STEPS` |", limits::MAX_PROGRAM_STEPS),
+        format!("| {} | `MAX_BODY_STEPS` |", limits::MAX_BODY_STEPS),
+        format!("| {} | `MAX_EXTENSIONS` |", limits::MAX_EXTENSIONS),
+        format!(
+            "| {} | `MAX_DISPATCHES_PER_CALL` |",
+            limits::MAX_DISPATCHES_PER_CALL
+        ),
+        format!("| {} ms | `MAX_DURATION_MS` |", limits::MAX_DURATION_MS),
+        format!(
+            "`RetryWrapper::MAX_ATTEMPTS` ({})",
+            tep_reference::wrappers::RetryWrapper::MAX_ATTEMPTS
+        ),
+    ];
+    for row in expected {
+        assert!(page.contains(&row), "docs/limits.md does not say: {row}");
+    }
+    // "one hour" twice: the virtual time limit, and every duration bounded by it.
+    assert_eq!(scripted::VIRTUAL_TIME_LIMIT.as_secs(), 3600);
+    assert_eq!(
+        u128::from(limits::MAX_DURATION_MS),
+        scripted::VIRTUAL_TIME_LIMIT.as_millis()
+    );
+}
