@@ -8,7 +8,7 @@
 //! - [`Target::Scenario`]: the scenario decoder (`Scenario::from_json`) and running what it
 //!   accepts on the reference (`scripted::run_reference`);
 //! - [`Target::Protocol`]: requests as `tep reference-adapter` reads them (`serve`) and answers as
-//!   `tep run` reads them (`protocol::{RunAnswer, Ready}`, then `runner::judge`).
+//!   `tep run` reads them (`protocol::{RunAnswer, Ready}`, then `checker::check_records`).
 //!
 //! [`seeds`] records the reference's traces (and the mutants'), the corpus and protocol
 //! exchanges; [`mutate`] changes bytes, lines and JSON values (with a dictionary harvested from

@@ -34,12 +34,18 @@ struct Cli {
     /// Run these saved inputs once each (with --target) instead of fuzzing.
     #[arg(long, num_args = 1.., value_name = "FILE")]
     replay: Vec<PathBuf>,
+    /// Write the seeds of --target (one file each) into DIR instead of fuzzing (for AFL++).
+    #[arg(long, value_name = "DIR")]
+    export_seeds: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if !cli.replay.is_empty() {
         return replay(&cli);
+    }
+    if let Some(dir) = &cli.export_seeds {
+        return export_seeds(cli.target, dir);
     }
     if !(cli.minutes.is_finite() && cli.minutes > 0.0 && cli.minutes <= 7.0 * 24.0 * 60.0) {
         eprintln!("error: --minutes must be a positive number of minutes (at most a week)");
@@ -117,6 +123,34 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+fn export_seeds(target: Option<Target>, dir: &std::path::Path) -> ExitCode {
+    let Some(target) = target else {
+        eprintln!("error: --export-seeds needs --target");
+        return ExitCode::from(2);
+    };
+    let seeds = Seeds::record(SeedSet::Small);
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        for (i, seed) in seeds.of(target).iter().enumerate() {
+            std::fs::write(dir.join(format!("{target}-{i:04}")), seed)?;
+        }
+        Ok(())
+    });
+    match written {
+        Ok(()) => {
+            println!(
+                "wrote {} {target} seeds to {}",
+                seeds.of(target).len(),
+                dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write to {}: {e}", dir.display());
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn replay(cli: &Cli) -> ExitCode {
