@@ -6,6 +6,9 @@
 
 use crate::scenario::{BodyStep, ProgramStep, Scenario, ScenarioError, WrapperSpec};
 
+/// Bytes of a scenario's id, which names files (`<id>.json`, `--traces DIR/<id>.jsonl`; most file
+/// systems allow 255 bytes) and starts every error about the scenario.
+pub const MAX_ID_BYTES: usize = 128;
 /// Calls in the batch, counting every sub-call of its `run_code` programs.
 pub const MAX_CALLS: usize = 256;
 /// Steps of one program; each binding call of an `all` group counts as a step.
@@ -23,6 +26,21 @@ pub const MAX_DURATION_MS: u64 = 3_600_000;
 
 /// Checks a scenario against the limits. The error names the field and the limit.
 pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
+    // An error must name its scenario: an empty or huge id cannot, so it gets a stand-in.
+    if scenario.id.is_empty() || scenario.id.len() > MAX_ID_BYTES {
+        let shown: String = scenario.id.chars().take(32).collect();
+        return Err(ScenarioError {
+            id: if shown.is_empty() {
+                "<no id>".to_owned()
+            } else {
+                format!("{shown}...")
+            },
+            message: format!(
+                "`id` has {} bytes; from 1 to {MAX_ID_BYTES} are allowed (docs/limits.md)",
+                scenario.id.len()
+            ),
+        });
+    }
     let fail = |message: String| ScenarioError {
         id: scenario.id.clone(),
         message: format!("{message} (docs/limits.md)"),
@@ -152,6 +170,26 @@ mod tests {
         for scenario in crate::scenario::corpus().unwrap_or_else(|e| panic!("{e}")) {
             assert_eq!(check_scenario(&scenario), Ok(()), "{}", scenario.id);
         }
+    }
+
+    #[test]
+    fn an_empty_or_huge_id_is_refused_with_a_stand_in_name() {
+        // Found by the fuzzer: "scenario : the id must be kebab-case ASCII" named nothing.
+        let e = message(edited("allow-runs-body", |v| v["id"] = "".into()));
+        assert_eq!(
+            e,
+            "scenario <no id>: `id` has 0 bytes; from 1 to 128 are allowed (docs/limits.md)"
+        );
+        let e = message(edited("allow-runs-body", |v| {
+            v["id"] = "a".repeat(129).into()
+        }));
+        assert!(
+            e.starts_with(&format!(
+                "scenario {}...: `id` has 129 bytes",
+                "a".repeat(32)
+            )),
+            "{e}"
+        );
     }
 
     #[test]

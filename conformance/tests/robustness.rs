@@ -431,6 +431,7 @@ fn docs_state_the_limits_in_force() {
             "| the handshake | {} s |",
             defaults.handshake_timeout.as_secs_f64()
         ),
+        format!("| 1 to {} | `MAX_ID_BYTES` |", limits::MAX_ID_BYTES),
         format!("| {} | `MAX_CALLS` |", limits::MAX_CALLS),
         format!("| {} | `MAX_PROGRAM_STEPS` |", limits::MAX_PROGRAM_STEPS),
         format!("| {} | `MAX_BODY_STEPS` |", limits::MAX_BODY_STEPS),
