@@ -72,6 +72,8 @@ fn fuzz_task(minutes: f64, target: Option<String>, seed: Option<u64>, dev: bool)
     command.args([
         "--package",
         "tep-fuzz",
+        "--bin",
+        "tep-fuzz",
         "--",
         "--minutes",
         &minutes.to_string(),
