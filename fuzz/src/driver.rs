@@ -175,7 +175,14 @@ pub fn fuzz_with(
             Some(input) => input,
             None if pool.is_empty() => break,
             None => {
-                let base = &pool[mutator.rng().usize(..pool.len())];
+                // Half the time from a seed: kept inputs drift towards what is refused early
+                // (cheap, shallow), seeds reach the deep paths.
+                let from = if mutator.rng().bool() {
+                    seeds.len().max(1)
+                } else {
+                    pool.len()
+                };
+                let base = &pool[mutator.rng().usize(..from.min(pool.len()))];
                 mutator.mutate(base, &pool)
             }
         };
