@@ -1,9 +1,15 @@
 //! Driving an implementation as a subprocess that speaks the adapter protocol.
 //!
-//! The runner never trusts the adapter: every answer has a deadline, lines are bounded, stderr is
-//! drained continuously into a bounded tail, and after any problem the process (its whole process
-//! group on Unix) is killed and a fresh one is started for the next scenario. A misbehaving
-//! adapter costs one `errored` scenario, never a hang or a panic of ours.
+//! The runner never trusts the adapter: every answer has a deadline (reading and parsing it
+//! included), lines are bounded, stderr is drained continuously into a bounded tail, and after
+//! any problem the process is killed and a fresh one is started for the next scenario. A
+//! misbehaving adapter costs one `errored` scenario, never a hang or a panic of ours.
+//!
+//! Killing an adapter ends everything it started. On Unix its process group is killed; on Linux
+//! also every process below it (a grandchild that called `setsid` has left the group), and, once
+//! [`adopt_orphans`] has made this process a child subreaper, every process orphaned on the way
+//! (a daemon whose parent exited is reparented to us rather than to init). Elsewhere only the
+//! process group is killed.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -19,8 +25,17 @@ use crate::protocol::{PROTOCOL_VERSION, Ready, Request, RunAnswer, SUPPORTED_PRO
 use crate::runner::{Answer, Implementation};
 use crate::scenario::Scenario;
 
-/// The longest protocol line accepted from an adapter.
-pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+/// The longest protocol line accepted from an adapter: the same bound as a trace line
+/// ([`crate::trace_io::MAX_LINE_BYTES`]), a thousand times the corpus's largest answer (about
+/// 15 KiB). Reading, parsing and checking an answer this big took 130 MB and 1 s (debug build).
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+/// The shortest per-scenario timeout `tep run --timeout` accepts. Below it the verdict measures
+/// the scheduler rather than the adapter: starting a request and reading its answer through two
+/// pipes takes milliseconds on a loaded machine, and tokio's timer has a 1 ms granularity.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+/// The longest per-scenario timeout: one day. A scenario is one batch of a few calls; more is a
+/// mistake, and this keeps every deadline far from the overflow of `Instant + Duration`.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
 /// How much of the adapter's stderr is kept.
 pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
 
@@ -88,6 +103,7 @@ impl Tail {
 
 struct Running {
     child: Child,
+    pid: Option<u32>,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     tail: Arc<Mutex<Tail>>,
@@ -101,6 +117,8 @@ pub struct ProcessAdapter {
     runtime: tokio::runtime::Runtime,
     running: Option<Running>,
     ready: Ready,
+    /// The seq the running process last answered (to recognise an answer sent twice).
+    answered: Option<u64>,
 }
 
 impl std::fmt::Debug for ProcessAdapter {
@@ -131,11 +149,13 @@ impl ProcessAdapter {
             runtime,
             running: Some(running),
             ready,
+            answered: None,
         })
     }
 
     /// Kills the current process, if any, and returns its stderr tail.
     fn discard(&mut self) -> String {
+        self.answered = None;
         let Some(running) = self.running.take() else {
             return String::new();
         };
@@ -147,16 +167,24 @@ impl Drop for ProcessAdapter {
     fn drop(&mut self) {
         if let Some(mut running) = self.running.take() {
             self.runtime.block_on(async {
+                // Taken while the adapter still holds its processes together.
+                let below = running.pid.map(leftovers::snapshot).unwrap_or_default();
                 let stop = line_of(&Request::Stop);
                 let polite = async {
                     running.stdin.write_all(stop.as_bytes()).await.ok()?;
                     running.stdin.flush().await.ok()?;
                     running.child.wait().await.ok()
                 };
-                if tokio::time::timeout(Duration::from_secs(2), polite)
+                let exited = tokio::time::timeout(Duration::from_secs(2), polite)
                     .await
-                    .is_err()
-                {
+                    .ok()
+                    .flatten()
+                    .is_some();
+                if exited {
+                    // It stopped when told to; what it left running must not outlive us.
+                    leftovers::forget(running.pid);
+                    leftovers::end(&below);
+                } else {
                     kill(running).await;
                 }
             });
@@ -175,7 +203,10 @@ impl Implementation for ProcessAdapter {
                 .runtime
                 .block_on(launch(&self.argv, self.options.handshake_timeout))
             {
-                Ok((running, _)) => self.running = Some(running),
+                Ok((running, _)) => {
+                    self.running = Some(running);
+                    self.answered = None;
+                }
                 Err((message, stderr)) => {
                     return Answer::Errored {
                         message: format!("could not restart the adapter: {message}"),
@@ -209,23 +240,37 @@ impl Implementation for ProcessAdapter {
                 .map_err(|e| format!("cannot write the request: {e}"))?;
             read_message::<RunAnswer>(&mut running.stdout, "an answer").await
         };
-        let outcome = match self
-            .runtime
-            .block_on(async { tokio::time::timeout(timeout, exchange).await })
-        {
-            Err(_) => Err(format!(
+        let late = || {
+            format!(
                 "no answer within {} s (per-scenario timeout)",
                 timeout.as_secs_f64()
-            )),
-            Ok(Err(problem)) => Err(problem),
-            Ok(Ok(answer)) if answer.seq != seq => Err(format!(
-                "the adapter answered seq {} to request seq {seq}",
-                answer.seq
-            )),
-            Ok(Ok(answer)) => Ok(answer),
+            )
         };
+        let outcome = self.runtime.block_on(async {
+            let deadline = tokio::time::Instant::now() + timeout;
+            match tokio::time::timeout_at(deadline, exchange).await {
+                Err(_) => Err(late()),
+                // Parsing is not cancelled at the deadline (it never yields), but counts.
+                Ok(Ok(_)) if tokio::time::Instant::now() > deadline => Err(format!(
+                    "{} (the answer was read and parsed only after it)",
+                    late()
+                )),
+                Ok(result) => result,
+            }
+        });
+        let answered = self.answered;
+        let outcome = outcome.and_then(|answer| match answer.seq {
+            s if s == seq => Ok(answer),
+            s if Some(s) == answered => Err(format!(
+                "the adapter answered seq {s} again (a duplicate answer to the previous request) instead of answering seq {seq}"
+            )),
+            s => Err(format!("the adapter answered seq {s} to request seq {seq}")),
+        });
         match outcome {
-            Ok(answer) => answer.outcome.into(),
+            Ok(answer) => {
+                self.answered = Some(seq);
+                answer.outcome.into()
+            }
             Err(message) => {
                 // The process is in an unknown state: replace it before the next scenario.
                 let stderr = self.discard();
@@ -270,6 +315,10 @@ async fn launch(
             String::new(),
         ));
     };
+    let pid = child.id();
+    if let Some(pid) = pid {
+        leftovers::track(pid);
+    }
     let tail = Arc::new(Mutex::new(Tail::default()));
     let sink = tail.clone();
     let drain = tokio::spawn(async move {
@@ -285,6 +334,7 @@ async fn launch(
     });
     let mut running = Running {
         child,
+        pid,
         stdin,
         stdout: BufReader::new(stdout),
         tail,
@@ -339,23 +389,27 @@ async fn launch(
     }
 }
 
-/// Kills the adapter's process group (or the process), and returns its stderr tail.
+/// Kills the adapter and every process it started (see the module docs), and returns its stderr
+/// tail.
 async fn kill(mut running: Running) -> String {
+    let below = running.pid.map(leftovers::snapshot).unwrap_or_default();
     #[cfg(unix)]
-    if let Some(pid) = running.child.id() {
+    if let Some(group) = running
+        .pid
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
         // The adapter runs in its own process group; take its children down with it.
-        let _ = Command::new("kill")
-            .arg("-KILL")
-            .arg("--")
-            .arg(format!("-{pid}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .await;
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = running.child.start_kill();
-    let _ = tokio::time::timeout(Duration::from_secs(2), running.child.wait()).await;
+    if tokio::time::timeout(Duration::from_secs(2), running.child.wait())
+        .await
+        .is_ok()
+    {
+        leftovers::forget(running.pid);
+    }
+    leftovers::end(&below);
     // Give the drain a moment to collect what was written before the end.
     let _ = tokio::time::timeout(Duration::from_millis(200), &mut running.drain).await;
     running.drain.abort();
@@ -364,6 +418,178 @@ async fn kill(mut running: Running) -> String {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .text()
+}
+
+/// Makes this process the reaper of every process its adapters orphan (Linux: a child
+/// subreaper), so that killing an adapter can end a daemon it started even after that daemon's
+/// parent exited. Meant for a program whose only children are adapters (the `tep` binary): after
+/// it, each adapter that ends takes every orphaned child of this process with it. Elsewhere it
+/// does nothing and only the adapter's process group is killed.
+pub fn adopt_orphans() -> std::io::Result<()> {
+    leftovers::adopt()
+}
+
+/// The processes an adapter leaves behind, found and ended through `/proc` (Linux).
+#[cfg(target_os = "linux")]
+mod leftovers {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    use std::time::Duration;
+
+    use rustix::process::{Pid, Signal, WaitOptions, kill_process, waitpid};
+
+    /// Set by [`adopt`]: orphans are reparented to this process.
+    static ADOPTING: AtomicBool = AtomicBool::new(false);
+    /// Adapters tokio has not reaped yet: children of ours that are not orphans.
+    static ADAPTERS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+    pub(super) fn adopt() -> std::io::Result<()> {
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+        ADOPTING.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    pub(super) fn track(pid: u32) {
+        ADAPTERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(pid);
+    }
+
+    /// The adapter has been reaped.
+    pub(super) fn forget(pid: Option<u32>) {
+        if let Some(pid) = pid {
+            ADAPTERS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&pid);
+        }
+    }
+
+    /// A process as `/proc/<pid>/stat` shows it. The start time tells a reused pid apart.
+    struct Process {
+        parent: u32,
+        zombie: bool,
+        started: u64,
+    }
+
+    fn processes() -> BTreeMap<u32, Process> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return BTreeMap::new();
+        };
+        dir.filter_map(Result::ok)
+            .filter_map(|entry| {
+                let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+                // `pid (comm) state ppid ... starttime(22) ...`; comm may hold ')' and spaces.
+                let rest = stat.get(stat.rfind(')')? + 1..)?;
+                let fields: Vec<&str> = rest.split_whitespace().collect();
+                Some((
+                    pid,
+                    Process {
+                        zombie: *fields.first()? == "Z",
+                        parent: fields.get(1)?.parse().ok()?,
+                        started: fields.get(19)?.parse().ok()?,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// `roots` (those that exist) and every process below them.
+    fn with_descendants(
+        table: &BTreeMap<u32, Process>,
+        roots: impl IntoIterator<Item = u32>,
+    ) -> BTreeSet<u32> {
+        let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for (&pid, p) in table {
+            children.entry(p.parent).or_default().push(pid);
+        }
+        let mut found: BTreeSet<u32> = roots
+            .into_iter()
+            .filter(|pid| table.contains_key(pid))
+            .collect();
+        let mut frontier: Vec<u32> = found.iter().copied().collect();
+        while let Some(parent) = frontier.pop() {
+            for &child in children.get(&parent).map(Vec::as_slice).unwrap_or_default() {
+                if found.insert(child) {
+                    frontier.push(child);
+                }
+            }
+        }
+        found
+    }
+
+    /// The processes below `adapter` now, with their start times.
+    pub(super) fn snapshot(adapter: u32) -> Vec<(u32, u64)> {
+        let table = processes();
+        with_descendants(&table, [adapter])
+            .into_iter()
+            .filter(|&pid| pid != adapter)
+            .filter_map(|pid| Some((pid, table.get(&pid)?.started)))
+            .collect()
+    }
+
+    /// Kills what an ended adapter left: the processes of `below` still running, everything
+    /// below them and, after [`adopt`], every orphan reparented to us; reaps the orphans.
+    pub(super) fn end(below: &[(u32, u64)]) {
+        let me = std::process::id();
+        // A few rounds: a process may fork while its siblings are being killed.
+        for _ in 0..50 {
+            let table = processes();
+            let adapters = ADAPTERS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            let survivors = below
+                .iter()
+                .filter(|(pid, started)| table.get(pid).is_some_and(|p| p.started == *started))
+                .map(|&(pid, _)| pid);
+            let orphans: Vec<u32> = if ADOPTING.load(Ordering::SeqCst) {
+                table
+                    .iter()
+                    .filter(|(pid, p)| p.parent == me && !adapters.contains(pid))
+                    .map(|(&pid, _)| pid)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let targets: Vec<u32> = with_descendants(&table, survivors.chain(orphans.clone()))
+                .into_iter()
+                .filter(|pid| *pid != me && !adapters.contains(pid))
+                .filter(|pid| table.get(pid).is_some_and(|p| !p.zombie))
+                .collect();
+            for pid in &targets {
+                if let Some(pid) = i32::try_from(*pid).ok().and_then(Pid::from_raw) {
+                    let _ = kill_process(pid, Signal::KILL);
+                }
+            }
+            for pid in orphans {
+                if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+                    let _ = waitpid(Some(pid), WaitOptions::NOHANG);
+                }
+            }
+            if targets.is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Without `/proc`, only the adapter's process group is killed.
+#[cfg(not(target_os = "linux"))]
+mod leftovers {
+    pub(super) fn adopt() -> std::io::Result<()> {
+        Ok(())
+    }
+    pub(super) fn track(_pid: u32) {}
+    pub(super) fn forget(_pid: Option<u32>) {}
+    pub(super) fn snapshot(_adapter: u32) -> Vec<(u32, u64)> {
+        Vec::new()
+    }
+    pub(super) fn end(_below: &[(u32, u64)]) {}
 }
 
 /// Reads one protocol line and parses it as `T`.

@@ -7,7 +7,8 @@
 //! - [`observation`]: the observation contract (which records each level holds, their windows).
 //! - [`checker`] and [`trace_io`]: replay mode. One streaming pass over a JSON Lines trace,
 //!   every violation with its witness lines.
-//! - [`scenario`]: the language-neutral corpus (`conformance/scenarios/*.json`, embedded).
+//! - [`scenario`]: the language-neutral corpus (`conformance/scenarios/*.json`, embedded);
+//!   [`limits`]: how big a scenario may be.
 //! - [`scripted`]: the built-in implementation (the reference with a scenario's scripts).
 //! - [`protocol`], [`adapter`], [`serve`]: drive mode against any implementation over
 //!   newline-delimited JSON on stdin/stdout.
@@ -23,6 +24,7 @@ pub mod checker;
 pub mod fuzz;
 pub mod generate;
 pub mod invariants;
+pub mod limits;
 pub mod mutation;
 pub mod observation;
 pub mod protocol;

@@ -1,16 +1,20 @@
 //! `tep`: the conformance suite for tool execution pipelines.
 //!
-//! Exit codes: 0 conformant, 1 violations, 2 usage or environment error.
+//! Exit codes: 0 conformant, 1 violations, 2 usage or environment error. A reader that goes away
+//! (a broken pipe, as in `tep scenarios list | head -1`) ends the output quietly; the exit code
+//! still says what the command found.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use tep_conformance::adapter::{AdapterOptions, ProcessAdapter};
+use tep_conformance::adapter::{
+    AdapterOptions, MAX_TIMEOUT, MIN_TIMEOUT, ProcessAdapter, adopt_orphans,
+};
 use tep_conformance::baseline::Baseline;
 use tep_conformance::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
 use tep_conformance::invariants::{CATALOG, InvariantId, Level, invariant};
@@ -57,9 +61,9 @@ enum Command {
         /// Run only this scenario (repeatable).
         #[arg(long = "scenario", value_name = "ID")]
         scenarios: Vec<String>,
-        /// Seconds one scenario may take an adapter.
-        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-        timeout: f64,
+        /// Seconds one scenario may take an adapter (0.1 to 86400).
+        #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
+        timeout: Duration,
         /// SHOULD-level violations fail the run too.
         #[arg(long)]
         strict: bool,
@@ -152,15 +156,99 @@ enum SchemaName {
     Baseline,
 }
 
+/// `--timeout`: seconds, within [`MIN_TIMEOUT`, `MAX_TIMEOUT`] (docs/limits.md says why).
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let range = format!(
+        "a number of seconds from {} to {}",
+        MIN_TIMEOUT.as_secs_f64(),
+        MAX_TIMEOUT.as_secs_f64()
+    );
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not {range}"))?;
+    if !(MIN_TIMEOUT.as_secs_f64()..=MAX_TIMEOUT.as_secs_f64()).contains(&secs) {
+        return Err(format!("{text} is out of range: give {range}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Standard output that ends quietly when its reader goes away: after a broken pipe the rest of
+/// the output is dropped instead of failing (or panicking, as `println!` does).
+struct Stdout {
+    inner: std::io::Stdout,
+    closed: bool,
+}
+
+impl Stdout {
+    fn new() -> Self {
+        Stdout {
+            inner: std::io::stdout(),
+            closed: false,
+        }
+    }
+
+    fn quiet<T>(&mut self, result: std::io::Result<T>, done: T) -> std::io::Result<T> {
+        match result {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(done)
+            }
+            other => other,
+        }
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let result = self.inner.write(buf);
+        self.quiet(result, buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.inner.flush();
+        self.quiet(result, ())
+    }
+}
+
+/// Writes to stderr, best effort: a closed stderr must not turn into a panic.
+fn note(message: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr(), "{message}");
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match dispatch(cli.command) {
+    let result = dispatch(cli.command);
+    // Whatever is still buffered goes out now, while a broken pipe can still be ignored.
+    let _ = Stdout::new().flush();
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("tep: error: {err:#}");
+            note(format_args!("tep: error: {err:#}"));
             ExitCode::from(2)
         }
     }
+}
+
+/// Fails now, before any work, if `path` cannot be written; leaves no file behind.
+fn check_writable(path: &Path, what: &str) -> Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .with_context(|| format!("cannot write the {what} to {}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 fn dispatch(command: Command) -> Result<u8> {
@@ -182,13 +270,26 @@ fn dispatch(command: Command) -> Result<u8> {
             let baseline = baseline
                 .map(|path| Baseline::load(&path, &corpus))
                 .transpose()?;
-            if !(timeout.is_finite() && timeout > 0.0) {
-                bail!("--timeout must be a positive number of seconds");
+            // Every output is checked before the adapter starts, not found broken after the run.
+            if let Some(path) = &junit {
+                check_writable(path, "JUnit report")?;
+            }
+            if let Some(dir) = &traces {
+                std::fs::create_dir_all(dir).with_context(|| {
+                    format!("cannot create the traces directory {}", dir.display())
+                })?;
+                check_writable(
+                    &dir.join(format!(".tep-probe-{}", std::process::id())),
+                    "traces",
+                )?;
             }
             let mut implementation: Box<dyn Implementation> = match adapter {
                 Some(command) => {
+                    // So that no process an adapter starts outlives the run (Linux only; where
+                    // it cannot be had, the adapter's process group is still killed).
+                    let _ = adopt_orphans();
                     let mut options = AdapterOptions::new(command);
-                    options.timeout = Duration::from_secs_f64(timeout);
+                    options.timeout = timeout;
                     Box::new(ProcessAdapter::start(options)?)
                 }
                 None => Box::new(BuiltinReference::new(mutant)),
@@ -208,12 +309,14 @@ fn dispatch(command: Command) -> Result<u8> {
                 std::fs::write(&path, xml)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
+            let mut out = Stdout::new();
             match format {
-                Format::Text => print!("{}", report::text(&run, outcome.as_ref())),
-                Format::Json => println!(
+                Format::Text => write!(out, "{}", report::text(&run, outcome.as_ref()))?,
+                Format::Json => writeln!(
+                    out,
                     "{}",
                     serde_json::to_string_pretty(&report::json(&run, outcome.as_ref()))?
-                ),
+                )?,
             }
             Ok(report::exit_code(&run, outcome.as_ref()) as u8)
         }
@@ -228,8 +331,9 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Scenarios { action } => scenarios(action),
         Command::Invariants { action } => invariants(action),
         Command::Mutants => {
+            let mut out = Stdout::new();
             for m in Mutant::ALL {
-                println!("{:<34} {}", m.name(), m.description());
+                writeln!(out, "{:<34} {}", m.name(), m.description())?;
             }
             Ok(0)
         }
@@ -250,15 +354,18 @@ fn dispatch(command: Command) -> Result<u8> {
                     schemars::schema_for!(tep_conformance::baseline::BaselineFile)
                 }
             };
-            println!("{}", serde_json::to_string_pretty(&schema)?);
+            writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&schema)?)?;
             Ok(0)
         }
         Command::ReferenceAdapter { mutant } => {
             let stdin = std::io::stdin();
             let stdout = std::io::stdout();
-            tep_conformance::serve::serve_reference(mutant, stdin.lock(), stdout.lock())
-                .context("the reference adapter lost its stdin/stdout")?;
-            Ok(0)
+            match tep_conformance::serve::serve_reference(mutant, stdin.lock(), stdout.lock()) {
+                Ok(()) => Ok(0),
+                // The runner went away: nobody is left to serve or to tell.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+                Err(e) => Err(e).context("the reference adapter lost its stdin/stdout"),
+            }
         }
     }
 }
@@ -353,10 +460,10 @@ fn check(
                     .map(|(id, why)| serde_json::json!({"invariant": id, "why": why}))
                     .collect::<Vec<_>>(),
             });
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&value)?)?;
         }
         Format::Text => {
-            let mut out = std::io::stdout().lock();
+            let mut out = Stdout::new();
             let note = match header_spec {
                 Some(h) if h != options.revision => format!(" (its header says {h})"),
                 _ => String::new(),
@@ -416,12 +523,13 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
     let corpus = corpus().context("the embedded scenario corpus is invalid")?;
     match action {
         ScenariosAction::List { spec } => {
+            let mut out = Stdout::new();
             for s in corpus
                 .iter()
                 .filter(|s| spec.is_none_or(|r| s.applies_to(r)))
             {
                 let revs: Vec<&str> = s.revisions.iter().map(|r| r.as_str()).collect();
-                println!("{:<40} {:<10} {}", s.id, revs.join(","), s.description);
+                writeln!(out, "{:<40} {:<10} {}", s.id, revs.join(","), s.description)?;
             }
             Ok(0)
         }
@@ -432,7 +540,7 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
                 .with_context(|| {
                     format!("no scenario is called {id} (run `tep scenarios list`)")
                 })?;
-            print!("{text}");
+            write!(Stdout::new(), "{text}")?;
             Ok(0)
         }
         ScenariosAction::Export { dir } => {
@@ -446,11 +554,11 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
             let schema = serde_json::to_string_pretty(&schemars::schema_for!(Scenario))?;
             std::fs::write(dir.join("scenario.schema.json"), schema + "\n")
                 .with_context(|| format!("cannot write the schema into {}", dir.display()))?;
-            eprintln!(
+            note(format_args!(
                 "wrote {} scenarios and scenario.schema.json to {}",
                 corpus.len(),
                 dir.display()
-            );
+            ));
             Ok(0)
         }
     }
@@ -459,25 +567,27 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
 fn invariants(action: InvariantsAction) -> Result<u8> {
     match action {
         InvariantsAction::List { spec } => {
+            let mut out = Stdout::new();
             for inv in CATALOG
                 .iter()
                 .filter(|i| spec.is_none_or(|r| i.applies_to(r)))
             {
                 let revs: Vec<&str> = inv.revisions().iter().map(|r| r.as_str()).collect();
-                println!(
+                writeln!(
+                    out,
                     "{:<30} {:<6} {:<10} {}",
                     inv.id,
                     inv.level,
                     revs.join(","),
                     inv.statement
-                );
+                )?;
             }
             Ok(0)
         }
         InvariantsAction::Explain { id } => {
             let inv = invariant(id);
             let corpus = corpus().context("the embedded scenario corpus is invalid")?;
-            let mut out = std::io::stdout().lock();
+            let mut out = Stdout::new();
             writeln!(out, "{} [{}]", inv.id, inv.level)?;
             writeln!(out, "  {}", inv.statement)?;
             let revs: Vec<&str> = inv.revisions().iter().map(|r| r.as_str()).collect();

@@ -552,6 +552,7 @@ impl Scenario {
 
     /// Checks what serde cannot: references between fields.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        crate::limits::check_scenario(self)?;
         let fail = |message: String| ScenarioError {
             id: self.id.clone(),
             message,

@@ -11,23 +11,40 @@ use tep_reference::mutant::Mutant;
 use crate::protocol::{Request, RunAnswer, RunOutcome};
 use crate::runner::{Answer, BuiltinReference, Implementation};
 
-/// Serves requests from `input` until `stop` or end of input.
+/// The longest request line served; a longer one is skipped like any other bad request.
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+/// Serves requests from `input` until `stop` or end of input. A line that is not a request (not
+/// UTF-8, too long, not JSON, not a known command) has no seq to answer with: it is reported on
+/// stderr and skipped. A request whose scenario is not valid (crate::limits included) is answered
+/// `errored`. Only an I/O error on `input` or `output` ends the loop early.
 pub fn serve_reference(
     mutants: Vec<Mutant>,
     input: impl BufRead,
+    output: impl Write,
+) -> std::io::Result<()> {
+    serve_reference_with_notes(mutants, input, output, std::io::stderr())
+}
+
+/// [`serve_reference`], with the notes about skipped lines written to `notes` (best effort).
+pub fn serve_reference_with_notes(
+    mutants: Vec<Mutant>,
+    mut input: impl BufRead,
     mut output: impl Write,
+    mut notes: impl Write,
 ) -> std::io::Result<()> {
     let mut reference = BuiltinReference::new(mutants);
-    for line in input.lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let request: Request = match serde_json::from_str(&line) {
-            Ok(r) => r,
-            Err(e) => {
-                // No seq to answer with: say so on stderr and keep serving.
-                eprintln!("tep reference-adapter: ignoring a request that is not valid: {e}");
+    let mut line = Vec::new();
+    loop {
+        let request = match read_request(&mut input, &mut line)? {
+            None => return Ok(()),
+            Some(Ok(request)) => request,
+            Some(Err(problem)) => {
+                // The note is best effort: a closed stderr must not stop the server.
+                let _ = writeln!(
+                    notes,
+                    "tep reference-adapter: ignoring a request that is not valid: {problem}"
+                );
                 continue;
             }
         };
@@ -38,16 +55,22 @@ pub fn serve_reference(
                 spec,
                 scenario,
             } => {
-                let outcome = match reference.run(seq, spec, &scenario) {
-                    Answer::Ran(records) => RunOutcome::Trace(records),
-                    Answer::Escaped { message, records } => RunOutcome::Escaped {
-                        message,
-                        trace: records,
-                    },
-                    Answer::Skipped(reason) => RunOutcome::Skipped { reason },
-                    Answer::Errored { message, .. } => RunOutcome::Errored {
-                        message,
+                let outcome = match scenario.validate() {
+                    Err(e) => RunOutcome::Errored {
+                        message: e.to_string(),
                         context: None,
+                    },
+                    Ok(()) => match reference.run(seq, spec, &scenario) {
+                        Answer::Ran(records) => RunOutcome::Trace(records),
+                        Answer::Escaped { message, records } => RunOutcome::Escaped {
+                            message,
+                            trace: records,
+                        },
+                        Answer::Skipped(reason) => RunOutcome::Skipped { reason },
+                        Answer::Errored { message, .. } => RunOutcome::Errored {
+                            message,
+                            context: None,
+                        },
                     },
                 };
                 serde_json::to_string(&RunAnswer { seq, outcome })
@@ -58,5 +81,151 @@ pub fn serve_reference(
         writeln!(output, "{reply}")?;
         output.flush()?;
     }
-    Ok(())
+}
+
+/// Reads the next non-blank line and parses it: `None` at end of input, `Some(Err)` for a line
+/// that is not a request.
+fn read_request(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<Result<Request, String>>> {
+    loop {
+        line.clear();
+        let mut too_long = false;
+        // Read up to the newline; past the limit keep consuming but stop storing.
+        let ended = loop {
+            let available = input.fill_buf()?;
+            if available.is_empty() {
+                break true;
+            }
+            let (used, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (available.len(), false),
+            };
+            if line.len() + used > MAX_REQUEST_BYTES {
+                too_long = true;
+                line.clear();
+            } else if !too_long {
+                line.extend_from_slice(&available[..used]);
+            }
+            input.consume(used);
+            if done {
+                break false;
+            }
+        };
+        if too_long {
+            return Ok(Some(Err(format!(
+                "the line is longer than {MAX_REQUEST_BYTES} bytes"
+            ))));
+        }
+        if ended && line.is_empty() {
+            return Ok(None);
+        }
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => text,
+            Err(e) => {
+                return Ok(Some(Err(format!(
+                    "not valid UTF-8 (at byte {})",
+                    e.valid_up_to()
+                ))));
+            }
+        };
+        if text.trim().is_empty() {
+            if ended {
+                return Ok(None);
+            }
+            continue;
+        }
+        return Ok(Some(serde_json::from_str(text).map_err(|e| e.to_string())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Ready;
+
+    fn scenario_json(id: &str, edit: impl FnOnce(&mut serde_json::Value)) -> serde_json::Value {
+        let (_, text) = crate::scenario::corpus_files()
+            .iter()
+            .find(|(file, _)| file.trim_end_matches(".json") == id)
+            .unwrap_or_else(|| panic!("no scenario {id}"));
+        let mut value: serde_json::Value =
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        edit(&mut value);
+        value
+    }
+
+    fn run_line(seq: u64, scenario: serde_json::Value) -> Vec<u8> {
+        let request =
+            serde_json::json!({"cmd": "run", "seq": seq, "spec": "rev2", "scenario": scenario});
+        format!("{request}\n").into_bytes()
+    }
+
+    /// Serves `input` and returns the answers (one JSON value per line).
+    fn serve(input: &[u8]) -> Vec<serde_json::Value> {
+        let mut output = Vec::new();
+        serve_reference_with_notes(vec![], input, &mut output, std::io::sink())
+            .unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8_lossy(&output)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
+    #[test]
+    fn a_non_utf8_line_is_skipped_like_any_bad_request() {
+        let mut input =
+            b"{\"cmd\":\"start\",\"protocol\":1}\n\xff\xfe\n{\"cmd\":\"wat\"}\n".to_vec();
+        input.extend(run_line(7, scenario_json("allow-runs-body", |_| {})));
+        let answers = serve(&input);
+        assert_eq!(answers.len(), 2, "{answers:?}");
+        let ready: Ready =
+            serde_json::from_value(answers[0].clone()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(ready.ready);
+        assert_eq!(answers[1]["seq"], 7);
+        assert!(answers[1]["trace"].is_array(), "{}", answers[1]);
+    }
+
+    #[test]
+    fn an_over_long_line_is_skipped_and_serving_goes_on() {
+        let mut input = vec![b'x'; MAX_REQUEST_BYTES + 10];
+        input.push(b'\n');
+        input.extend(run_line(2, scenario_json("allow-runs-body", |_| {})));
+        let answers = serve(&input);
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0]["seq"], 2);
+    }
+
+    #[test]
+    fn a_scenario_over_the_limits_is_answered_errored_naming_the_field() {
+        // Each of these once ran away: an add overflow, and an endless zero-delay retry loop.
+        let observer = scenario_json("tools-result-is-synchronous", |v| {
+            v["observers"][0]["asyncMs"] = u64::MAX.into();
+        });
+        let retry = scenario_json("retry-dispatches-again", |v| {
+            v["wrappers"][1]["attempts"] = u32::MAX.into();
+            v["calls"][0]["body"] = serde_json::json!([{"throw": "always"}]);
+        });
+        let mut input = run_line(1, observer);
+        input.extend(run_line(2, retry));
+        let answers = serve(&input);
+        assert_eq!(answers.len(), 2);
+        let message = |a: &serde_json::Value| {
+            a["errored"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(
+            message(&answers[0]).contains("`observers[0].asyncMs`"),
+            "{}",
+            answers[0]
+        );
+        assert!(
+            message(&answers[1]).contains("`wrappers[1].attempts` is 4294967295"),
+            "{}",
+            answers[1]
+        );
+    }
 }

@@ -54,9 +54,16 @@ pub fn parse_record(line_no: usize, text: &str) -> Result<TraceRecord, TraceErro
     TraceRecord::from_json_tag_first(text).or_else(|_| parse_record_in_words(line_no, text))
 }
 
-/// Parses one line of a trace through a `serde_json::Value`: slower, but it accepts the fields
-/// in any order and says what is wrong in words.
+/// Parses one line of a trace the slow way, which accepts the fields in any order and says what
+/// is wrong in words. A field named twice is an error, as in every other message tep reads
+/// (docs/limits.md): a reader keeping the first value would see another trace.
 fn parse_record_in_words(line_no: usize, text: &str) -> Result<TraceRecord, TraceError> {
+    // Straight into the record first: serde's derived reader refuses a repeated field.
+    let direct = serde_json::from_str::<TraceRecord>(text);
+    if let Ok(record) = direct {
+        return Ok(record);
+    }
+    // Otherwise say what is wrong in words; through a `Value` a repeated field would go unseen.
     let value: Value = serde_json::from_str(text)
         .map_err(|e| TraceError::new(line_no, format!("invalid JSON: {e}")))?;
     let Value::Object(map) = &value else {
@@ -105,8 +112,11 @@ fn parse_record_in_words(line_no: usize, text: &str) -> Result<TraceRecord, Trac
             ));
         }
     }
-    serde_json::from_value(value)
-        .map_err(|e| TraceError::new(line_no, format!("{kind} record: {e}")))
+    let error = match (serde_json::from_value::<TraceRecord>(value), direct) {
+        (Err(e), _) | (Ok(_), Err(e)) => e,
+        (Ok(record), Ok(_)) => return Ok(record),
+    };
+    Err(TraceError::new(line_no, format!("{kind} record: {error}")))
 }
 
 /// Reads every record of a trace into memory.
@@ -259,6 +269,16 @@ mod tests {
         assert!(
             err(r#"{"kind":"stage","node":"pre","outcome":"maybe"}"#)
                 .starts_with("line 3: stage record: unknown variant `maybe`")
+        );
+    }
+
+    #[test]
+    fn a_field_named_twice_is_an_error() {
+        assert!(
+            err(r#"{"kind":"stage","node":"pre","node":"post","call":"c1","outcome":"allow"}"#)
+                .starts_with("line 3: stage record: duplicate field `node`"),
+            "{}",
+            err(r#"{"kind":"stage","node":"pre","node":"post","call":"c1","outcome":"allow"}"#)
         );
     }
 

@@ -72,7 +72,8 @@ impl ExecuteWrapper for TimeoutWrapper {
     }
 }
 
-/// Runs the body again while it fails, up to `attempts` dispatches in all.
+/// Runs the body again while it fails, up to `attempts` dispatches in all (at most
+/// [`RetryWrapper::MAX_ATTEMPTS`]).
 #[derive(Debug, Clone)]
 pub struct RetryWrapper {
     attempts: u32,
@@ -81,10 +82,14 @@ pub struct RetryWrapper {
 }
 
 impl RetryWrapper {
-    /// Up to `attempts` dispatches (at least one), `delay` apart.
+    /// The most dispatches one wrapper makes. With no delay no time passes between attempts, so
+    /// without a cap a body that always fails would be dispatched (and traced) without end.
+    pub const MAX_ATTEMPTS: u32 = 100;
+
+    /// Up to `attempts` dispatches (at least one, at most [`Self::MAX_ATTEMPTS`]), `delay` apart.
     pub fn new(attempts: u32, delay: Duration) -> Self {
         RetryWrapper {
-            attempts: attempts.max(1),
+            attempts: attempts.clamp(1, Self::MAX_ATTEMPTS),
             delay,
             only: None,
         }

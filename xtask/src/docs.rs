@@ -56,6 +56,8 @@ pub enum DocsError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot write {path}: {blocker} is a file, not a directory")]
+    NotADirectory { path: PathBuf, blocker: PathBuf },
     #[error("{path}: {source}")]
     Template {
         path: PathBuf,
@@ -273,7 +275,17 @@ pub fn write(root: &Path, generated: &[Generated]) -> Result<Vec<PathBuf>, DocsE
             source,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(fail)?;
+            std::fs::create_dir_all(dir).map_err(|source| {
+                // "File exists" would name the file being written, which does not exist: name
+                // the ancestor that is in the way.
+                match dir.ancestors().find(|a| a.exists() && !a.is_dir()) {
+                    Some(blocker) => DocsError::NotADirectory {
+                        path: path.clone(),
+                        blocker: blocker.to_path_buf(),
+                    },
+                    None => fail(source),
+                }
+            })?;
         }
         let tmp = path.with_file_name(format!(
             ".{}.tmp-{}",
@@ -288,4 +300,42 @@ pub fn write(root: &Path, generated: &[Generated]) -> Result<Vec<PathBuf>, DocsE
         written.push(g.path);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_in_the_way_of_a_directory_is_named() {
+        for blocker in ["docs", "docs/schemas"] {
+            let root = std::env::temp_dir().join(format!(
+                "xtask-docs-blocked-{}-{}",
+                std::process::id(),
+                blocker.replace('/', "-")
+            ));
+            let _ = std::fs::remove_dir_all(&root);
+            let blocked = root.join(blocker);
+            std::fs::create_dir_all(blocked.parent().unwrap_or(&root))
+                .unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&blocked, "not a directory").unwrap_or_else(|e| panic!("{e}"));
+            let generated = [Generated {
+                path: "docs/schemas/scenario.schema.json".into(),
+                contents: "{}\n".to_owned(),
+            }];
+            let message = match write(&root, &generated) {
+                Ok(_) => panic!("wrote below the file {blocker}"),
+                Err(e) => e.to_string(),
+            };
+            assert_eq!(
+                message,
+                format!(
+                    "cannot write {}: {} is a file, not a directory",
+                    root.join("docs/schemas/scenario.schema.json").display(),
+                    blocked.display()
+                )
+            );
+            let _ = std::fs::remove_dir_all(&root);
+        }
+    }
 }

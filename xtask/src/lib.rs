@@ -1,6 +1,6 @@
 //! Maintainer tasks. `cargo xtask docs` regenerates `docs/` from the stage graph, the invariant
 //! catalog, the scenario corpus and the Rust types; `cargo xtask docs --check` fails when a
-//! committed file has drifted.
+//! committed file has drifted. `cargo xtask fuzz` runs the `tep-fuzz` crate in a release build.
 
 pub mod docs;
 pub mod layered;

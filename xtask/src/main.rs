@@ -1,6 +1,7 @@
 //! `cargo xtask`: maintainer tasks (see `xtask/src/lib.rs`).
 //!
-//! Exit codes: 0 done (or fresh), 1 stale docs or unknown names in prose, 2 could not run.
+//! Exit codes: 0 done (or fresh), 1 stale docs, unknown names in prose or a fuzzing finding,
+//! 2 could not run.
 
 use std::process::ExitCode;
 
@@ -28,12 +29,71 @@ enum Task {
         #[arg(long, value_name = "DIR")]
         root: Option<std::path::PathBuf>,
     },
+    /// Fuzz tep's readers (the `tep-fuzz` crate, built in release) for a while.
+    Fuzz {
+        /// Minutes per target.
+        #[arg(long, default_value_t = 1.0)]
+        minutes: f64,
+        /// trace, scenario or protocol (default: each in turn).
+        #[arg(long)]
+        target: Option<String>,
+        /// The random seed (default: from the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Build in the dev profile instead of release (quicker to build, slower to run).
+        #[arg(long)]
+        dev: bool,
+    },
 }
 
 fn main() -> ExitCode {
-    let Cli {
-        task: Task::Docs { check, root },
-    } = Cli::parse();
+    match Cli::parse().task {
+        Task::Docs { check, root } => docs_task(check, root),
+        Task::Fuzz {
+            minutes,
+            target,
+            seed,
+            dev,
+        } => fuzz_task(minutes, target, seed, dev),
+    }
+}
+
+/// Runs `cargo run -p tep-fuzz` with the same cargo, from the repository root (so findings go
+/// to target/fuzz/findings).
+fn fuzz_task(minutes: f64, target: Option<String>, seed: Option<u64>, dev: bool) -> ExitCode {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command
+        .current_dir(xtask::repo_root())
+        .args(["run", "--quiet"]);
+    if !dev {
+        command.arg("--release");
+    }
+    command.args([
+        "--package",
+        "tep-fuzz",
+        "--bin",
+        "tep-fuzz",
+        "--",
+        "--minutes",
+        &minutes.to_string(),
+    ]);
+    if let Some(target) = target {
+        command.args(["--target", &target]);
+    }
+    if let Some(seed) = seed {
+        command.args(["--seed", &seed.to_string()]);
+    }
+    match command.status() {
+        Ok(status) => ExitCode::from(status.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
+        Err(e) => {
+            eprintln!("error: cannot run cargo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn docs_task(check: bool, root: Option<std::path::PathBuf>) -> ExitCode {
     let root = root.unwrap_or_else(xtask::repo_root);
     let generated = match docs::generate(&root) {
         Ok(g) => g,

@@ -1,0 +1,267 @@
+//! How big a scenario may be. A scenario comes from a file or from the adapter protocol, so it is
+//! input like any other: these limits keep running one (in the reference or in an adapter)
+//! bounded in time and memory. They sit far above what the corpus uses (at most 6 calls,
+//! 4 body steps, 6 binding calls per program, 3 retry attempts, 500 ms of virtual time per step)
+//! and are checked by [`Scenario::validate`]. `docs/limits.md` lists them with every other limit.
+
+use crate::scenario::{BodyStep, ProgramStep, Scenario, ScenarioError, WrapperSpec};
+
+/// Bytes of a scenario's id, which names files (`<id>.json`, `--traces DIR/<id>.jsonl`; most file
+/// systems allow 255 bytes) and starts every error about the scenario.
+pub const MAX_ID_BYTES: usize = 128;
+/// Calls in the batch, counting every sub-call of its `run_code` programs.
+pub const MAX_CALLS: usize = 256;
+/// Steps of one program; each binding call of an `all` group counts as a step.
+pub const MAX_PROGRAM_STEPS: usize = 256;
+/// Steps of one tool body.
+pub const MAX_BODY_STEPS: usize = 64;
+/// Entries of each extension-point list (`pre`, `guards`, `wrappers`, `post`, `observers`).
+pub const MAX_EXTENSIONS: usize = 16;
+/// Dispatches of one call: the product of the `attempts` of every retry wrapper. No virtual time
+/// need pass between attempts, so only this bounds the work (and trace) of a failing body.
+pub const MAX_DISPATCHES_PER_CALL: u64 = 16;
+/// Every duration a scenario names (`sleep`, `asyncMs`, `delayMs`, `timeoutMs`), in milliseconds:
+/// the virtual time a whole scenario may take (`scripted::VIRTUAL_TIME_LIMIT`, one hour).
+pub const MAX_DURATION_MS: u64 = 3_600_000;
+
+/// Checks a scenario against the limits. The error names the field and the limit.
+pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
+    // An error must name its scenario: an empty or huge id cannot, so it gets a stand-in.
+    if scenario.id.is_empty() || scenario.id.len() > MAX_ID_BYTES {
+        let shown: String = scenario.id.chars().take(32).collect();
+        return Err(ScenarioError {
+            id: if shown.is_empty() {
+                "<no id>".to_owned()
+            } else {
+                format!("{shown}...")
+            },
+            message: format!(
+                "`id` has {} bytes; from 1 to {MAX_ID_BYTES} are allowed (docs/limits.md)",
+                scenario.id.len()
+            ),
+        });
+    }
+    let fail = |message: String| ScenarioError {
+        id: scenario.id.clone(),
+        message: format!("{message} (docs/limits.md)"),
+    };
+    let over = |field: &str, n: usize, limit: usize, what: &str| {
+        fail(format!(
+            "`{field}` has {n} {what}; at most {limit} are allowed"
+        ))
+    };
+    let lists = [
+        ("pre", scenario.pre.len()),
+        ("guards", scenario.guards.len()),
+        ("wrappers", scenario.wrappers.len()),
+        ("post", scenario.post.len()),
+        ("observers", scenario.observers.len()),
+    ];
+    for (field, n) in lists {
+        if n > MAX_EXTENSIONS {
+            return Err(over(field, n, MAX_EXTENSIONS, "entries"));
+        }
+    }
+    let duration = |field: String, ms: u64| {
+        if ms > MAX_DURATION_MS {
+            Err(fail(format!(
+                "`{field}` is {ms} ms; at most {MAX_DURATION_MS} ms (one hour of virtual time) is allowed"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let mut dispatches: u64 = 1;
+    for (i, wrapper) in scenario.wrappers.iter().enumerate() {
+        if let WrapperSpec::Retry { attempts, delay_ms } = wrapper {
+            duration(format!("wrappers[{i}].delayMs"), *delay_ms)?;
+            dispatches = dispatches.saturating_mul(u64::from((*attempts).max(1)));
+            if dispatches > MAX_DISPATCHES_PER_CALL {
+                return Err(fail(format!(
+                    "`wrappers[{i}].attempts` is {attempts}, which makes {dispatches} or more dispatches per call with the retry wrappers before it; at most {MAX_DISPATCHES_PER_CALL} are allowed"
+                )));
+            }
+        }
+    }
+    for (i, tool) in scenario.tools.iter().enumerate() {
+        if let Some(ms) = tool.timeout_ms {
+            duration(format!("tools[{i}].timeoutMs"), ms)?;
+        }
+    }
+    for (i, observer) in scenario.observers.iter().enumerate() {
+        duration(format!("observers[{i}].asyncMs"), observer.async_ms)?;
+    }
+    let body = |field: String, steps: &[BodyStep]| {
+        if steps.len() > MAX_BODY_STEPS {
+            return Err(over(&field, steps.len(), MAX_BODY_STEPS, "steps"));
+        }
+        for (k, step) in steps.iter().enumerate() {
+            if let BodyStep::Sleep(ms) = step {
+                duration(format!("{field}[{k}].sleep"), *ms)?;
+            }
+        }
+        Ok(())
+    };
+    let mut calls = scenario.calls.len();
+    if calls > MAX_CALLS {
+        return Err(over("calls", calls, MAX_CALLS, "calls"));
+    }
+    for (i, call) in scenario.calls.iter().enumerate() {
+        body(format!("calls[{i}].body"), &call.body)?;
+        let Some(program) = &call.program else {
+            continue;
+        };
+        let mut steps = 0;
+        for (k, step) in program.iter().enumerate() {
+            let bindings = match step {
+                ProgramStep::Call(c) => std::slice::from_ref(c),
+                ProgramStep::All(cs) => cs.as_slice(),
+                _ => &[],
+            };
+            steps += bindings.len().max(1);
+            calls += bindings.len();
+            if steps > MAX_PROGRAM_STEPS {
+                return Err(fail(format!(
+                    "`calls[{i}].program` has more than {MAX_PROGRAM_STEPS} steps (binding calls of an `all` group count one each); at most {MAX_PROGRAM_STEPS} are allowed"
+                )));
+            }
+            if calls > MAX_CALLS {
+                return Err(fail(format!(
+                    "the batch has more than {MAX_CALLS} calls counting the sub-calls of its programs (at `calls[{i}].program[{k}]`); at most {MAX_CALLS} are allowed"
+                )));
+            }
+            for (j, binding) in bindings.iter().enumerate() {
+                let field = match step {
+                    ProgramStep::All(_) => format!("calls[{i}].program[{k}].all[{j}].body"),
+                    _ => format!("calls[{i}].program[{k}].call.body"),
+                };
+                body(field, &binding.body)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A corpus scenario with `edit` applied to its JSON.
+    fn edited(id: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), ScenarioError> {
+        let (_, text) = crate::scenario::corpus_files()
+            .iter()
+            .find(|(file, _)| file.trim_end_matches(".json") == id)
+            .unwrap_or_else(|| panic!("no scenario {id}"));
+        let mut value: serde_json::Value =
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        edit(&mut value);
+        Scenario::from_json(&value.to_string()).map(|_| ())
+    }
+
+    fn message(result: Result<(), ScenarioError>) -> String {
+        match result {
+            Ok(()) => panic!("the scenario was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_corpus_is_within_the_limits() {
+        for scenario in crate::scenario::corpus().unwrap_or_else(|e| panic!("{e}")) {
+            assert_eq!(check_scenario(&scenario), Ok(()), "{}", scenario.id);
+        }
+    }
+
+    #[test]
+    fn an_empty_or_huge_id_is_refused_with_a_stand_in_name() {
+        // Found by the fuzzer: "scenario : the id must be kebab-case ASCII" named nothing.
+        let e = message(edited("allow-runs-body", |v| v["id"] = "".into()));
+        assert_eq!(
+            e,
+            "scenario <no id>: `id` has 0 bytes; from 1 to 128 are allowed (docs/limits.md)"
+        );
+        let e = message(edited("allow-runs-body", |v| {
+            v["id"] = "a".repeat(129).into()
+        }));
+        assert!(
+            e.starts_with(&format!(
+                "scenario {}...: `id` has 129 bytes",
+                "a".repeat(32)
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_huge_retry_count_is_refused_naming_the_field() {
+        let e = message(edited("retry-dispatches-again", |v| {
+            v["wrappers"][1]["attempts"] = u32::MAX.into();
+        }));
+        assert!(
+            e.starts_with("scenario retry-dispatches-again: `wrappers[1].attempts` is 4294967295"),
+            "{e}"
+        );
+        assert!(e.contains("at most 16 are allowed"), "{e}");
+    }
+
+    #[test]
+    fn nested_retries_multiply() {
+        let e = message(edited("retry-dispatches-again", |v| {
+            let retry = serde_json::json!({"kind": "retry", "attempts": 5});
+            v["wrappers"] = serde_json::json!([retry, retry]);
+        }));
+        assert!(e.contains("`wrappers[1].attempts` is 5"), "{e}");
+        assert!(e.contains("25 or more dispatches per call"), "{e}");
+    }
+
+    #[test]
+    fn a_huge_observer_delay_is_refused() {
+        let e = message(edited("tools-result-is-synchronous", |v| {
+            v["observers"][0]["asyncMs"] = u64::MAX.into();
+        }));
+        assert!(
+            e.contains("`observers[0].asyncMs` is 18446744073709551615 ms; at most 3600000 ms"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn long_bodies_programs_and_lists_are_refused() {
+        let e = message(edited("allow-runs-body", |v| {
+            v["calls"][0]["body"] = serde_json::json!(vec![serde_json::json!({"sleep": 1}); 65]);
+        }));
+        assert!(
+            e.contains("`calls[0].body` has 65 steps; at most 64 are allowed"),
+            "{e}"
+        );
+        let e = message(edited("allow-runs-body", |v| {
+            v["calls"][0]["body"] = serde_json::json!([{"sleep": 3_600_001u64}]);
+        }));
+        assert!(e.contains("`calls[0].body[0].sleep` is 3600001 ms"), "{e}");
+        let e = message(edited("allow-runs-body", |v| {
+            v["pre"] = serde_json::json!(vec![serde_json::json!({"id": "p"}); 17]);
+        }));
+        assert!(e.contains("`pre` has 17 entries; at most 16"), "{e}");
+        let e = message(edited("code-mode-every-path", |v| {
+            let log = serde_json::json!({"log": "x"});
+            v["calls"][0]["program"] = serde_json::json!(vec![log; 257]);
+        }));
+        assert!(
+            e.contains("`calls[0].program` has more than 256 steps"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sub_calls_count_towards_the_call_limit() {
+        let e = message(edited("code-mode-every-path", |v| {
+            // 256 program steps, but 256 sub-calls beside the batch's own calls.
+            let group = serde_json::json!({"all": vec![serde_json::json!({"tool": "read"}); 128]});
+            v["calls"][0]["program"] = serde_json::json!([group.clone(), group]);
+        }));
+        assert!(
+            e.contains("more than 256 calls counting the sub-calls of its programs"),
+            "{e}"
+        );
+    }
+}
