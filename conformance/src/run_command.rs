@@ -190,7 +190,11 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 fn header(ready: &Ready, args: &RunArgs, plan: &Plan) -> String {
     let implementation = &ready.implementation;
     let mut who = implementation.name.clone();
-    if let Some(version) = &implementation.version {
+    if let Some(version) = implementation
+        .version
+        .as_ref()
+        .filter(|v| !implementation.name.contains(v.as_str()))
+    {
         who.push(' ');
         who.push_str(version);
     }

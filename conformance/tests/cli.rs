@@ -91,7 +91,13 @@ fn run_reports_json_and_junit() {
     ]);
     assert_eq!(code(&o), 0);
     let report = json(&o);
-    for field in ["summary", "coverage", "implementation", "scenarios", "corpusHash"] {
+    for field in [
+        "summary",
+        "coverage",
+        "implementation",
+        "scenarios",
+        "corpusHash",
+    ] {
         assert!(report.get(field).is_some(), "missing {field}");
     }
     assert_eq!(report["spec"], "rev1");
@@ -208,8 +214,10 @@ fn a_baseline_of_known_failures_passes_and_a_stale_entry_fails() {
         &file,
     ]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
-    let failing_scenarios: std::collections::BTreeSet<&str> =
-        entries.iter().map(|e| e.split(':').next().unwrap()).collect();
+    let failing_scenarios: std::collections::BTreeSet<&str> = entries
+        .iter()
+        .map(|e| e.split(':').next().unwrap())
+        .collect();
     assert!(
         stdout(&o).contains(&format!(
             "{} scenario(s) failed as expected, 0 unexpectedly, 0 stale",
@@ -575,7 +583,9 @@ fn an_adapter_that_skips_everything_tested_nothing_and_is_not_conformant() {
         stdout(&text)
     );
     assert!(
-        stdout(&text).trim_end().ends_with("0 passed, 0 failed, 54 skipped"),
+        stdout(&text)
+            .trim_end()
+            .ends_with("0 passed, 0 failed, 54 skipped"),
         "{}",
         stdout(&text)
     );
