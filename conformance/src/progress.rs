@@ -125,3 +125,10 @@ impl Live {
         self.bar.finish_and_clear();
     }
 }
+
+impl Drop for Live {
+    /// An error ends the run early: leave no bar behind on the terminal.
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -593,7 +593,10 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
             let _ = writeln!(out, "  stale entry {}: {}; remove it", s.id, s.why);
         }
     }
-    if let Some(dir) = &ctx.run_dir {
+    let kept_failing = verdicts.iter().any(|(v, s)| {
+        !matches!(v, Verdict::Passed | Verdict::Skipped) && ctx.traces.contains_key(&s.id)
+    });
+    if let Some(dir) = ctx.run_dir.as_ref().filter(|_| kept_failing) {
         let _ = writeln!(
             out,
             "traces of the failing scenarios: {}{}<scenario>.jsonl",

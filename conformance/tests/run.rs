@@ -79,7 +79,7 @@ fn sh(script: &str) -> String {
 /// ends with `stop`, as an adapter must).
 fn slow_reference(delay: &str, pid_file: &Path) -> String {
     sh(&format!(
-        "echo $$ > {}; while IFS= read -r l; do sleep {delay}; printf '%s\\n' \"$l\"; case \"$l\" in *'\"stop\"'*) exit;; esac; done | {} reference-adapter",
+        "echo $$ > {}; while IFS= read -r l; do sleep {delay}; printf '%s\\n' \"$l\"; case \"$l\" in '{{\"cmd\":\"stop\"}}') exit;; esac; done | {} reference-adapter",
         quote(pid_file.to_str().unwrap()),
         quote(TEP)
     ))
