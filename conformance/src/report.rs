@@ -512,24 +512,48 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
     if !errored.is_empty() {
         let _ = writeln!(
             out,
-            "\n{} {} scenario(s) without a usable answer",
+            "\n{} {} scenario(s) without a usable answer, grouped by what went wrong",
             paint(AnsiColor::Red.on_default().bold(), "ERRORED:"),
             errored.len()
         );
+        // One cause (the same message), one group: the first in full, the others by name.
+        let mut causes: Vec<(&str, Vec<&ScenarioResult>)> = Vec::new();
         for result in &errored {
+            let reason = result.reason.as_deref().unwrap_or("errored");
+            match causes.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, results)) => results.push(result),
+                None => causes.push((reason, vec![result])),
+            }
+        }
+        for (reason, results) in causes {
             let _ = writeln!(
                 out,
-                "    {}: {}",
-                paint(BOLD, &result.id),
-                result.reason.as_deref().unwrap_or("errored")
+                "\n  {}: {} scenario(s)",
+                paint(BOLD, reason),
+                results.len()
             );
-            if let Some(stderr) = &result.stderr {
-                let _ = writeln!(out, "      adapter stderr (tail):");
-                for line in stderr.lines() {
-                    let _ = writeln!(out, "        | {line}");
+            let mut results = results.into_iter();
+            if let Some(first) = results.next() {
+                let _ = writeln!(out, "    {}", paint(BOLD, &first.id));
+                if let Some(stderr) = &first.stderr {
+                    let _ = writeln!(out, "      adapter stderr (tail):");
+                    for line in stderr.lines() {
+                        let _ = writeln!(out, "        | {line}");
+                    }
                 }
+                let _ = writeln!(out, "      rerun: {}", ctx.rerun_command(&first.id));
             }
-            let _ = writeln!(out, "      rerun: {}", ctx.rerun_command(&result.id));
+            let rest: Vec<_> = results.collect();
+            for result in rest.iter().take(GROUP_LINES) {
+                let _ = writeln!(out, "    {}", result.id);
+            }
+            if rest.len() > GROUP_LINES {
+                let _ = writeln!(
+                    out,
+                    "    and {} more (listed below)",
+                    rest.len() - GROUP_LINES
+                );
+            }
         }
     }
     if !warned.is_empty() {
@@ -559,8 +583,11 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
         report.spec,
         report.edge_coverage() * 100.0
     );
-    for missing in report.missing_edges() {
-        let _ = writeln!(out, "  not taken: {missing}");
+    // With no trace judged, every edge is missing and listing them says nothing.
+    if report.tested() {
+        for missing in report.missing_edges() {
+            let _ = writeln!(out, "  not taken: {missing}");
+        }
     }
     if !report.coverage.code_mode_edges.is_empty() {
         let _ = writeln!(

@@ -706,6 +706,37 @@ fn failures_are_grouped_quoted_kept_and_rerunnable() {
 }
 
 #[test]
+fn errored_scenarios_are_grouped_by_cause() {
+    let crashing = sh(
+        r#"read l; echo '{"ready":true,"protocol":2,"implementation":{"name":"crashy"}}'; read l; echo "segfault in handler" >&2; exit 3"#,
+    );
+    let o = tep(&[
+        "run",
+        "--adapter",
+        &crashing,
+        "--scenario",
+        "pre-*",
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "\n  the adapter closed stdout (exited?) before sending an answer: 4 scenario(s)\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("rerun: ").count(), 1, "{out}");
+    assert_eq!(out.matches("| segfault in handler").count(), 1, "{out}");
+    assert!(
+        !out.contains("not taken:"),
+        "no edge list when nothing was judged"
+    );
+    assert!(out.contains("nothing was tested"));
+}
+
+#[test]
 fn messages_carry_no_debug_text() {
     use tep_conformance::runner::{BuiltinReference, RunOptions, run_suite};
     use tep_reference::mutant::Mutant;
