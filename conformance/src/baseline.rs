@@ -3,7 +3,9 @@
 //! A baseline lists known failures, each with a reason: a whole scenario (`"id":
 //! "deny-skips-body"`) or one invariant of one scenario (`"id":
 //! "deny-skips-body:denial-reaches-post"`). An unexpected failure fails the run, and so does an
-//! entry that no longer fails (stale), so the baseline only ever shrinks honestly.
+//! entry that no longer fails (stale), so the baseline only ever shrinks honestly. An entry
+//! naming a scenario the corpus no longer has is stale too. [`write`] makes a baseline from a
+//! run's failures, keeping the reasons of the entries that still apply.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -12,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::invariants::InvariantId;
-use crate::runner::RunReport;
+use crate::runner::{RunReport, ScenarioResult, Status};
 use crate::scenario::Scenario;
 
 /// The file format.
@@ -38,10 +40,14 @@ pub struct BaselineEntry {
 /// A validated baseline.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Baseline {
+    /// Where it was read from.
+    pub path: String,
     /// Whole scenarios expected to fail.
     scenarios: BTreeMap<String, BaselineEntry>,
     /// Single invariants of scenarios expected to be violated.
     checks: BTreeMap<(String, InvariantId), BaselineEntry>,
+    /// Entries naming a scenario the corpus does not have (any more): stale whatever the run.
+    missing: Vec<BaselineEntry>,
 }
 
 /// Why a baseline file is refused.
@@ -52,15 +58,51 @@ pub struct BaselineError {
     pub message: String,
 }
 
-/// How the run compares with the baseline.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct BaselineOutcome {
-    /// Failures the baseline expected: `scenario` or `scenario:invariant`.
+/// An entry that no longer describes a failure: remove it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StaleEntry {
+    /// The entry's `id`.
+    pub id: String,
+    /// Why it is stale: the scenario passes now, or no longer breaks that invariant, or the
+    /// corpus has no such scenario.
+    pub why: String,
+}
+
+/// How one scenario compares with the baseline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScenarioComparison {
+    /// Entries that match a failure of the scenario.
     pub expected: Vec<String>,
-    /// Failures it did not expect.
+    /// Failures no entry lists: `scenario:invariant`, or `scenario (errored)`.
     pub unexpected: Vec<String>,
-    /// Entries that no longer fail.
-    pub stale: Vec<String>,
+    /// Entries for the scenario that no longer fail.
+    pub stale: Vec<StaleEntry>,
+    /// The reasons of the matching entries.
+    pub reasons: Vec<String>,
+}
+
+impl ScenarioComparison {
+    /// Every way the scenario fails is listed, and no entry for it is stale.
+    pub fn expected_failure(&self) -> bool {
+        !self.expected.is_empty() && self.unexpected.is_empty() && self.stale.is_empty()
+    }
+}
+
+/// How the run compares with the baseline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BaselineOutcome {
+    pub path: String,
+    /// Entries that matched a failure.
+    pub expected: Vec<String>,
+    /// Failures no entry lists.
+    pub unexpected: Vec<String>,
+    /// Entries that no longer fail, or name no scenario of the corpus.
+    pub stale: Vec<StaleEntry>,
+    /// Each scenario of the run, compared.
+    pub comparisons: BTreeMap<String, ScenarioComparison>,
+    /// The scenarios named by entries that the corpus does not have.
+    pub missing_scenarios: BTreeSet<String>,
 }
 
 impl BaselineOutcome {
@@ -79,14 +121,20 @@ impl Baseline {
         let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
         let file: BaselineFile =
             serde_json::from_str(&text).map_err(|e| err(format!("invalid: {e}")))?;
-        Self::from_file(file, corpus).map_err(err)
+        let mut baseline = Self::from_file(file, corpus).map_err(err)?;
+        baseline.path = path.display().to_string();
+        Ok(baseline)
     }
 
     pub fn from_file(file: BaselineFile, corpus: &[Scenario]) -> Result<Baseline, String> {
         let mut baseline = Baseline::default();
+        let mut ids = BTreeSet::new();
         for entry in file.expected_failures {
             if entry.reason.trim().is_empty() {
                 return Err(format!("entry {} has no reason", entry.id));
+            }
+            if !ids.insert(entry.id.clone()) {
+                return Err(format!("entry {} is listed twice", entry.id));
             }
             let (scenario, check) = match entry.id.split_once(':') {
                 Some((s, i)) => (
@@ -99,21 +147,13 @@ impl Baseline {
                 None => (entry.id.clone(), None),
             };
             if !corpus.iter().any(|s| s.id == scenario) {
-                return Err(format!(
-                    "entry {}: no scenario is called {scenario}",
-                    entry.id
-                ));
+                baseline.missing.push(entry);
+                continue;
             }
-            let duplicate = match check {
-                Some(inv) => baseline
-                    .checks
-                    .insert((scenario, inv), entry.clone())
-                    .is_some(),
-                None => baseline.scenarios.insert(scenario, entry.clone()).is_some(),
+            match check {
+                Some(inv) => baseline.checks.insert((scenario, inv), entry),
+                None => baseline.scenarios.insert(scenario, entry),
             };
-            if duplicate {
-                return Err(format!("entry {} is listed twice", entry.id));
-            }
         }
         if let Some((s, _)) = baseline
             .checks
@@ -127,60 +167,155 @@ impl Baseline {
         Ok(baseline)
     }
 
+    /// Compares one scenario's result with the baseline. Skipped scenarios compare with
+    /// nothing: they say nothing about the entries.
+    pub fn compare(&self, result: &ScenarioResult, strict: bool) -> ScenarioComparison {
+        let mut comparison = ScenarioComparison::default();
+        if result.status == Status::Skipped {
+            return comparison;
+        }
+        let fails = result.fails(strict);
+        if let Some(entry) = self.scenarios.get(&result.id) {
+            if fails {
+                comparison.expected.push(entry.id.clone());
+                comparison.reasons.push(entry.reason.clone());
+            } else {
+                comparison.stale.push(StaleEntry {
+                    id: entry.id.clone(),
+                    why: format!("{} {} now", result.id, result.status.as_str()),
+                });
+            }
+            return comparison;
+        }
+        let failing = if fails {
+            result.failing_invariants(strict)
+        } else {
+            BTreeSet::new()
+        };
+        if fails && failing.is_empty() {
+            // Errored (or a malformed trace): only a whole-scenario entry covers it.
+            comparison
+                .unexpected
+                .push(format!("{} ({})", result.id, result.status.as_str()));
+        }
+        for inv in &failing {
+            match self.checks.get(&(result.id.clone(), *inv)) {
+                Some(entry) => {
+                    comparison.expected.push(entry.id.clone());
+                    comparison.reasons.push(entry.reason.clone());
+                }
+                None => comparison.unexpected.push(format!("{}:{inv}", result.id)),
+            }
+        }
+        for ((scenario, inv), entry) in &self.checks {
+            if scenario == &result.id && !failing.contains(inv) {
+                comparison.stale.push(StaleEntry {
+                    id: entry.id.clone(),
+                    why: format!("{} no longer breaks {inv}", result.id),
+                });
+            }
+        }
+        comparison
+    }
+
     /// Compares a run with the baseline and marks the expected failures in the report.
     pub fn apply(&self, report: &mut RunReport) -> BaselineOutcome {
         let strict = report.strict;
-        let mut outcome = BaselineOutcome::default();
-        let mut seen_checks: BTreeSet<(String, InvariantId)> = BTreeSet::new();
+        let mut outcome = BaselineOutcome {
+            path: self.path.clone(),
+            ..BaselineOutcome::default()
+        };
         for result in &mut report.scenarios {
-            if result.status == crate::runner::Status::Skipped {
-                continue;
-            }
-            let fails = result.fails(strict);
-            if let Some(entry) = self.scenarios.get(&result.id) {
-                if fails {
-                    result.expected_failure = true;
-                    outcome.expected.push(entry.id.clone());
-                } else {
-                    outcome.stale.push(entry.id.clone());
-                }
-                continue;
-            }
-            if !fails {
-                continue;
-            }
-            let failing = result.failing_invariants(strict);
-            if failing.is_empty() {
-                // Errored (or a malformed trace): only a whole-scenario entry covers it.
-                outcome
-                    .unexpected
-                    .push(format!("{} ({})", result.id, result.status.as_str()));
-                continue;
-            }
-            let mut all_expected = true;
-            for inv in failing {
-                let key = (result.id.clone(), inv);
-                if self.checks.contains_key(&key) {
-                    outcome.expected.push(format!("{}:{inv}", result.id));
-                    seen_checks.insert(key);
-                } else {
-                    all_expected = false;
-                    outcome.unexpected.push(format!("{}:{inv}", result.id));
-                }
-            }
-            result.expected_failure = all_expected;
+            let comparison = self.compare(result, strict);
+            result.expected_failure = comparison.expected_failure();
+            outcome.expected.extend(comparison.expected.iter().cloned());
+            outcome
+                .unexpected
+                .extend(comparison.unexpected.iter().cloned());
+            outcome.stale.extend(comparison.stale.iter().cloned());
+            outcome.comparisons.insert(result.id.clone(), comparison);
         }
-        let ran: BTreeSet<&str> = report
-            .scenarios
-            .iter()
-            .filter(|r| r.status != crate::runner::Status::Skipped)
-            .map(|r| r.id.as_str())
-            .collect();
-        for (key, entry) in &self.checks {
-            if ran.contains(key.0.as_str()) && !seen_checks.contains(key) {
-                outcome.stale.push(entry.id.clone());
-            }
+        for entry in &self.missing {
+            let scenario = entry.id.split(':').next().unwrap_or_default();
+            outcome.missing_scenarios.insert(scenario.to_owned());
+            outcome.stale.push(StaleEntry {
+                id: entry.id.clone(),
+                why: format!("the corpus has no scenario {scenario} (any more)"),
+            });
         }
         outcome
+    }
+}
+
+/// A baseline listing every failure of `report`: one entry per failing `scenario:invariant`
+/// (a whole-scenario entry for an errored scenario), its reason the first message. Entries of
+/// `previous` that still match keep their reason and issue; those for scenarios the run did not
+/// judge (not selected, skipped, interrupted) are kept; stale ones are dropped.
+pub fn write(report: &RunReport, previous: Option<&Baseline>) -> BaselineFile {
+    let strict = report.strict;
+    let mut entries: BTreeMap<String, BaselineEntry> = BTreeMap::new();
+    let judged: BTreeSet<&str> = report
+        .scenarios
+        .iter()
+        .filter(|s| s.status != Status::Skipped)
+        .map(|s| s.id.as_str())
+        .collect();
+    if let Some(previous) = previous {
+        let kept = previous
+            .scenarios
+            .iter()
+            .map(|(scenario, entry)| (scenario.as_str(), entry))
+            .chain(
+                previous
+                    .checks
+                    .iter()
+                    .map(|((scenario, _), entry)| (scenario.as_str(), entry)),
+            )
+            .filter(|(scenario, _)| !judged.contains(scenario));
+        for (_, entry) in kept {
+            entries.insert(entry.id.clone(), entry.clone());
+        }
+    }
+    for result in report.scenarios.iter().filter(|s| s.fails(strict)) {
+        if let Some(entry) = previous.and_then(|p| p.scenarios.get(&result.id)) {
+            entries.insert(entry.id.clone(), entry.clone());
+            continue;
+        }
+        let failing = result.failing_invariants(strict);
+        if failing.is_empty() {
+            let reason = result
+                .reason
+                .clone()
+                .unwrap_or_else(|| format!("{} {}", result.id, result.status.as_str()));
+            entries.insert(
+                result.id.clone(),
+                BaselineEntry {
+                    id: result.id.clone(),
+                    reason,
+                    issue: None,
+                },
+            );
+            continue;
+        }
+        for inv in failing {
+            let key = (result.id.clone(), inv);
+            let entry = match previous.and_then(|p| p.checks.get(&key)) {
+                Some(entry) => entry.clone(),
+                None => BaselineEntry {
+                    id: format!("{}:{inv}", result.id),
+                    reason: result
+                        .violations
+                        .iter()
+                        .find(|v| v.invariant == inv)
+                        .map(|v| v.message.clone())
+                        .unwrap_or_else(|| format!("breaks {inv}")),
+                    issue: None,
+                },
+            };
+            entries.insert(entry.id.clone(), entry);
+        }
+    }
+    BaselineFile {
+        expected_failures: entries.into_values().collect(),
     }
 }

@@ -12,8 +12,9 @@
 //! - [`scripted`]: the built-in implementation (the reference with a scenario's scripts).
 //! - [`protocol`], [`adapter`], [`serve`]: drive mode against any implementation over
 //!   newline-delimited JSON on stdin/stdout.
-//! - [`runner`], [`baseline`], [`report`]: running the corpus, judging traces,
-//!   expected-failure baselines, terminal/JSON/JUnit reports.
+//! - [`select`], [`runner`], [`baseline`], [`report`], [`progress`]: choosing scenarios, running
+//!   them (in parallel, interruptibly), judging traces, expected-failure baselines,
+//!   terminal/JSON/JUnit reports, live output; [`suite`]: the version and corpus hash.
 //! - [`mutation`]: trace mutations that prove the checker has teeth.
 //! - [`generate`]: synthetic traces (the corpus mix, wide batches, long Code Mode programs, many
 //!   contexts) for the benches and load tests.
@@ -27,11 +28,14 @@ pub mod invariants;
 pub mod limits;
 pub mod mutation;
 pub mod observation;
+pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod rules;
 pub mod runner;
 pub mod scenario;
 pub mod scripted;
+pub mod select;
 pub mod serve;
+pub mod suite;
 pub mod trace_io;

@@ -1,30 +1,32 @@
 //! `tep`: the conformance suite for tool execution pipelines.
 //!
-//! Exit codes: 0 conformant, 1 violations, 2 usage or environment error. A reader that goes away
-//! (a broken pipe, as in `tep scenarios list | head -1`) ends the output quietly; the exit code
-//! still says what the command found.
+//! Exit codes: 0 conformant, 1 violations (or nothing tested, or a stale baseline entry), 2 usage
+//! or environment error, 130 interrupted. A reader that goes away (a broken pipe, as in
+//! `tep scenarios list | head -1`) ends the output quietly; the exit code still says what the
+//! command found.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
-use tep_conformance::adapter::{
-    AdapterOptions, MAX_TIMEOUT, MIN_TIMEOUT, ProcessAdapter, adopt_orphans,
-};
-use tep_conformance::baseline::Baseline;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use tep_conformance::adapter::{MAX_TIMEOUT, MIN_TIMEOUT};
 use tep_conformance::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
 use tep_conformance::invariants::{CATALOG, InvariantId, Level, invariant};
-use tep_conformance::report;
-use tep_conformance::runner::{BuiltinReference, Implementation, RunOptions, run_suite};
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
+use tep_conformance::select::Selection;
 use tep_conformance::trace_io::for_each_record;
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
+
+mod output;
+mod run_command;
+
+use output::{Stdout, note};
 
 /// Conformance suite for the tool execution pipeline of AI coding-agent harnesses.
 #[derive(Debug, Parser)]
@@ -34,12 +36,51 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
     Json,
 }
 
+/// When to colour the terminal report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set (or CLICOLOR=0; CLICOLOR_FORCE forces it).
+    Auto,
+    Always,
+    Never,
+}
+
+/// Which scenarios: all unless filtered.
+#[derive(Debug, Clone, Args)]
+struct SelectArgs {
+    /// Only scenarios whose id matches this glob (`deny-*`); repeatable, any may match.
+    #[arg(long = "scenario", value_name = "GLOB")]
+    scenarios: Vec<String>,
+    /// Only scenarios that exercise this invariant; repeatable.
+    #[arg(long = "invariant", value_name = "ID")]
+    invariants: Vec<InvariantId>,
+    /// Only scenarios that need this capability (approval, fs-gate, ...); repeatable.
+    #[arg(long = "capability", value_name = "NAME")]
+    capabilities: Vec<Capability>,
+    /// Leave out scenarios whose id matches this glob; repeatable.
+    #[arg(long = "exclude", value_name = "GLOB")]
+    exclude: Vec<String>,
+}
+
+impl SelectArgs {
+    fn selection(self) -> Selection {
+        Selection {
+            scenarios: self.scenarios,
+            invariants: self.invariants,
+            capabilities: self.capabilities,
+            exclude: self.exclude,
+        }
+    }
+}
+
+// Parsed once per process: the size of its largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Drive mode: run the scenario corpus against an implementation and check every trace.
@@ -50,26 +91,44 @@ enum Command {
         /// The spec revision to test against.
         #[arg(long, default_value = "rev2")]
         spec: Revision,
+        /// What to print on stdout: the text report, or the JSON report alone.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Also write a JUnit XML report here.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+        /// Also write the JSON report here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
         /// Expected failures (JSON: {"expectedFailures":[{"id","reason","issue"?}]}).
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
-        /// Run only this scenario (repeatable).
-        #[arg(long = "scenario", value_name = "ID")]
-        scenarios: Vec<String>,
+        /// Write a baseline of this run's failures here (keeping the reasons of --baseline's
+        /// entries that still apply).
+        #[arg(long, value_name = "FILE")]
+        write_baseline: Option<PathBuf>,
+        #[command(flatten)]
+        select: SelectArgs,
         /// Seconds one scenario may take an adapter (0.1 to 86400).
         #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
         timeout: Duration,
+        /// How many scenarios run at once: adapter processes (each with its own handshake), or
+        /// threads for the built-in reference. Default: the number of cores.
+        #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
         /// SHOULD-level violations fail the run too.
         #[arg(long)]
         strict: bool,
-        /// Write each scenario's trace to DIR/<scenario>.jsonl.
+        /// Write every scenario's trace to DIR/<scenario>.jsonl.
         #[arg(long, value_name = "DIR")]
         traces: Option<PathBuf>,
+        /// Where the failing scenarios' traces are kept (without --traces).
+        /// Default: target/tep-runs/<UTC time of the run>.
+        #[arg(long, value_name = "DIR")]
+        run_dir: Option<PathBuf>,
+        /// Colour the terminal report.
+        #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+        color: ColorWhen,
         /// Break the built-in reference on purpose (see `tep mutants`), to watch the suite catch it.
         #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
         mutant: Vec<Mutant>,
@@ -110,7 +169,7 @@ enum Command {
     /// List the mutants of the built-in reference.
     Mutants,
     /// Print a JSON Schema: scenario, trace-record, protocol-request, protocol-ready,
-    /// protocol-answer or baseline.
+    /// protocol-answer, baseline or run-report.
     Schema { name: SchemaName },
     /// Serve the built-in reference over the adapter protocol on stdin/stdout.
     ReferenceAdapter {
@@ -122,11 +181,15 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum ScenariosAction {
-    /// One line per scenario.
+    /// One line per scenario (or a JSON array).
     List {
         /// Only the scenarios of this revision.
         #[arg(long)]
         spec: Option<Revision>,
+        #[command(flatten)]
+        select: SelectArgs,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
     },
     /// A scenario's JSON.
     Show { id: String },
@@ -136,11 +199,13 @@ enum ScenariosAction {
 
 #[derive(Debug, Subcommand)]
 enum InvariantsAction {
-    /// One line per invariant.
+    /// One line per invariant (or a JSON array).
     List {
         /// Only the invariants of this revision.
         #[arg(long)]
         spec: Option<Revision>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
     },
     /// Everything about one invariant.
     Explain { id: InvariantId },
@@ -154,6 +219,7 @@ enum SchemaName {
     ProtocolReady,
     ProtocolAnswer,
     Baseline,
+    RunReport,
 }
 
 /// `--timeout`: seconds, within [`MIN_TIMEOUT`, `MAX_TIMEOUT`] (docs/limits.md says why).
@@ -173,57 +239,14 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Standard output that ends quietly when its reader goes away: after a broken pipe the rest of
-/// the output is dropped instead of failing (or panicking, as `println!` does).
-struct Stdout {
-    inner: std::io::Stdout,
-    closed: bool,
-}
-
-impl Stdout {
-    fn new() -> Self {
-        Stdout {
-            inner: std::io::stdout(),
-            closed: false,
-        }
-    }
-
-    fn quiet<T>(&mut self, result: std::io::Result<T>, done: T) -> std::io::Result<T> {
-        match result {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                self.closed = true;
-                Ok(done)
-            }
-            other => other,
-        }
-    }
-}
-
-impl Write for Stdout {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.closed {
-            return Ok(buf.len());
-        }
-        let result = self.inner.write(buf);
-        self.quiet(result, buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        if self.closed {
-            return Ok(());
-        }
-        let result = self.inner.flush();
-        self.quiet(result, ())
-    }
-}
-
-/// Writes to stderr, best effort: a closed stderr must not turn into a panic.
-fn note(message: std::fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr(), "{message}");
-}
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The version names the embedded corpus too; clap wants it for the whole program's life.
+    let version: &'static str = Box::leak(tep_conformance::suite::long_version().into_boxed_str());
+    let matches = Cli::command().version(version).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    };
     let result = dispatch(cli.command);
     // Whatever is still buffered goes out now, while a broken pipe can still be ignored.
     let _ = Stdout::new().flush();
@@ -236,21 +259,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Fails now, before any work, if `path` cannot be written; leaves no file behind.
-fn check_writable(path: &Path, what: &str) -> Result<()> {
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .with_context(|| format!("cannot write the {what} to {}", path.display()))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
-}
-
 fn dispatch(command: Command) -> Result<u8> {
     match command {
         Command::Run {
@@ -258,68 +266,40 @@ fn dispatch(command: Command) -> Result<u8> {
             spec,
             format,
             junit,
+            json,
             baseline,
-            scenarios,
+            write_baseline,
+            select,
             timeout,
+            jobs,
             strict,
             traces,
+            run_dir,
+            color,
             mutant,
             observed,
-        } => {
-            let corpus = corpus().context("the embedded scenario corpus is invalid")?;
-            let baseline = baseline
-                .map(|path| Baseline::load(&path, &corpus))
-                .transpose()?;
-            // Every output is checked before the adapter starts, not found broken after the run.
-            if let Some(path) = &junit {
-                check_writable(path, "JUnit report")?;
-            }
-            if let Some(dir) = &traces {
-                std::fs::create_dir_all(dir).with_context(|| {
-                    format!("cannot create the traces directory {}", dir.display())
-                })?;
-                check_writable(
-                    &dir.join(format!(".tep-probe-{}", std::process::id())),
-                    "traces",
-                )?;
-            }
-            let mut implementation: Box<dyn Implementation> = match adapter {
-                Some(command) => {
-                    // So that no process an adapter starts outlives the run (Linux only; where
-                    // it cannot be had, the adapter's process group is still killed).
-                    let _ = adopt_orphans();
-                    let mut options = AdapterOptions::new(command);
-                    options.timeout = timeout;
-                    Box::new(ProcessAdapter::start(options)?)
-                }
-                None => Box::new(BuiltinReference::new(mutant)),
-            };
-            let options = RunOptions {
-                spec,
-                strict,
-                only: scenarios,
-                traces_dir: traces,
-                observed,
-            };
-            let mut run = run_suite(implementation.as_mut(), &corpus, &options)?;
-            drop(implementation);
-            let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
-            if let Some(path) = junit {
-                let xml = report::junit(&run).context("cannot render the JUnit report")?;
-                std::fs::write(&path, xml)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-            let mut out = Stdout::new();
-            match format {
-                Format::Text => write!(out, "{}", report::text(&run, outcome.as_ref()))?,
-                Format::Json => writeln!(
-                    out,
-                    "{}",
-                    serde_json::to_string_pretty(&report::json(&run, outcome.as_ref()))?
-                )?,
-            }
-            Ok(report::exit_code(&run, outcome.as_ref()) as u8)
-        }
+        } => run_command::run(run_command::RunArgs {
+            adapter,
+            spec,
+            json_stdout: format == Format::Json,
+            junit,
+            json,
+            baseline,
+            write_baseline,
+            selection: select.selection(),
+            timeout,
+            jobs: jobs.map(usize::from),
+            strict,
+            traces,
+            run_dir,
+            color: match color {
+                ColorWhen::Auto => anstream::ColorChoice::Auto,
+                ColorWhen::Always => anstream::ColorChoice::Always,
+                ColorWhen::Never => anstream::ColorChoice::Never,
+            },
+            mutant,
+            observed,
+        }),
         Command::Check {
             trace,
             spec,
@@ -352,6 +332,9 @@ fn dispatch(command: Command) -> Result<u8> {
                 }
                 SchemaName::Baseline => {
                     schemars::schema_for!(tep_conformance::baseline::BaselineFile)
+                }
+                SchemaName::RunReport => {
+                    schemars::schema_for!(tep_conformance::report::JsonReport)
                 }
             };
             writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&schema)?)?;
@@ -399,9 +382,7 @@ fn check(
             .or_else(|| header.and_then(|h| h.observation))
             .unwrap_or(ObservationLevel::Hooks),
         facts: None,
-        // Traces that declare their level come from producers that record `body-settled`;
-        // older ones did not, and are not asked for it.
-        body_marks: header.is_some_and(|h| h.observation.is_some()),
+        body_marks: true,
     };
     let result = for_each_record(reader, |line, record| {
         let checker = checker.get_or_insert_with(|| {
@@ -522,14 +503,43 @@ fn check(
 fn scenarios(action: ScenariosAction) -> Result<u8> {
     let corpus = corpus().context("the embedded scenario corpus is invalid")?;
     match action {
-        ScenariosAction::List { spec } => {
-            let mut out = Stdout::new();
-            for s in corpus
-                .iter()
-                .filter(|s| spec.is_none_or(|r| s.applies_to(r)))
-            {
-                let revs: Vec<&str> = s.revisions.iter().map(|r| r.as_str()).collect();
-                writeln!(out, "{:<40} {:<10} {}", s.id, revs.join(","), s.description)?;
+        ScenariosAction::List {
+            spec,
+            select,
+            format,
+        } => {
+            let selection = select.selection();
+            let selected: Vec<&Scenario> = if selection.is_everything() {
+                corpus.iter().collect()
+            } else {
+                selection.apply(&corpus)?
+            };
+            let listed = selected
+                .into_iter()
+                .filter(|s| spec.is_none_or(|r| s.applies_to(r)));
+            match format {
+                Format::Json => {
+                    let rows: Vec<serde_json::Value> = listed
+                        .map(|s| {
+                            serde_json::json!({
+                                "id": s.id,
+                                "description": s.description,
+                                "spec": s.spec,
+                                "revisions": s.revisions,
+                                "requires": s.requires,
+                                "exercises": s.exercises,
+                            })
+                        })
+                        .collect();
+                    writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&rows)?)?;
+                }
+                Format::Text => {
+                    let mut out = Stdout::new();
+                    for s in listed {
+                        let revs: Vec<&str> = s.revisions.iter().map(|r| r.as_str()).collect();
+                        writeln!(out, "{:<40} {:<10} {}", s.id, revs.join(","), s.description)?;
+                    }
+                }
             }
             Ok(0)
         }
@@ -566,21 +576,43 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
 
 fn invariants(action: InvariantsAction) -> Result<u8> {
     match action {
-        InvariantsAction::List { spec } => {
-            let mut out = Stdout::new();
-            for inv in CATALOG
+        InvariantsAction::List { spec, format } => {
+            let listed = CATALOG
                 .iter()
-                .filter(|i| spec.is_none_or(|r| i.applies_to(r)))
-            {
-                let revs: Vec<&str> = inv.revisions().iter().map(|r| r.as_str()).collect();
-                writeln!(
-                    out,
-                    "{:<30} {:<6} {:<10} {}",
-                    inv.id,
-                    inv.level,
-                    revs.join(","),
-                    inv.statement
-                )?;
+                .filter(|i| spec.is_none_or(|r| i.applies_to(r)));
+            match format {
+                Format::Json => {
+                    let rows: Vec<serde_json::Value> = listed
+                        .map(|inv| {
+                            serde_json::json!({
+                                "id": inv.id,
+                                "level": inv.level,
+                                "statement": inv.statement,
+                                "revisions": inv.revisions(),
+                                "requires": inv.requires,
+                                "observed": inv.observed,
+                                "sources": inv.sources.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                                "doc": inv.doc_link(),
+                            })
+                        })
+                        .collect();
+                    writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&rows)?)?;
+                }
+                Format::Text => {
+                    let mut out = Stdout::new();
+                    for inv in listed {
+                        let revs: Vec<&str> = inv.revisions().iter().map(|r| r.as_str()).collect();
+                        writeln!(
+                            out,
+                            "{:<30} {:<6} {:<6} {:<10} {}",
+                            inv.id,
+                            inv.level,
+                            inv.observed.as_str(),
+                            revs.join(","),
+                            inv.statement
+                        )?;
+                    }
+                }
             }
             Ok(0)
         }
@@ -599,6 +631,13 @@ fn invariants(action: InvariantsAction) -> Result<u8> {
                 writeln!(out, "  source: {source}")?;
             }
             writeln!(out, "  checked {}", inv.check.describe())?;
+            let reads: Vec<String> = inv.reads.iter().map(ToString::to_string).collect();
+            writeln!(
+                out,
+                "  needs a trace at --observed {} or above; reads {}",
+                inv.observed,
+                reads.join(", ")
+            )?;
             let exercised: Vec<&str> = corpus
                 .iter()
                 .filter(|s| s.exercises.contains(&id))

@@ -1,138 +1,214 @@
 //! Reports for people (terminal), machines (JSON) and CI (JUnit XML), and the exit code.
+//!
+//! Every report counts scenarios, and all of them agree with the exit code: a run is conformant
+//! (0) when something was tested, nothing failed that the baseline does not expect, no baseline
+//! entry is stale, and the run was not interrupted (130).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-use serde_json::{Value, json};
-use tep_reference::graph::StageGraph;
+use anstyle::{AnsiColor, Style};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tep_reference::graph::{Revision, StageGraph};
+use tep_reference::trace::{Capability, ObservationLevel, to_jsonl};
 
-use crate::baseline::BaselineOutcome;
+use crate::baseline::{BaselineOutcome, ScenarioComparison, StaleEntry};
 use crate::checker::{InvariantStatus, Violation};
-use crate::invariants::invariant;
+use crate::invariants::{InvariantId, Level, invariant};
 use crate::protocol::PROTOCOL_VERSION;
-use crate::runner::{RunReport, Status};
+use crate::runner::{RunReport, ScenarioResult, Status};
 
-/// The exit code of `tep run`: 0 conformant, 1 violations (an unexpected failure, an errored
-/// scenario, or a stale baseline entry). Usage and environment errors (2) happen before a report.
-pub fn exit_code(report: &RunReport, baseline: Option<&BaselineOutcome>) -> i32 {
-    i32::from(!conformant(report, baseline))
-}
+/// Exit code: conformant.
+pub const EXIT_CONFORMANT: u8 = 0;
+/// Exit code: a failure the baseline does not expect, an errored scenario, a stale baseline
+/// entry, or nothing tested.
+pub const EXIT_NOT_CONFORMANT: u8 = 1;
+/// Exit code: bad arguments, an unreadable file, an adapter that cannot start (before a report).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: interrupted (Ctrl-C), like a shell's 128 + SIGINT.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
-/// Whether the run is conformant.
-pub fn conformant(report: &RunReport, baseline: Option<&BaselineOutcome>) -> bool {
-    match baseline {
-        Some(outcome) => outcome.is_clean(),
-        None => !report.scenarios.iter().any(|s| s.fails(report.strict)),
+/// The exit code of `tep run`.
+pub fn exit_code(report: &RunReport, baseline: Option<&BaselineOutcome>) -> u8 {
+    if report.interrupted {
+        EXIT_INTERRUPTED
+    } else if conformant(report, baseline) {
+        EXIT_CONFORMANT
+    } else {
+        EXIT_NOT_CONFORMANT
     }
 }
 
-/// The line every report ends with: `N passed, N failed, N skipped` (and errored/warned when any).
-pub fn summary_line(report: &RunReport) -> String {
+/// Whether the run is conformant. A run that judged no trace (everything skipped or errored)
+/// tested nothing and is not.
+pub fn conformant(report: &RunReport, baseline: Option<&BaselineOutcome>) -> bool {
+    let clean = match baseline {
+        Some(outcome) => outcome.is_clean(),
+        None => !report.scenarios.iter().any(|s| s.fails(report.strict)),
+    };
+    clean && report.tested() && !report.interrupted
+}
+
+/// How one scenario counts in a report: exactly one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Passed,
+    /// Only SHOULD-level violations, not `--strict`.
+    Warned,
+    /// A failure no baseline entry expects.
+    Failed,
+    /// No usable answer, and no baseline entry expects it.
+    Errored,
+    Skipped,
+    /// Fails exactly as the baseline says.
+    ExpectedFailure,
+    /// A baseline entry for it no longer fails.
+    Stale,
+}
+
+impl Verdict {
+    /// The tag on a scenario's line.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Verdict::Passed => "PASS",
+            Verdict::Warned => "WARN",
+            Verdict::Failed => "FAIL",
+            Verdict::Errored => "ERROR",
+            Verdict::Skipped => "SKIP",
+            Verdict::ExpectedFailure => "XFAIL",
+            Verdict::Stale => "STALE",
+        }
+    }
+
+    fn style(self) -> Style {
+        match self {
+            Verdict::Passed => AnsiColor::Green.on_default().bold(),
+            Verdict::Warned | Verdict::Stale => AnsiColor::Yellow.on_default().bold(),
+            Verdict::Failed | Verdict::Errored => AnsiColor::Red.on_default().bold(),
+            Verdict::Skipped => AnsiColor::BrightBlack.on_default(),
+            Verdict::ExpectedFailure => AnsiColor::Magenta.on_default().bold(),
+        }
+    }
+
+    /// Whether it makes the run fail.
+    pub fn fails_the_run(self) -> bool {
+        matches!(self, Verdict::Failed | Verdict::Errored | Verdict::Stale)
+    }
+}
+
+/// The verdict of one scenario, compared with the baseline when there is one.
+pub fn verdict(
+    result: &ScenarioResult,
+    strict: bool,
+    comparison: Option<&ScenarioComparison>,
+) -> Verdict {
+    let failed = || {
+        if result.status == Status::Errored {
+            Verdict::Errored
+        } else {
+            Verdict::Failed
+        }
+    };
+    let fine = || {
+        if result.status == Status::Warned {
+            Verdict::Warned
+        } else {
+            Verdict::Passed
+        }
+    };
+    if result.status == Status::Skipped {
+        return Verdict::Skipped;
+    }
+    let fails = result.fails(strict);
+    match comparison {
+        None if fails => failed(),
+        None => fine(),
+        Some(c) if fails && !c.unexpected.is_empty() => failed(),
+        Some(c) if !c.stale.is_empty() => Verdict::Stale,
+        Some(_) if fails => Verdict::ExpectedFailure,
+        Some(_) => fine(),
+    }
+}
+
+fn verdict_in(
+    report: &RunReport,
+    baseline: Option<&BaselineOutcome>,
+    result: &ScenarioResult,
+) -> Verdict {
+    let comparison = baseline.map(|b| b.comparisons.get(&result.id).cloned().unwrap_or_default());
+    verdict(result, report.strict, comparison.as_ref())
+}
+
+/// Scenario counts: every selected scenario is counted once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Selected scenarios (those that did not run included).
+    pub scenarios: usize,
+    pub passed: usize,
+    /// Only SHOULD-level violations (not failing without `--strict`).
+    pub warned: usize,
+    /// Failing, and not expected by the baseline.
+    pub failed: usize,
+    /// No usable answer, and not expected by the baseline.
+    pub errored: usize,
+    /// Not applicable, or skipped by the implementation.
+    pub skipped: usize,
+    /// Failing exactly as the baseline expects.
+    pub expected_failures: usize,
+    /// Scenarios with a stale baseline entry (one that no longer fails, or names a scenario the
+    /// corpus does not have).
+    pub stale: usize,
+    /// Not run: the run was interrupted.
+    pub not_run: usize,
+}
+
+/// The counts of a run.
+pub fn counts(report: &RunReport, baseline: Option<&BaselineOutcome>) -> Counts {
+    let mut counts = Counts {
+        scenarios: report.scenarios.len() + report.not_run.len(),
+        not_run: report.not_run.len(),
+        ..Counts::default()
+    };
+    for result in &report.scenarios {
+        let n = match verdict_in(report, baseline, result) {
+            Verdict::Passed => &mut counts.passed,
+            Verdict::Warned => &mut counts.warned,
+            Verdict::Failed => &mut counts.failed,
+            Verdict::Errored => &mut counts.errored,
+            Verdict::Skipped => &mut counts.skipped,
+            Verdict::ExpectedFailure => &mut counts.expected_failures,
+            Verdict::Stale => &mut counts.stale,
+        };
+        *n += 1;
+    }
+    if let Some(b) = baseline {
+        counts.stale += b.missing_scenarios.len();
+    }
+    counts
+}
+
+/// The line every text report ends with: `N passed, N failed, N skipped`, then the other
+/// counts that are not zero. Every number counts scenarios.
+pub fn summary_line(counts: &Counts) -> String {
     let mut line = format!(
         "{} passed, {} failed, {} skipped",
-        report.count(Status::Passed),
-        report.count(Status::Failed),
-        report.count(Status::Skipped)
+        counts.passed, counts.failed, counts.skipped
     );
-    for status in [Status::Errored, Status::Warned] {
-        let n = report.count(status);
+    for (n, what) in [
+        (counts.errored, "errored"),
+        (counts.warned, "warned"),
+        (counts.expected_failures, "failed as expected"),
+        (counts.stale, "stale"),
+        (counts.not_run, "not run"),
+    ] {
         if n > 0 {
-            let _ = write!(line, ", {n} {}", status.as_str());
+            let _ = write!(line, ", {n} {what}");
         }
     }
     line
-}
-
-fn violation_lines(out: &mut String, v: &Violation) {
-    let inv = invariant(v.invariant);
-    let _ = writeln!(out, "        {} [{}] {}", v.invariant, v.level, v.message);
-    let sources: Vec<String> = inv.sources.iter().map(ToString::to_string).collect();
-    let _ = writeln!(out, "          {} ({})", inv.doc_link(), sources.join("; "));
-}
-
-/// The terminal report.
-pub fn text(report: &RunReport, baseline: Option<&BaselineOutcome>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "tep conformance: {} against {} ({} scenarios)\n",
-        report.implementation.name,
-        report.spec,
-        report.scenarios.len()
-    );
-    for s in &report.scenarios {
-        let tag = match (s.status, s.expected_failure) {
-            (Status::Failed | Status::Errored | Status::Warned, true) => "XFAIL",
-            (Status::Passed, _) => "PASS ",
-            (Status::Warned, _) => "WARN ",
-            (Status::Failed, _) => "FAIL ",
-            (Status::Skipped, _) => "SKIP ",
-            (Status::Errored, _) => "ERROR",
-        };
-        match &s.reason {
-            Some(reason) => {
-                let _ = writeln!(out, "{tag} {} \u{2014} {reason}", s.id);
-            }
-            None => {
-                let _ = writeln!(out, "{tag} {}", s.id);
-            }
-        }
-        for v in &s.violations {
-            violation_lines(&mut out, v);
-        }
-        for note in &s.notes {
-            let _ = writeln!(out, "        note: {}", note.message);
-        }
-        if let Some(stderr) = &s.stderr {
-            let _ = writeln!(out, "        adapter stderr (tail):");
-            for line in stderr.lines() {
-                let _ = writeln!(out, "          | {line}");
-            }
-        }
-    }
-    let total = StageGraph::of(report.spec).edges().len();
-    let _ = writeln!(
-        out,
-        "\nedge coverage: {}/{} edges of the {} stage graph ({:.0}%)",
-        report.coverage.edges.len(),
-        total,
-        report.spec,
-        report.edge_coverage() * 100.0
-    );
-    for missing in report.missing_edges() {
-        let _ = writeln!(out, "  not taken: {missing}");
-    }
-    if !report.coverage.code_mode_edges.is_empty() {
-        let _ = writeln!(
-            out,
-            "code mode edge coverage: {}/{} edges of the {} Code Mode graph ({:.0}%)",
-            report.coverage.code_mode_edges.len(),
-            StageGraph::code_mode(report.spec).edges().len(),
-            report.spec,
-            report.code_mode_edge_coverage() * 100.0
-        );
-        for missing in report.missing_code_mode_edges() {
-            let _ = writeln!(out, "  not taken: {missing}");
-        }
-    }
-    let _ = writeln!(out, "{}", invariants_line(report));
-    if let Some(b) = baseline {
-        let _ = writeln!(
-            out,
-            "baseline: {} expected failure(s), {} unexpected, {} stale",
-            b.expected.len(),
-            b.unexpected.len(),
-            b.stale.len()
-        );
-        for u in &b.unexpected {
-            let _ = writeln!(out, "  unexpected: {u}");
-        }
-        for s in &b.stale {
-            let _ = writeln!(out, "  stale (now passes; remove it): {s}");
-        }
-    }
-    let _ = writeln!(out, "{}", summary_line(report));
-    out
 }
 
 /// Which invariants the run checked, and which it could not at its observation level.
@@ -168,125 +244,1033 @@ pub fn invariants_line(report: &RunReport) -> String {
     line
 }
 
-fn violation_json(v: &Violation) -> Value {
-    let inv = invariant(v.invariant);
-    json!({
-        "invariant": v.invariant,
-        "level": v.level,
-        "lines": v.lines,
-        "call": v.call,
-        "message": v.message,
-        "doc": inv.doc_link(),
-        "sources": inv.sources.iter().map(ToString::to_string).collect::<Vec<_>>(),
-    })
+// ---------------------------------------------------------------------------------------------
+// text
+
+/// What the reports need beyond the run: where its files are, how to rerun a scenario.
+#[derive(Debug, Clone, Default)]
+pub struct RunContext {
+    /// When the run started (RFC 3339, UTC).
+    pub started_at: String,
+    /// The command line that reruns a single scenario, up to (without) `--scenario ID`.
+    pub rerun: Vec<String>,
+    /// Where each kept trace was written.
+    pub traces: BTreeMap<String, PathBuf>,
+    /// The directory the failing scenarios' traces were kept in, when any was.
+    pub run_dir: Option<PathBuf>,
 }
 
-/// The machine-readable report (one JSON object).
-pub fn json(report: &RunReport, baseline: Option<&BaselineOutcome>) -> Value {
-    let scenarios: Vec<Value> = report
+impl RunContext {
+    /// The shell command that reruns `scenario` alone.
+    pub fn rerun_command(&self, scenario: &str) -> String {
+        self.rerun
+            .iter()
+            .map(String::as_str)
+            .chain(["--scenario", scenario])
+            .map(quote)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// One word for a POSIX shell.
+pub fn quote(word: &str) -> String {
+    shlex::try_quote(word)
+        .map(|w| w.into_owned())
+        .unwrap_or_else(|_| format!("'{}'", word.replace('\'', "'\\''").replace('\0', "")))
+}
+
+fn paint(style: Style, text: &str) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+const DIM: Style = AnsiColor::BrightBlack.on_default();
+const BOLD: Style = Style::new().bold();
+
+fn seconds(d: std::time::Duration) -> String {
+    format!("{:.3}s", d.as_secs_f64())
+}
+
+/// A scenario's line, as it finishes: tag, duration, id, and why in a few words.
+/// The text carries ANSI styles; the printer strips them when colour is off.
+pub fn scenario_line(
+    result: &ScenarioResult,
+    strict: bool,
+    comparison: Option<&ScenarioComparison>,
+) -> String {
+    let verdict = verdict(result, strict, comparison);
+    let time = if result.status == Status::Skipped && result.duration.is_zero() {
+        " ".repeat(10)
+    } else {
+        format!("[{:>8}]", seconds(result.duration))
+    };
+    let mut line = format!(
+        "{} {} {}",
+        paint(verdict.style(), &format!("{:>5}", verdict.tag())),
+        paint(DIM, &time),
+        result.id
+    );
+    let why = match verdict {
+        Verdict::Failed | Verdict::Warned => result
+            .first_failing(strict)
+            .map(|v| v.invariant.to_string())
+            .or_else(|| result.reason.clone()),
+        Verdict::ExpectedFailure => {
+            comparison.map(|c| format!("expected: {}", c.reasons.join("; ")))
+        }
+        Verdict::Stale => comparison.map(|c| {
+            c.stale
+                .iter()
+                .map(|s| format!("stale baseline entry {}", s.id))
+                .collect::<Vec<_>>()
+                .join("; ")
+        }),
+        Verdict::Errored | Verdict::Skipped => result.reason.clone(),
+        Verdict::Passed => None,
+    };
+    if let Some(why) = why {
+        let _ = write!(line, "  {}", paint(DIM, &why));
+    }
+    line.push('\n');
+    for note in &result.notes {
+        let _ = writeln!(
+            line,
+            "        {}",
+            paint(DIM, &format!("note: {}", note.message))
+        );
+    }
+    line
+}
+
+/// The longest trace line quoted, in characters.
+const QUOTE_WIDTH: usize = 160;
+/// Scenarios listed one line each under a failure group, beyond its first.
+const GROUP_LINES: usize = 10;
+
+/// The witness lines of `v`, with a line of context around each, from `trace`'s JSON Lines.
+fn quote_witnesses(out: &mut String, lines: &[&str], v: &Violation, indent: &str) {
+    let witnesses: BTreeSet<usize> = v.lines.iter().copied().collect();
+    let shown: BTreeSet<usize> = witnesses
+        .iter()
+        .flat_map(|&n| [n.saturating_sub(1), n, n + 1])
+        .filter(|&n| n >= 1 && n <= lines.len())
+        .collect();
+    let width = shown.iter().max().map_or(1, |n| n.to_string().len());
+    let mut previous = None;
+    for n in shown {
+        if previous.is_some_and(|p| p + 1 < n) {
+            let _ = writeln!(
+                out,
+                "{indent}{}",
+                paint(DIM, &format!("  {:>width$} \u{2502}", "\u{22ee}"))
+            );
+        }
+        previous = Some(n);
+        let text = lines.get(n - 1).copied().unwrap_or_default();
+        let text: String = if text.chars().count() > QUOTE_WIDTH {
+            text.chars().take(QUOTE_WIDTH).chain(['\u{2026}']).collect()
+        } else {
+            text.to_owned()
+        };
+        if witnesses.contains(&n) {
+            let _ = writeln!(
+                out,
+                "{indent}{} {text}",
+                paint(BOLD, &format!("> {n:>width$} \u{2502}"))
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "{indent}{}",
+                paint(DIM, &format!("  {n:>width$} \u{2502} {text}"))
+            );
+        }
+    }
+}
+
+fn doc_line(id: InvariantId) -> String {
+    let inv = invariant(id);
+    let sources: Vec<String> = inv.sources.iter().map(ToString::to_string).collect();
+    format!("{} ({})", inv.doc_link(), sources.join("; "))
+}
+
+fn failure_detail(out: &mut String, result: &ScenarioResult, strict: bool, ctx: &RunContext) {
+    let Some(first) = result.first_failing(strict) else {
+        return;
+    };
+    let _ = writeln!(out, "    {}: {}", paint(BOLD, &result.id), first.message);
+    let others: Vec<&Violation> = result
+        .violations
+        .iter()
+        .filter(|v| !std::ptr::eq(*v, first))
+        .collect();
+    for v in others.iter().take(3) {
+        let _ = writeln!(
+            out,
+            "      also: {} [{}] {}",
+            v.invariant, v.level, v.message
+        );
+    }
+    if others.len() > 3 {
+        let _ = writeln!(out, "      and {} more violation(s)", others.len() - 3);
+    }
+    if let Some(records) = &result.trace {
+        let jsonl = to_jsonl(records);
+        let lines: Vec<&str> = jsonl.lines().collect();
+        match ctx.traces.get(&result.id) {
+            Some(path) => {
+                let _ = writeln!(out, "      trace {}:", path.display());
+            }
+            None => {
+                let _ = writeln!(out, "      trace:");
+            }
+        }
+        quote_witnesses(out, &lines, first, "        ");
+    }
+    let _ = writeln!(out, "      rerun: {}", ctx.rerun_command(&result.id));
+}
+
+fn compact_line(out: &mut String, result: &ScenarioResult, strict: bool) {
+    let Some(first) = result.first_failing(strict) else {
+        return;
+    };
+    let more = result.violations.len() - 1;
+    let more = if more > 0 {
+        format!(" (+{more} more)")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(out, "    {}: {}{more}", result.id, first.message);
+}
+
+/// Everything after the scenarios' lines: the failures grouped by the invariant each scenario
+/// breaks first (one root cause, one group), the errored scenarios, warnings, coverage, the
+/// baseline, where the traces are, the failed scenarios, and the summary line last.
+pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &RunContext) -> String {
+    let mut out = String::new();
+    let strict = report.strict;
+    let verdicts: Vec<(Verdict, &ScenarioResult)> = report
+        .scenarios
+        .iter()
+        .map(|s| (verdict_in(report, baseline, s), s))
+        .collect();
+    let mut groups: BTreeMap<(Level, usize, InvariantId), Vec<&ScenarioResult>> = BTreeMap::new();
+    let mut errored = Vec::new();
+    let mut warned: BTreeMap<InvariantId, Vec<&ScenarioResult>> = BTreeMap::new();
+    for (verdict, result) in &verdicts {
+        match verdict {
+            Verdict::Failed => match result.first_failing(strict) {
+                // Groups in catalog order, MUST first.
+                Some(v) => groups
+                    .entry((v.level, v.invariant as usize, v.invariant))
+                    .or_default()
+                    .push(result),
+                None => errored.push(*result),
+            },
+            Verdict::Errored => errored.push(*result),
+            Verdict::Warned => {
+                if let Some(v) = result.violations.first() {
+                    warned.entry(v.invariant).or_default().push(result);
+                }
+            }
+            _ => {}
+        }
+    }
+    if !groups.is_empty() {
+        let failing: usize = groups.values().map(Vec::len).sum();
+        let _ = writeln!(
+            out,
+            "\n{} {failing} scenario(s), grouped by the invariant each breaks first",
+            paint(AnsiColor::Red.on_default().bold(), "FAILURES:")
+        );
+        for ((level, _, id), results) in &groups {
+            let _ = writeln!(
+                out,
+                "\n  {} [{level}]: {} scenario(s)",
+                paint(BOLD, id.as_str()),
+                results.len()
+            );
+            let _ = writeln!(out, "    {}", invariant(*id).statement);
+            let _ = writeln!(out, "    {}", paint(DIM, &doc_line(*id)));
+            let mut results = results.iter();
+            if let Some(first) = results.next() {
+                failure_detail(&mut out, first, strict, ctx);
+            }
+            let rest: Vec<_> = results.collect();
+            for result in rest.iter().take(GROUP_LINES) {
+                compact_line(&mut out, result, strict);
+            }
+            if rest.len() > GROUP_LINES {
+                let _ = writeln!(
+                    out,
+                    "    and {} more (listed below)",
+                    rest.len() - GROUP_LINES
+                );
+            }
+        }
+    }
+    if !errored.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} {} scenario(s) without a usable answer, grouped by what went wrong",
+            paint(AnsiColor::Red.on_default().bold(), "ERRORED:"),
+            errored.len()
+        );
+        // One cause (the same message), one group: the first in full, the others by name.
+        let mut causes: Vec<(&str, Vec<&ScenarioResult>)> = Vec::new();
+        for result in &errored {
+            let reason = result.reason.as_deref().unwrap_or("errored");
+            match causes.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, results)) => results.push(result),
+                None => causes.push((reason, vec![result])),
+            }
+        }
+        for (reason, results) in causes {
+            let _ = writeln!(
+                out,
+                "\n  {}: {} scenario(s)",
+                paint(BOLD, reason),
+                results.len()
+            );
+            let mut results = results.into_iter();
+            if let Some(first) = results.next() {
+                let _ = writeln!(out, "    {}", paint(BOLD, &first.id));
+                if let Some(stderr) = &first.stderr {
+                    let _ = writeln!(out, "      adapter stderr (tail):");
+                    for line in stderr.lines() {
+                        let _ = writeln!(out, "        | {line}");
+                    }
+                }
+                let _ = writeln!(out, "      rerun: {}", ctx.rerun_command(&first.id));
+            }
+            let rest: Vec<_> = results.collect();
+            for result in rest.iter().take(GROUP_LINES) {
+                let _ = writeln!(out, "    {}", result.id);
+            }
+            if rest.len() > GROUP_LINES {
+                let _ = writeln!(
+                    out,
+                    "    and {} more (listed below)",
+                    rest.len() - GROUP_LINES
+                );
+            }
+        }
+    }
+    if !warned.is_empty() {
+        let n: usize = warned.values().map(Vec::len).sum();
+        let _ = writeln!(
+            out,
+            "\n{} {n} scenario(s) with SHOULD-level violations only (they fail only with --strict)",
+            paint(AnsiColor::Yellow.on_default().bold(), "WARNINGS:")
+        );
+        for (id, results) in &warned {
+            let _ = writeln!(out, "  {} [SHOULD]: {}", id, paint(DIM, &doc_line(*id)));
+            for result in results.iter().take(GROUP_LINES) {
+                compact_line(&mut out, result, true);
+            }
+            if results.len() > GROUP_LINES {
+                let _ = writeln!(out, "    and {} more", results.len() - GROUP_LINES);
+            }
+        }
+    }
+    out.push('\n');
+    let total = StageGraph::of(report.spec).edges().len();
+    let _ = writeln!(
+        out,
+        "edge coverage: {}/{} edges of the {} stage graph ({:.0}%)",
+        report.coverage.edges.len(),
+        total,
+        report.spec,
+        report.edge_coverage() * 100.0
+    );
+    // With no trace judged, every edge is missing and listing them says nothing.
+    if report.tested() {
+        for missing in report.missing_edges() {
+            let _ = writeln!(out, "  not taken: {missing}");
+        }
+    }
+    if !report.coverage.code_mode_edges.is_empty() {
+        let _ = writeln!(
+            out,
+            "code mode edge coverage: {}/{} edges of the {} Code Mode graph ({:.0}%)",
+            report.coverage.code_mode_edges.len(),
+            StageGraph::code_mode(report.spec).edges().len(),
+            report.spec,
+            report.code_mode_edge_coverage() * 100.0
+        );
+        for missing in report.missing_code_mode_edges() {
+            let _ = writeln!(out, "  not taken: {missing}");
+        }
+    }
+    let _ = writeln!(out, "{}", invariants_line(report));
+    let counts = counts(report, baseline);
+    if let Some(b) = baseline {
+        let _ = writeln!(
+            out,
+            "baseline {}: {} scenario(s) failed as expected, {} unexpectedly, {} stale",
+            b.path,
+            counts.expected_failures,
+            counts.failed + counts.errored,
+            counts.stale
+        );
+        for u in &b.unexpected {
+            let _ = writeln!(out, "  unexpected: {u}");
+        }
+        for s in &b.stale {
+            let _ = writeln!(out, "  stale entry {}: {}; remove it", s.id, s.why);
+        }
+    }
+    let kept_failing = verdicts.iter().any(|(v, s)| {
+        !matches!(v, Verdict::Passed | Verdict::Skipped) && ctx.traces.contains_key(&s.id)
+    });
+    if let Some(dir) = ctx.run_dir.as_ref().filter(|_| kept_failing) {
+        let _ = writeln!(
+            out,
+            "traces of the failing scenarios: {}{}<scenario>.jsonl",
+            dir.display(),
+            std::path::MAIN_SEPARATOR
+        );
+    }
+    let failed: Vec<&(Verdict, &ScenarioResult)> =
+        verdicts.iter().filter(|(v, _)| v.fails_the_run()).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "failed scenarios ({}):", failed.len());
+        for (verdict, result) in failed {
+            let why = match verdict {
+                Verdict::Failed => result
+                    .first_failing(strict)
+                    .map(|v| v.invariant.to_string())
+                    .unwrap_or_default(),
+                Verdict::Stale => "stale baseline entry".to_owned(),
+                _ => result.reason.clone().unwrap_or_default(),
+            };
+            let _ = writeln!(
+                out,
+                "  {} {}  {}",
+                paint(verdict.style(), &format!("{:>5}", verdict.tag())),
+                result.id,
+                paint(DIM, &why)
+            );
+        }
+    }
+    if report.interrupted {
+        let _ = writeln!(
+            out,
+            "{} {} of {} selected scenario(s) did not run; the reports cover the rest",
+            paint(AnsiColor::Yellow.on_default().bold(), "interrupted:"),
+            report.not_run.len(),
+            counts.scenarios
+        );
+    }
+    if !report.tested() {
+        let _ = writeln!(
+            out,
+            "{} no scenario passed or failed ({} skipped, {} errored): a run that tests nothing is not conformant",
+            paint(AnsiColor::Red.on_default().bold(), "nothing was tested:"),
+            report.count(Status::Skipped),
+            report.count(Status::Errored)
+        );
+    }
+    let _ = writeln!(out, "{}", summary_line(&counts));
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+/// The JSON report of `tep run` (`--format json`, `--json FILE`); its schema is
+/// `docs/schemas/run-report.schema.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JsonReport {
+    /// Always `tep`.
+    pub tool: String,
+    /// The suite's version.
+    pub version: String,
+    /// `sha256:…` of the embedded scenario corpus (see `tep --version`).
+    pub corpus_hash: String,
+    /// The adapter protocol version the runner speaks.
+    pub protocol: u32,
+    /// The spec revision tested against.
+    pub spec: Revision,
+    /// SHOULD-level violations fail the run too.
+    pub strict: bool,
+    /// The observation level the traces were checked at.
+    pub observation: ObservationLevel,
+    /// Who was tested, from its handshake.
+    pub implementation: ImplementationReport,
+    /// When the run started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Wall time of the whole run, in seconds.
+    pub duration_seconds: f64,
+    /// The exit code `tep run` ends with: 0 conformant, 1 not, 130 interrupted.
+    pub exit_code: u8,
+    /// Something was tested, nothing failed unexpectedly, no baseline entry is stale, and the
+    /// run was not interrupted.
+    pub conformant: bool,
+    /// At least one scenario passed or failed.
+    pub tested: bool,
+    /// Ctrl-C stopped the run: `notRun` lists what did not run.
+    pub interrupted: bool,
+    /// Scenario counts.
+    pub summary: Counts,
+    pub coverage: CoverageReport,
+    /// Every invariant, and whether this run could check it.
+    pub invariants: Vec<InvariantReport>,
+    /// The comparison with `--baseline`, if one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineReport>,
+    /// The directory the failing scenarios' traces were kept in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_directory: Option<String>,
+    /// The scenarios, in corpus order.
+    pub scenarios: Vec<ScenarioReport>,
+    /// Selected scenarios that did not run (interrupted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
+}
+
+/// The implementation, as its handshake (`ready`) describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImplementationReport {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homepage: Option<String>,
+    /// The adapter protocol version it speaks.
+    pub protocol: u32,
+    pub capabilities: Vec<Capability>,
+    /// The spec revisions it implements.
+    pub specs: Vec<Revision>,
+    /// The observation level it declares.
+    pub observation: ObservationLevel,
+}
+
+/// Edge coverage of both graphs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CoverageReport {
+    /// The revision's stage graph.
+    pub edges: EdgeCoverage,
+    /// The revision's Code Mode graph, taken by sub-calls.
+    pub code_mode_edges: EdgeCoverage,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EdgeCoverage {
+    pub taken: usize,
+    pub total: usize,
+    /// `taken / total`, from 0 to 1.
+    pub ratio: f64,
+    /// The edges no trace took.
+    pub missing: Vec<String>,
+}
+
+/// Whether the run could check an invariant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InvariantReport {
+    pub invariant: InvariantId,
+    pub status: InvariantCheck,
+    /// Why it was not checkable or not applicable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum InvariantCheck {
+    Checked,
+    /// The observation level lacks the records the check reads.
+    NotCheckable,
+    /// Outside the revision, or about a part the implementation does not declare.
+    NotApplicable,
+}
+
+/// The comparison with the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BaselineReport {
+    /// The baseline file.
+    pub file: String,
+    /// Entries that matched a failure.
+    pub expected: Vec<String>,
+    /// Failures no entry lists (`scenario:invariant`, or `scenario (errored)`).
+    pub unexpected: Vec<String>,
+    /// Entries to remove.
+    pub stale: Vec<StaleEntry>,
+}
+
+/// One scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScenarioReport {
+    pub id: String,
+    pub status: Status,
+    /// How long the implementation and the checker took over it, in seconds.
+    pub duration_seconds: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<ViolationReport>,
+    /// Information that is no verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<NoteReport>,
+    /// Why it was skipped or errored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The tail of the adapter's stderr, for errored scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    /// It fails exactly as the baseline expects.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expected_failure: bool,
+    /// The reasons of the baseline entries that expect its failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_reason: Option<String>,
+    /// Where its trace was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+}
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ViolationReport {
+    pub invariant: InvariantId,
+    pub level: Level,
+    /// Witness lines of the trace (1-based), the offending one first.
+    pub lines: Vec<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    /// One plain sentence, in the trace's vocabulary.
+    pub message: String,
+    /// The invariant's entry in `docs/invariants.md`.
+    pub doc: String,
+    /// Where the invariant comes from.
+    pub sources: Vec<String>,
+}
+
+/// Information that is no verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NoteReport {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    pub lines: Vec<usize>,
+    pub message: String,
+}
+
+fn violation_report(v: &Violation) -> ViolationReport {
+    let inv = invariant(v.invariant);
+    ViolationReport {
+        invariant: v.invariant,
+        level: v.level,
+        lines: v.lines.clone(),
+        call: v.call.as_ref().map(ToString::to_string),
+        message: v.message.clone(),
+        doc: inv.doc_link(),
+        sources: inv.sources.iter().map(ToString::to_string).collect(),
+    }
+}
+
+fn rounded(seconds: f64) -> f64 {
+    (seconds * 1000.0).round() / 1000.0
+}
+
+fn edge_coverage(taken: usize, total: usize, ratio: f64, missing: Vec<String>) -> EdgeCoverage {
+    EdgeCoverage {
+        taken,
+        total,
+        ratio,
+        missing,
+    }
+}
+
+/// The machine-readable report.
+pub fn json(
+    report: &RunReport,
+    baseline: Option<&BaselineOutcome>,
+    ctx: &RunContext,
+    corpus_hash: &str,
+) -> JsonReport {
+    let ready = &report.ready;
+    let scenarios = report
         .scenarios
         .iter()
         .map(|s| {
-            let mut row = json!({ "id": s.id, "status": s.status });
-            if !s.violations.is_empty() {
-                row["violations"] = s.violations.iter().map(violation_json).collect();
+            let comparison = baseline.and_then(|b| b.comparisons.get(&s.id));
+            ScenarioReport {
+                id: s.id.clone(),
+                status: s.status,
+                duration_seconds: rounded(s.duration.as_secs_f64()),
+                violations: s.violations.iter().map(violation_report).collect(),
+                notes: s
+                    .notes
+                    .iter()
+                    .map(|n| NoteReport {
+                        call: n.call.as_ref().map(ToString::to_string),
+                        lines: n.lines.clone(),
+                        message: n.message.clone(),
+                    })
+                    .collect(),
+                reason: s.reason.clone(),
+                stderr: s.stderr.clone(),
+                expected_failure: s.expected_failure,
+                baseline_reason: comparison
+                    .filter(|c| !c.reasons.is_empty())
+                    .map(|c| c.reasons.join("; ")),
+                trace: ctx.traces.get(&s.id).map(|p| p.display().to_string()),
             }
-            if let Some(reason) = &s.reason {
-                row["reason"] = json!(reason);
-            }
-            if let Some(stderr) = &s.stderr {
-                row["stderr"] = json!(stderr);
-            }
-            if s.expected_failure {
-                row["expected_failure"] = json!(true);
-            }
-            if !s.notes.is_empty() {
-                row["notes"] = json!(s.notes);
-            }
-            row
         })
         .collect();
-    json!({
-        "tool": "tep",
-        "version": env!("CARGO_PKG_VERSION"),
-        "protocol": PROTOCOL_VERSION,
-        "spec": report.spec,
-        "strict": report.strict,
-        "implementation": report.implementation,
-        "conformant": conformant(report, baseline),
-        "passed": report.count(Status::Passed),
-        "failed": report.count(Status::Failed),
-        "skipped": report.count(Status::Skipped),
-        "errored": report.count(Status::Errored),
-        "warned": report.count(Status::Warned),
-        "edge_coverage": report.edge_coverage(),
-        "edges_taken": report.coverage.edges.len(),
-        "edges_total": StageGraph::of(report.spec).edges().len(),
-        "edges_missing": report.missing_edges(),
-        "code_mode_edge_coverage": report.code_mode_edge_coverage(),
-        "code_mode_edges_missing": report.missing_code_mode_edges(),
-        "baseline": baseline,
-        "observation": report.level,
-        "invariants": report
+    JsonReport {
+        tool: "tep".to_owned(),
+        version: crate::suite::VERSION.to_owned(),
+        corpus_hash: corpus_hash.to_owned(),
+        protocol: PROTOCOL_VERSION,
+        spec: report.spec,
+        strict: report.strict,
+        observation: report.level,
+        implementation: ImplementationReport {
+            name: ready.implementation.name.clone(),
+            version: ready.implementation.version.clone(),
+            language: ready.implementation.language.clone(),
+            homepage: ready.implementation.homepage.clone(),
+            protocol: ready.protocol,
+            capabilities: ready.capabilities.clone(),
+            specs: ready.specs.clone(),
+            observation: ready.level(),
+        },
+        started_at: ctx.started_at.clone(),
+        duration_seconds: rounded(report.duration.as_secs_f64()),
+        exit_code: exit_code(report, baseline),
+        conformant: conformant(report, baseline),
+        tested: report.tested(),
+        interrupted: report.interrupted,
+        summary: counts(report, baseline),
+        coverage: CoverageReport {
+            edges: edge_coverage(
+                report.coverage.edges.len(),
+                StageGraph::of(report.spec).edges().len(),
+                report.edge_coverage(),
+                report.missing_edges(),
+            ),
+            code_mode_edges: edge_coverage(
+                report.coverage.code_mode_edges.len(),
+                StageGraph::code_mode(report.spec).edges().len(),
+                report.code_mode_edge_coverage(),
+                report.missing_code_mode_edges(),
+            ),
+        },
+        invariants: report
             .invariants
             .iter()
             .map(|(id, status)| {
-                let mut row = serde_json::to_value(status).unwrap_or(Value::Null);
-                row["invariant"] = json!(id);
-                row
+                let (status, why) = match status {
+                    InvariantStatus::Checked => (InvariantCheck::Checked, None),
+                    InvariantStatus::NotCheckable(why) => {
+                        (InvariantCheck::NotCheckable, Some(why.clone()))
+                    }
+                    InvariantStatus::NotApplicable(why) => {
+                        (InvariantCheck::NotApplicable, Some(why.clone()))
+                    }
+                };
+                InvariantReport {
+                    invariant: *id,
+                    status,
+                    why,
+                }
             })
-            .collect::<Vec<_>>(),
-        "scenarios": scenarios,
-    })
+            .collect(),
+        baseline: baseline.map(|b| BaselineReport {
+            file: b.path.clone(),
+            expected: b.expected.clone(),
+            unexpected: b.unexpected.clone(),
+            stale: b.stale.clone(),
+        }),
+        run_directory: ctx.run_dir.as_ref().map(|d| d.display().to_string()),
+        scenarios,
+        not_run: report.not_run.clone(),
+    }
 }
 
-/// The JUnit XML report: one test case per scenario.
-pub fn junit(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
-    let mut suite = TestSuite::new(format!("tep conformance ({})", report.spec));
+// ---------------------------------------------------------------------------------------------
+// JUnit
+
+/// The JUnit XML report: a test case per scenario, valid against the Jenkins xUnit plugin's
+/// `junit-10.xsd`, agreeing with the exit code: its failures and errors are zero exactly when the
+/// run exits 0. Expected failures are skipped with the baseline's reason; stale baseline entries,
+/// a run that tested nothing and an interrupted run are failures (or an error) of their own.
+pub fn junit(
+    report: &RunReport,
+    baseline: Option<&BaselineOutcome>,
+    ctx: &RunContext,
+    corpus_hash: &str,
+) -> String {
+    let classname = format!("tep.{}", report.spec);
+    let mut cases: Vec<Case> = Vec::new();
     for s in &report.scenarios {
-        let mut status = match s.status {
-            Status::Passed | Status::Warned => TestCaseStatus::success(),
-            Status::Skipped => {
-                let mut st = TestCaseStatus::skipped();
-                if let Some(reason) = &s.reason {
-                    st.set_message(reason.clone());
+        let comparison = baseline.and_then(|b| b.comparisons.get(&s.id));
+        let outcome = match verdict_in(report, baseline, s) {
+            Verdict::Passed | Verdict::Warned => CaseOutcome::Passed,
+            Verdict::Skipped => CaseOutcome::Skipped(s.reason.clone().unwrap_or_default()),
+            Verdict::ExpectedFailure => CaseOutcome::Skipped(format!(
+                "expected failure (baseline): {}",
+                comparison.map(|c| c.reasons.join("; ")).unwrap_or_default()
+            )),
+            Verdict::Failed => {
+                let first = s.first_failing(report.strict);
+                CaseOutcome::Failure {
+                    kind: first
+                        .map(|v| v.invariant.to_string())
+                        .unwrap_or_else(|| "failed".to_owned()),
+                    message: first.map(ToString::to_string).unwrap_or_default(),
                 }
-                st
             }
-            Status::Failed => {
-                let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                let first = s
-                    .violations
-                    .iter()
-                    .find(|v| v.level == crate::invariants::Level::Must);
-                if let Some(v) = first {
-                    st.set_message(v.to_string());
-                    st.set_type(v.invariant.as_str());
-                }
-                st
-            }
-            Status::Errored => {
-                let mut st = TestCaseStatus::non_success(NonSuccessKind::Error);
-                st.set_message(s.reason.clone().unwrap_or_default());
-                st
-            }
+            Verdict::Errored => CaseOutcome::Error {
+                kind: "errored".to_owned(),
+                message: s.reason.clone().unwrap_or_default(),
+            },
+            Verdict::Stale => CaseOutcome::Failure {
+                kind: "stale-baseline-entry".to_owned(),
+                message: comparison
+                    .map(|c| {
+                        c.stale
+                            .iter()
+                            .map(|e| format!("stale baseline entry {}: {}; remove it", e.id, e.why))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default(),
+            },
         };
-        if !s.violations.is_empty() {
-            let details: Vec<String> = s
-                .violations
-                .iter()
-                .map(|v| format!("[{}] {v}", v.level))
-                .collect();
-            status.set_description(details.join("\n"));
+        let mut details = String::new();
+        for v in &s.violations {
+            let _ = writeln!(details, "[{}] {v}\n  {}", v.level, doc_line(v.invariant));
         }
-        let mut case = TestCase::new(s.id.clone(), status);
-        case.set_classname(format!("tep.{}", report.spec));
-        if let Some(stderr) = &s.stderr {
-            case.set_system_err(stderr.clone());
+        if !s.violations.is_empty() || outcome.fails() {
+            let _ = writeln!(details, "rerun: {}", ctx.rerun_command(&s.id));
         }
-        suite.add_test_case(case);
+        if let Some(path) = ctx.traces.get(&s.id) {
+            let _ = writeln!(details, "trace: {}", path.display());
+        }
+        cases.push(Case {
+            name: s.id.clone(),
+            classname: classname.clone(),
+            time: Some(s.duration.as_secs_f64()),
+            outcome,
+            details,
+            stderr: s.stderr.clone(),
+        });
     }
-    let mut junit = Report::new("tep");
-    junit.add_test_suite(suite);
-    junit.to_string()
+    let run_case = |name: &str, outcome: CaseOutcome| Case {
+        name: name.to_owned(),
+        classname: "tep.run".to_owned(),
+        time: None,
+        outcome,
+        details: String::new(),
+        stderr: None,
+    };
+    if let Some(b) = baseline {
+        for scenario in &b.missing_scenarios {
+            let message = b
+                .stale
+                .iter()
+                .filter(|e| e.id.split(':').next() == Some(scenario.as_str()))
+                .map(|e| format!("stale baseline entry {}: {}; remove it", e.id, e.why))
+                .collect::<Vec<_>>()
+                .join("\n");
+            cases.push(run_case(
+                scenario,
+                CaseOutcome::Failure {
+                    kind: "stale-baseline-entry".to_owned(),
+                    message,
+                },
+            ));
+        }
+    }
+    if !report.tested() {
+        cases.push(run_case(
+            "nothing-was-tested",
+            CaseOutcome::Failure {
+                kind: "nothing-was-tested".to_owned(),
+                message: "no scenario passed or failed: a run that tests nothing is not conformant"
+                    .to_owned(),
+            },
+        ));
+    }
+    if report.interrupted {
+        cases.push(run_case(
+            "interrupted",
+            CaseOutcome::Error {
+                kind: "interrupted".to_owned(),
+                message: format!(
+                    "interrupted: {} selected scenario(s) did not run: {}",
+                    report.not_run.len(),
+                    report.not_run.join(", ")
+                ),
+            },
+        ));
+    }
+    let properties = [
+        ("tep.version", crate::suite::VERSION.to_owned()),
+        ("tep.corpus", corpus_hash.to_owned()),
+        ("tep.spec", report.spec.to_string()),
+        ("tep.observation", report.level.to_string()),
+        ("tep.implementation", report.implementation().name.clone()),
+        ("tep.interrupted", report.interrupted.to_string()),
+    ];
+    write_junit(
+        &format!("tep conformance ({})", report.spec),
+        &ctx.started_at,
+        report.duration.as_secs_f64(),
+        &properties,
+        &cases,
+    )
+}
+
+#[derive(Debug)]
+enum CaseOutcome {
+    Passed,
+    Skipped(String),
+    Failure { kind: String, message: String },
+    Error { kind: String, message: String },
+}
+
+impl CaseOutcome {
+    fn fails(&self) -> bool {
+        matches!(
+            self,
+            CaseOutcome::Failure { .. } | CaseOutcome::Error { .. }
+        )
+    }
+}
+
+#[derive(Debug)]
+struct Case {
+    name: String,
+    classname: String,
+    time: Option<f64>,
+    outcome: CaseOutcome,
+    details: String,
+    stderr: Option<String>,
+}
+
+/// `text` without the characters XML 1.0 cannot carry (control characters, such as the ANSI
+/// escapes of an adapter's stderr); they become U+FFFD.
+fn xml_text(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if (c as u32) < 0x20 || matches!(c, '\u{fffe}' | '\u{ffff}') => '\u{fffd}',
+            c => c,
+        })
+        .collect()
+}
+
+fn write_junit(
+    suite: &str,
+    timestamp: &str,
+    seconds: f64,
+    properties: &[(&str, String)],
+    cases: &[Case],
+) -> String {
+    use quick_xml::Writer;
+    use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+
+    let count = |f: fn(&CaseOutcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
+    let tests = cases.len().to_string();
+    let failures = count(|o| matches!(o, CaseOutcome::Failure { .. })).to_string();
+    let errors = count(|o| matches!(o, CaseOutcome::Error { .. })).to_string();
+    let skipped = count(|o| matches!(o, CaseOutcome::Skipped(_))).to_string();
+    let time = format!("{seconds:.3}");
+    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    // Writing XML into a Vec cannot fail; the results are ignored for that reason.
+    let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    let root = BytesStart::new("testsuites").with_attributes([
+        ("name", "tep"),
+        ("tests", tests.as_str()),
+        ("failures", failures.as_str()),
+        ("errors", errors.as_str()),
+        ("time", time.as_str()),
+    ]);
+    let _ = w.write_event(Event::Start(root));
+    let mut suite_tag = BytesStart::new("testsuite").with_attributes([
+        ("name", suite),
+        ("tests", tests.as_str()),
+        ("failures", failures.as_str()),
+        ("errors", errors.as_str()),
+        ("skipped", skipped.as_str()),
+        ("time", time.as_str()),
+    ]);
+    if !timestamp.is_empty() {
+        suite_tag.push_attribute(("timestamp", timestamp));
+    }
+    let _ = w.write_event(Event::Start(suite_tag));
+    let _ = w.write_event(Event::Start(BytesStart::new("properties")));
+    for (name, value) in properties {
+        let value = xml_text(value);
+        let tag = BytesStart::new("property")
+            .with_attributes([("name", *name), ("value", value.as_str())]);
+        let _ = w.write_event(Event::Empty(tag));
+    }
+    let _ = w.write_event(Event::End(BytesEnd::new("properties")));
+    for case in cases {
+        let name = xml_text(&case.name);
+        let mut tag = BytesStart::new("testcase").with_attributes([
+            ("name", name.as_str()),
+            ("classname", case.classname.as_str()),
+        ]);
+        if let Some(time) = case.time {
+            tag.push_attribute(("time", format!("{time:.3}").as_str()));
+        }
+        let body = !matches!(case.outcome, CaseOutcome::Passed)
+            || case.stderr.is_some()
+            || !case.details.is_empty();
+        if !body {
+            let _ = w.write_event(Event::Empty(tag));
+            continue;
+        }
+        let _ = w.write_event(Event::Start(tag));
+        let (element, kind, message) = match &case.outcome {
+            CaseOutcome::Passed => ("", "", String::new()),
+            CaseOutcome::Skipped(message) => ("skipped", "", xml_text(message)),
+            CaseOutcome::Failure { kind, message } => ("failure", kind.as_str(), xml_text(message)),
+            CaseOutcome::Error { kind, message } => ("error", kind.as_str(), xml_text(message)),
+        };
+        let details = xml_text(&case.details);
+        if !element.is_empty() {
+            let mut tag = BytesStart::new(element).with_attributes([("message", message.as_str())]);
+            if !kind.is_empty() {
+                tag.push_attribute(("type", kind));
+            }
+            if case.outcome.fails() && !details.is_empty() {
+                let _ = w.write_event(Event::Start(tag));
+                let _ = w.write_event(Event::Text(BytesText::new(&details)));
+                let _ = w.write_event(Event::End(BytesEnd::new(element)));
+            } else {
+                let _ = w.write_event(Event::Empty(tag));
+            }
+        }
+        if !case.outcome.fails() && !details.is_empty() {
+            let _ = w.write_event(Event::Start(BytesStart::new("system-out")));
+            let _ = w.write_event(Event::Text(BytesText::new(&details)));
+            let _ = w.write_event(Event::End(BytesEnd::new("system-out")));
+        }
+        if let Some(stderr) = &case.stderr {
+            let _ = w.write_event(Event::Start(BytesStart::new("system-err")));
+            let _ = w.write_event(Event::Text(BytesText::new(&xml_text(stderr))));
+            let _ = w.write_event(Event::End(BytesEnd::new("system-err")));
+        }
+        let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
+    }
+    let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
+    let _ = w.write_event(Event::End(BytesEnd::new("testsuites")));
+    let mut xml = String::from_utf8_lossy(&w.into_inner()).into_owned();
+    xml.push('\n');
+    xml
 }

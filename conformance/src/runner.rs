@@ -1,12 +1,16 @@
 //! Drive mode: run the corpus through an implementation, check every trace, score the run.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use tep_reference::graph::{EdgeId, Revision, StageGraph};
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{Capability, ObservationLevel, TraceRecord, to_jsonl};
+use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
 use crate::checker::{CheckOptions, Checker, InvariantStatus, ScenarioFacts, Violation};
 use crate::invariants::{InvariantId, Level};
@@ -112,7 +116,9 @@ impl Implementation for BuiltinReference {
 }
 
 /// How a scenario ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Passed,
@@ -138,29 +144,47 @@ impl Status {
 }
 
 /// One scenario's verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ScenarioResult {
     pub id: String,
     pub status: Status,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<Violation>,
     /// Information that is no verdict (wording the reference chose where nothing fixes it).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
     /// Why it was skipped or errored.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The tail of the adapter's stderr, for errored scenarios.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
     /// Covered by the expected-failures baseline.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub expected_failure: bool,
-    #[serde(skip)]
+    /// How long the implementation and the checker took over it.
+    pub duration: Duration,
+    /// The trace as checked (at the run's observation level), when there is one.
     pub trace: Option<Vec<TraceRecord>>,
 }
 
 impl ScenarioResult {
+    fn new(id: &str, status: Status) -> Self {
+        ScenarioResult {
+            id: id.to_owned(),
+            status,
+            violations: Vec::new(),
+            notes: Vec::new(),
+            reason: None,
+            stderr: None,
+            expected_failure: false,
+            duration: Duration::ZERO,
+            trace: None,
+        }
+    }
+
+    fn skipped(id: &str, reason: String) -> Self {
+        ScenarioResult {
+            reason: Some(reason),
+            ..ScenarioResult::new(id, Status::Skipped)
+        }
+    }
+
     /// The invariants that make this scenario fail (all levels when `strict`).
     pub fn failing_invariants(&self, strict: bool) -> BTreeSet<InvariantId> {
         self.violations
@@ -178,6 +202,23 @@ impl ScenarioResult {
             Status::Passed | Status::Skipped => false,
         }
     }
+
+    /// Whether the implementation produced something that was judged (a trace, checked).
+    pub fn tested(&self) -> bool {
+        matches!(
+            self.status,
+            Status::Passed | Status::Warned | Status::Failed
+        )
+    }
+
+    /// The violation that makes it fail first: the first one of the failing level, in the
+    /// order the checker found them (trace order; the scenario's expectations last).
+    pub fn first_failing(&self, strict: bool) -> Option<&Violation> {
+        self.violations
+            .iter()
+            .find(|v| strict || v.level == Level::Must)
+            .or_else(|| self.violations.first())
+    }
 }
 
 /// Options of a run.
@@ -186,10 +227,6 @@ pub struct RunOptions {
     pub spec: Revision,
     /// SHOULD violations fail the run too.
     pub strict: bool,
-    /// Run only these scenarios (all when empty).
-    pub only: Vec<String>,
-    /// Write each trace as `<dir>/<scenario>.jsonl`.
-    pub traces_dir: Option<PathBuf>,
     /// Check the traces at this observation level (at most the implementation's): the records
     /// it does not hold are dropped first. Default: the implementation's level.
     pub observed: Option<ObservationLevel>,
@@ -198,15 +235,22 @@ pub struct RunOptions {
 /// The outcome of a whole run.
 #[derive(Debug, Clone)]
 pub struct RunReport {
-    pub implementation: ImplementationInfo,
+    /// The implementation's handshake: who it is, its capabilities, revisions, level, protocol.
+    pub ready: Ready,
     pub spec: Revision,
     /// The observation level the traces were checked at.
     pub level: ObservationLevel,
     pub strict: bool,
+    /// The selected scenarios that ran or were found not applicable, in corpus order.
     pub scenarios: Vec<ScenarioResult>,
     pub coverage: Coverage,
     /// Every invariant and whether this run could check it.
     pub invariants: Vec<(InvariantId, InvariantStatus)>,
+    /// The run was interrupted (Ctrl-C): `not_run` did not run or did not finish.
+    pub interrupted: bool,
+    pub not_run: Vec<String>,
+    /// Wall time of the whole run.
+    pub duration: Duration,
 }
 
 /// The edges the traces of a run took.
@@ -218,9 +262,25 @@ pub struct Coverage {
     pub code_mode_edges: BTreeSet<EdgeId>,
 }
 
+impl Coverage {
+    fn extend(&mut self, other: Coverage) {
+        self.edges.extend(other.edges);
+        self.code_mode_edges.extend(other.code_mode_edges);
+    }
+}
+
 impl RunReport {
+    pub fn implementation(&self) -> &ImplementationInfo {
+        &self.ready.implementation
+    }
+
     pub fn count(&self, status: Status) -> usize {
         self.scenarios.iter().filter(|s| s.status == status).count()
+    }
+
+    /// Whether any scenario was judged: a run that only skipped or errored tested nothing.
+    pub fn tested(&self) -> bool {
+        self.scenarios.iter().any(ScenarioResult::tested)
     }
 
     /// Edges of the revision's graph taken by at least one trace, from 0 to 1.
@@ -270,10 +330,6 @@ pub enum RunError {
         requested: Revision,
         declared: String,
     },
-    #[error("no scenario is called {0} (run `tep scenarios list`)")]
-    UnknownScenario(String),
-    #[error("cannot write traces to {path}: {message}")]
-    Traces { path: String, message: String },
     #[error(
         "the implementation records its traces at level {declared}; they cannot be checked at {requested}"
     )]
@@ -283,142 +339,474 @@ pub enum RunError {
     },
 }
 
-/// Runs the corpus (or the scenarios named in `options.only`) through `implementation`.
+/// A run decided against the implementation's handshake: which of the selected scenarios run,
+/// and which are not applicable (outside the revision, or needing a capability it lacks).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    ready: Ready,
+    options: RunOptions,
+    check: CheckOptions,
+    level: ObservationLevel,
+    declared: ObservationLevel,
+    /// The selected scenarios, in corpus order.
+    slots: Vec<Slot>,
+}
+
+#[derive(Debug, Clone)]
+enum Slot {
+    Run(Arc<Scenario>),
+    NotApplicable(ScenarioResult),
+}
+
+impl Plan {
+    /// Checks that the implementation can run `options.spec` at the requested level, and decides
+    /// which of `selected` apply to it.
+    pub fn new(
+        ready: &Ready,
+        selected: &[Scenario],
+        options: &RunOptions,
+    ) -> Result<Plan, RunError> {
+        if !ready.specs.contains(&options.spec) {
+            return Err(RunError::SpecNotImplemented {
+                requested: options.spec,
+                declared: ready
+                    .specs
+                    .iter()
+                    .map(|r| r.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let declared = ready.level();
+        let level = options.observed.unwrap_or(declared);
+        if level > declared {
+            return Err(RunError::ObservedAboveDeclared {
+                requested: level,
+                declared,
+            });
+        }
+        let capabilities: BTreeSet<Capability> = ready.capabilities.iter().copied().collect();
+        let check = CheckOptions {
+            revision: options.spec,
+            capabilities: Some(capabilities.clone()),
+            level,
+            facts: None,
+            // Protocol 1 bodies did not record `body-settled`.
+            body_marks: ready.protocol >= 2,
+        };
+        let slots = selected
+            .iter()
+            .map(|scenario| {
+                if !scenario.applies_to(options.spec) {
+                    return Slot::NotApplicable(ScenarioResult::skipped(
+                        &scenario.id,
+                        format!("N/A: not part of {}", options.spec),
+                    ));
+                }
+                let missing: Vec<&str> = scenario
+                    .requires
+                    .iter()
+                    .filter(|c| !capabilities.contains(c))
+                    .map(|c| c.as_str())
+                    .collect();
+                if missing.is_empty() {
+                    Slot::Run(Arc::new(scenario.clone()))
+                } else {
+                    Slot::NotApplicable(ScenarioResult::skipped(
+                        &scenario.id,
+                        format!(
+                            "N/A: the implementation does not declare {}",
+                            missing.join(", ")
+                        ),
+                    ))
+                }
+            })
+            .collect();
+        Ok(Plan {
+            ready: ready.clone(),
+            options: options.clone(),
+            check,
+            level,
+            declared,
+            slots,
+        })
+    }
+
+    /// How many selected scenarios will be sent to the implementation.
+    pub fn runnable(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Run(_)))
+            .count()
+    }
+
+    /// How many scenarios were selected.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Runs one scenario and judges the answer.
+    fn run_one(
+        &self,
+        implementation: &mut dyn Implementation,
+        seq: u64,
+        scenario: &Scenario,
+    ) -> (ScenarioResult, Coverage) {
+        let started = Instant::now();
+        let mut coverage = Coverage::default();
+        let answer = implementation.run(seq, self.options.spec, scenario);
+        let mut result = match answer {
+            Answer::Skipped(reason) => ScenarioResult::skipped(&scenario.id, reason),
+            Answer::Errored { message, stderr } => ScenarioResult {
+                reason: Some(message),
+                stderr,
+                ..ScenarioResult::new(&scenario.id, Status::Errored)
+            },
+            Answer::Ran(records) => self.judge(scenario, records, None, &mut coverage),
+            Answer::Escaped { message, records } => {
+                self.judge(scenario, records, Some(&message), &mut coverage)
+            }
+        };
+        result.duration = started.elapsed();
+        (result, coverage)
+    }
+
+    fn judge(
+        &self,
+        scenario: &Scenario,
+        records: Vec<TraceRecord>,
+        escaped: Option<&str>,
+        coverage: &mut Coverage,
+    ) -> ScenarioResult {
+        let records = if self.level < self.declared {
+            thin(&records, self.level)
+        } else {
+            records
+        };
+        judge(scenario, &self.check, records, escaped, coverage)
+    }
+
+    /// Runs the plan on one implementation, in corpus order, on this thread.
+    pub fn run(&self, implementation: &mut dyn Implementation) -> RunReport {
+        let started = Instant::now();
+        let mut coverage = Coverage::default();
+        let mut seq = 0;
+        let results = self
+            .slots
+            .iter()
+            .map(|slot| match slot {
+                Slot::NotApplicable(result) => Some(result.clone()),
+                Slot::Run(scenario) => {
+                    seq += 1;
+                    let (result, taken) = self.run_one(implementation, seq, scenario);
+                    coverage.extend(taken);
+                    Some(result)
+                }
+            })
+            .collect();
+        self.report(results, coverage, false, started.elapsed())
+    }
+
+    /// Runs the plan on several implementations at once (one thread each), reporting each
+    /// scenario to `on_event` as it finishes. The report is in corpus order whatever the
+    /// completion order. An error from `on_event` stops the run (the running scenarios finish)
+    /// and is returned.
+    pub fn run_parallel<E>(
+        self,
+        workers: Vec<Box<dyn Implementation + Send>>,
+        control: RunControl,
+        mut on_event: impl FnMut(RunEvent<'_>) -> Result<(), E>,
+    ) -> Result<RunReport, E> {
+        let started = Instant::now();
+        let RunControl {
+            stop,
+            presses: _,
+            tx,
+            rx,
+        } = control;
+        let mut results: Vec<Option<ScenarioResult>> = vec![None; self.slots.len()];
+        let mut failure: Option<E> = None;
+        let mut emit = |event: RunEvent<'_>, failure: &mut Option<E>| {
+            if failure.is_none()
+                && let Err(e) = on_event(event)
+            {
+                *failure = Some(e);
+                stop.store(true, Ordering::SeqCst);
+            }
+        };
+        for (index, slot) in self.slots.iter().enumerate() {
+            if let Slot::NotApplicable(result) = slot {
+                let mut result = result.clone();
+                emit(
+                    RunEvent::Finished {
+                        index,
+                        result: &mut result,
+                    },
+                    &mut failure,
+                );
+                results[index] = Some(result);
+            }
+        }
+        let queue: Arc<[usize]> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, Slot::Run(_)))
+            .map(|(i, _)| i)
+            .collect();
+        let next = Arc::new(AtomicUsize::new(0));
+        let plan = Arc::new(self);
+        let count = workers.len();
+        let handles: Vec<_> = workers
+            .into_iter()
+            .map(|implementation| {
+                let worker = Worker {
+                    plan: plan.clone(),
+                    queue: queue.clone(),
+                    next: next.clone(),
+                    stop: stop.clone(),
+                    tx: tx.clone(),
+                };
+                std::thread::spawn(move || worker.work(implementation))
+            })
+            .collect();
+        let mut coverage = Coverage::default();
+        let mut finished = 0;
+        let mut done = 0;
+        let mut interrupted = false;
+        let mut abandoned = false;
+        while done < count {
+            // The control keeps a sender, so this only ends through the messages.
+            let Ok(message) = rx.recv() else { break };
+            match message {
+                Message::Finished {
+                    index,
+                    mut result,
+                    coverage: taken,
+                } => {
+                    finished += 1;
+                    coverage.extend(taken);
+                    emit(
+                        RunEvent::Finished {
+                            index,
+                            result: &mut result,
+                        },
+                        &mut failure,
+                    );
+                    results[index] = Some(*result);
+                }
+                Message::WorkerDone => done += 1,
+                Message::Interrupt => {
+                    interrupted = true;
+                    let dispatched = next.load(Ordering::SeqCst).min(queue.len());
+                    emit(
+                        RunEvent::Interrupted {
+                            running: dispatched.saturating_sub(finished),
+                        },
+                        &mut failure,
+                    );
+                }
+                Message::Abandon => {
+                    abandoned = true;
+                    break;
+                }
+            }
+        }
+        if !abandoned {
+            for handle in handles {
+                // A worker that panicked has already lost its scenario; the rest is reported.
+                let _ = handle.join();
+            }
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        Ok(plan.report(results, coverage, interrupted, started.elapsed()))
+    }
+
+    fn report(
+        &self,
+        results: Vec<Option<ScenarioResult>>,
+        coverage: Coverage,
+        interrupted: bool,
+        duration: Duration,
+    ) -> RunReport {
+        let mut scenarios = Vec::new();
+        let mut not_run = Vec::new();
+        for (slot, result) in self.slots.iter().zip(results) {
+            match (result, slot) {
+                (Some(result), _) => scenarios.push(result),
+                (None, Slot::Run(scenario)) => not_run.push(scenario.id.clone()),
+                (None, Slot::NotApplicable(result)) => scenarios.push(result.clone()),
+            }
+        }
+        RunReport {
+            ready: self.ready.clone(),
+            spec: self.options.spec,
+            level: self.level,
+            strict: self.options.strict,
+            scenarios,
+            coverage,
+            invariants: CheckOptions {
+                facts: Some(ScenarioFacts::default()),
+                ..self.check.clone()
+            }
+            .statuses(),
+            interrupted: interrupted || !not_run.is_empty(),
+            not_run,
+            duration,
+        }
+    }
+}
+
+/// What a parallel run reports while it goes.
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    /// A scenario finished (or was found not applicable); `index` is its place in the selection.
+    /// The receiver may mark it (`expected_failure`) or drop its trace.
+    Finished {
+        index: usize,
+        result: &'a mut ScenarioResult,
+    },
+    /// The first interrupt: no scenario starts any more; `running` ones finish.
+    Interrupted { running: usize },
+}
+
+enum Message {
+    Finished {
+        index: usize,
+        result: Box<ScenarioResult>,
+        coverage: Coverage,
+    },
+    WorkerDone,
+    Interrupt,
+    Abandon,
+}
+
+/// Stops a parallel run: hand its [`Interrupter`] to a Ctrl-C handler.
+#[derive(Debug)]
+pub struct RunControl {
+    stop: Arc<AtomicBool>,
+    presses: Arc<AtomicUsize>,
+    tx: Sender<Message>,
+    rx: Receiver<Message>,
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Message::Finished { .. } => "Finished",
+            Message::WorkerDone => "WorkerDone",
+            Message::Interrupt => "Interrupt",
+            Message::Abandon => "Abandon",
+        })
+    }
+}
+
+impl Default for RunControl {
+    fn default() -> Self {
+        let (tx, rx) = channel();
+        RunControl {
+            stop: Arc::new(AtomicBool::new(false)),
+            presses: Arc::new(AtomicUsize::new(0)),
+            tx,
+            rx,
+        }
+    }
+}
+
+impl RunControl {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn interrupter(&self) -> Interrupter {
+        Interrupter {
+            stop: self.stop.clone(),
+            presses: self.presses.clone(),
+            tx: self.tx.clone(),
+        }
+    }
+}
+
+/// Interrupts a parallel run from any thread.
+#[derive(Debug, Clone)]
+pub struct Interrupter {
+    stop: Arc<AtomicBool>,
+    presses: Arc<AtomicUsize>,
+    tx: Sender<Message>,
+}
+
+impl Interrupter {
+    /// The first call stops starting scenarios and lets the running ones finish (each within
+    /// its timeout); the next abandons them: the run returns at once with what finished.
+    /// Returns whether this call abandoned the run.
+    pub fn interrupt(&self) -> bool {
+        self.stop.store(true, Ordering::SeqCst);
+        let abandon = self.presses.fetch_add(1, Ordering::SeqCst) > 0;
+        let _ = self.tx.send(if abandon {
+            Message::Abandon
+        } else {
+            Message::Interrupt
+        });
+        abandon
+    }
+
+    /// Whether the run was abandoned (interrupted twice).
+    pub fn abandoned(&self) -> bool {
+        self.presses.load(Ordering::SeqCst) > 1
+    }
+}
+
+/// One implementation taking scenarios from the shared queue until it is empty or stopped.
+struct Worker {
+    plan: Arc<Plan>,
+    queue: Arc<[usize]>,
+    next: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    tx: Sender<Message>,
+}
+
+impl Worker {
+    fn work(self, mut implementation: Box<dyn Implementation + Send>) {
+        // Each implementation numbers its own requests.
+        let mut seq = 0;
+        while !self.stop.load(Ordering::SeqCst) {
+            let Some(&index) = self.queue.get(self.next.fetch_add(1, Ordering::SeqCst)) else {
+                break;
+            };
+            let Some(Slot::Run(scenario)) = self.plan.slots.get(index) else {
+                break;
+            };
+            seq += 1;
+            let (result, coverage) = self.plan.run_one(implementation.as_mut(), seq, scenario);
+            let message = Message::Finished {
+                index,
+                result: Box::new(result),
+                coverage,
+            };
+            if self.tx.send(message).is_err() {
+                break;
+            }
+        }
+        // Stop the adapter before saying this worker is done.
+        drop(implementation);
+        let _ = self.tx.send(Message::WorkerDone);
+    }
+}
+
+/// Runs `corpus` through `implementation`, one scenario after the other.
 pub fn run_suite(
     implementation: &mut dyn Implementation,
     corpus: &[Scenario],
     options: &RunOptions,
 ) -> Result<RunReport, RunError> {
-    let ready = implementation.ready().clone();
-    if !ready.specs.contains(&options.spec) {
-        return Err(RunError::SpecNotImplemented {
-            requested: options.spec,
-            declared: ready
-                .specs
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    }
-    if let Some(unknown) = options
-        .only
-        .iter()
-        .find(|id| !corpus.iter().any(|s| &s.id == *id))
-    {
-        return Err(RunError::UnknownScenario(unknown.clone()));
-    }
-    if let Some(dir) = &options.traces_dir {
-        std::fs::create_dir_all(dir).map_err(|e| RunError::Traces {
-            path: dir.display().to_string(),
-            message: e.to_string(),
-        })?;
-    }
-    let declared = ready.level();
-    let level = options.observed.unwrap_or(declared);
-    if level > declared {
-        return Err(RunError::ObservedAboveDeclared {
-            requested: level,
-            declared,
-        });
-    }
-    let capabilities: BTreeSet<Capability> = ready.capabilities.iter().copied().collect();
-    let check_options = CheckOptions {
-        revision: options.spec,
-        capabilities: Some(capabilities.clone()),
-        level,
-        facts: None,
-        // Protocol 1 bodies did not record `body-settled`.
-        body_marks: ready.protocol >= 2,
-    };
-    let mut report = RunReport {
-        implementation: ready.implementation.clone(),
-        spec: options.spec,
-        level,
-        strict: options.strict,
-        scenarios: Vec::new(),
-        coverage: Coverage::default(),
-        invariants: CheckOptions {
-            facts: Some(ScenarioFacts::default()),
-            ..check_options.clone()
-        }
-        .statuses(),
-    };
-    let selected = corpus
-        .iter()
-        .filter(|s| options.only.is_empty() || options.only.contains(&s.id));
-    for (n, scenario) in selected.enumerate() {
-        let skipped = |reason: String| ScenarioResult {
-            id: scenario.id.clone(),
-            status: Status::Skipped,
-            violations: Vec::new(),
-            notes: Vec::new(),
-            reason: Some(reason),
-            stderr: None,
-            expected_failure: false,
-            trace: None,
-        };
-        if !scenario.applies_to(options.spec) {
-            report
-                .scenarios
-                .push(skipped(format!("N/A: not part of {}", options.spec)));
-            continue;
-        }
-        let missing: Vec<&str> = scenario
-            .requires
-            .iter()
-            .filter(|c| !capabilities.contains(c))
-            .map(|c| c.as_str())
-            .collect();
-        if !missing.is_empty() {
-            report.scenarios.push(skipped(format!(
-                "N/A: the implementation does not declare {}",
-                missing.join(", ")
-            )));
-            continue;
-        }
-        let answer = implementation.run(n as u64 + 1, options.spec, scenario);
-        let result = match answer.clone() {
-            Answer::Skipped(reason) => skipped(reason),
-            Answer::Errored { message, stderr } => ScenarioResult {
-                id: scenario.id.clone(),
-                status: Status::Errored,
-                violations: Vec::new(),
-                notes: Vec::new(),
-                reason: Some(message),
-                stderr,
-                expected_failure: false,
-                trace: None,
-            },
-            Answer::Ran(records) | Answer::Escaped { records, .. } => {
-                let escaped = match &answer {
-                    Answer::Escaped { message, .. } => Some(message.clone()),
-                    _ => None,
-                };
-                let records = if level < declared {
-                    thin(&records, level)
-                } else {
-                    records
-                };
-                if let Some(dir) = &options.traces_dir {
-                    let path = dir.join(format!("{}.jsonl", scenario.id));
-                    std::fs::write(&path, to_jsonl(&records)).map_err(|e| RunError::Traces {
-                        path: path.display().to_string(),
-                        message: e.to_string(),
-                    })?;
-                }
-                judge(
-                    scenario,
-                    &check_options,
-                    records,
-                    escaped.as_deref(),
-                    &mut report.coverage,
-                )
-            }
-        };
-        report.scenarios.push(result);
-    }
-    Ok(report)
+    let plan = Plan::new(implementation.ready(), corpus, options)?;
+    Ok(plan.run(implementation))
 }
 
 /// Checks one trace: the invariants, then the scenario's expectations.
@@ -430,16 +818,7 @@ pub fn judge(
     escaped: Option<&str>,
     coverage: &mut Coverage,
 ) -> ScenarioResult {
-    let mut result = ScenarioResult {
-        id: scenario.id.clone(),
-        status: Status::Passed,
-        violations: Vec::new(),
-        notes: Vec::new(),
-        reason: None,
-        stderr: None,
-        expected_failure: false,
-        trace: None,
-    };
+    let mut result = ScenarioResult::new(&scenario.id, Status::Passed);
     let options = CheckOptions {
         facts: Some(ScenarioFacts::of(scenario)),
         ..options.clone()

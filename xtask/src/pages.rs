@@ -776,7 +776,7 @@ pub fn changes_page(corpus: &[Scenario]) -> String {
 
 /// `(file name, schema)` of every published JSON Schema.
 pub fn schemas() -> Vec<(&'static str, Value)> {
-    use tep_conformance::{baseline, protocol};
+    use tep_conformance::{baseline, protocol, report};
     vec![
         ("scenario.schema.json", schema_of::<Scenario>()),
         ("trace-record.schema.json", schema_of::<TraceRecord>()),
@@ -793,6 +793,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
             "baseline.schema.json",
             schema_of::<baseline::BaselineFile>(),
         ),
+        ("run-report.schema.json", schema_of::<report::JsonReport>()),
     ]
 }
 

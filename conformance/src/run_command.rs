@@ -1,0 +1,431 @@
+//! `tep run`: starts the implementations (one per job), streams each scenario as it finishes,
+//! handles Ctrl-C, keeps the failing traces, and writes every requested report.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result, anyhow, bail};
+use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans};
+use tep_conformance::baseline::{self, Baseline};
+use tep_conformance::progress::Live;
+use tep_conformance::protocol::Ready;
+use tep_conformance::report::{self, RunContext, verdict};
+use tep_conformance::runner::{
+    BuiltinReference, Implementation, Interrupter, Plan, RunControl, RunEvent, RunOptions,
+    ScenarioResult, Status,
+};
+use tep_conformance::scenario::{Scenario, corpus};
+use tep_conformance::select::Selection;
+use tep_conformance::suite;
+use tep_reference::graph::Revision;
+use tep_reference::mutant::Mutant;
+use tep_reference::trace::{ObservationLevel, to_jsonl};
+
+use crate::output::check_writable;
+
+/// The options of `tep run`, parsed.
+#[derive(Debug)]
+pub struct RunArgs {
+    pub adapter: Option<String>,
+    pub spec: Revision,
+    /// Print the JSON report on stdout instead of the text report.
+    pub json_stdout: bool,
+    pub junit: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+    pub baseline: Option<PathBuf>,
+    pub write_baseline: Option<PathBuf>,
+    pub selection: Selection,
+    pub timeout: Duration,
+    pub jobs: Option<usize>,
+    pub strict: bool,
+    pub traces: Option<PathBuf>,
+    pub run_dir: Option<PathBuf>,
+    pub color: anstream::ColorChoice,
+    pub mutant: Vec<Mutant>,
+    pub observed: Option<ObservationLevel>,
+}
+
+/// The default timeout of `--timeout`, left out of rerun commands.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn run(args: RunArgs) -> Result<u8> {
+    let started = SystemTime::now();
+    let started_at = chrono::DateTime::<chrono::Utc>::from(started);
+    let corpus = corpus().context("the embedded scenario corpus is invalid")?;
+    let baseline = args
+        .baseline
+        .as_ref()
+        .map(|path| Baseline::load(path, &corpus))
+        .transpose()?;
+    let selected: Vec<Scenario> = args
+        .selection
+        .apply(&corpus)?
+        .into_iter()
+        .cloned()
+        .collect();
+    let options = RunOptions {
+        spec: args.spec,
+        strict: args.strict,
+        observed: args.observed,
+    };
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(usize::from)
+            .unwrap_or(1)
+    });
+    check_outputs(&args)?;
+    if args.adapter.is_some() {
+        // So that no process an adapter starts outlives the run (Linux only; where it cannot be
+        // had, the adapter's process group is still killed).
+        let _ = adopt_orphans();
+    }
+    let adapter_options = args.adapter.as_ref().map(|command| {
+        let mut options = AdapterOptions::new(command.clone());
+        options.timeout = args.timeout;
+        options
+    });
+    let first: Box<dyn Implementation + Send> = match &adapter_options {
+        Some(options) => Box::new(ProcessAdapter::start(options.clone())?),
+        None => Box::new(BuiltinReference::new(args.mutant.clone())),
+    };
+    let ready = first.ready().clone();
+    let plan = Plan::new(&ready, &selected, &options)?;
+    let wanted = jobs.min(plan.runnable()).max(1);
+    let mut workers = vec![first];
+    match &adapter_options {
+        Some(options) => workers.extend(start_adapters(options, wanted - 1, &ready)?),
+        None => {
+            for _ in 1..wanted {
+                workers.push(Box::new(BuiltinReference::new(args.mutant.clone())));
+            }
+        }
+    }
+
+    // Ctrl-C is ours from here on: before the first line, so whoever sees it can interrupt.
+    let control = RunControl::new();
+    let interrupter = control.interrupter();
+    on_ctrl_c(interrupter.clone())?;
+    let mut live = Live::new(plan.runnable(), args.color);
+    if !args.json_stdout {
+        live.write(&header(&ready, &args, &plan))?;
+    }
+    let mut keeper = TraceKeeper::new(&args, started_at);
+    let strict = args.strict;
+    let outcome = plan.run_parallel(workers, control, |event| -> Result<()> {
+        match event {
+            RunEvent::Finished { index, result } => {
+                let comparison = baseline.as_ref().map(|b| b.compare(result, strict));
+                let verdict = verdict(result, strict, comparison.as_ref());
+                keeper.keep(result)?;
+                let line = (!args.json_stdout)
+                    .then(|| report::scenario_line(result, strict, comparison.as_ref()));
+                let ran = !(result.status == Status::Skipped && result.duration.is_zero());
+                live.finished(index, line, ran, verdict.fails_the_run())?;
+            }
+            RunEvent::Interrupted { running } => live.notice(&format!(
+                "tep: interrupted: no new scenario starts; waiting for {running} running \
+                 scenario(s) (Ctrl-C again to abandon them)"
+            )),
+        }
+        Ok(())
+    });
+    let abandoned = interrupter.abandoned();
+    if abandoned {
+        live.notice("tep: abandoning the running scenarios and stopping their adapters");
+        kill_children();
+    }
+    let mut run = outcome?;
+    live.flush_waiting()?;
+    let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
+    let ctx = RunContext {
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        rerun: rerun_prefix(&args),
+        traces: keeper.kept,
+        run_dir: keeper.created.then_some(keeper.dir),
+    };
+    let corpus_hash = suite::corpus_hash();
+    // Files first: they are written even when stdout is gone.
+    if let Some(path) = &args.junit {
+        let xml = report::junit(&run, outcome.as_ref(), &ctx, &corpus_hash);
+        write_file(path, &xml)?;
+    }
+    let json = report::json(&run, outcome.as_ref(), &ctx, &corpus_hash);
+    let json_text = serde_json::to_string_pretty(&json)? + "\n";
+    if let Some(path) = &args.json {
+        write_file(path, &json_text)?;
+    }
+    if let Some(path) = &args.write_baseline {
+        if run.interrupted {
+            live.notice(&format!(
+                "tep: not writing {}: the run was interrupted",
+                path.display()
+            ));
+        } else {
+            let file = baseline::write(&run, baseline.as_ref());
+            let text = serde_json::to_string_pretty(&file)? + "\n";
+            write_file(path, &text)?;
+            live.notice(&format!(
+                "tep: wrote {} baseline entr{} to {} (use it with --baseline {})",
+                file.expected_failures.len(),
+                if file.expected_failures.len() == 1 {
+                    "y"
+                } else {
+                    "ies"
+                },
+                path.display(),
+                path.display()
+            ));
+        }
+    }
+    live.finish();
+    if args.json_stdout {
+        live.write(&json_text)?;
+    } else {
+        live.write(&report::closing(&run, outcome.as_ref(), &ctx))?;
+    }
+    Ok(report::exit_code(&run, outcome.as_ref()))
+}
+
+/// Every output is tried before the first adapter starts, not found unwritable after the run.
+fn check_outputs(args: &RunArgs) -> Result<()> {
+    for (path, what) in [
+        (&args.junit, "JUnit report"),
+        (&args.json, "JSON report"),
+        (&args.write_baseline, "baseline"),
+    ] {
+        if let Some(path) = path {
+            check_writable(path, what)?;
+        }
+    }
+    if let Some(dir) = &args.traces {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the traces directory {}", dir.display()))?;
+        check_writable(
+            &dir.join(format!(".tep-probe-{}", std::process::id())),
+            "traces",
+        )?;
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The first line: who is tested, against what.
+fn header(ready: &Ready, args: &RunArgs, plan: &Plan) -> String {
+    let implementation = &ready.implementation;
+    let mut who = implementation.name.clone();
+    if let Some(version) = implementation
+        .version
+        .as_ref()
+        .filter(|v| !implementation.name.contains(v.as_str()))
+    {
+        who.push(' ');
+        who.push_str(version);
+    }
+    if let Some(language) = &implementation.language {
+        who.push_str(&format!(" ({language})"));
+    }
+    let hash = suite::corpus_hash();
+    let short = hash.get(..19).unwrap_or(&hash);
+    format!(
+        "tep {} (corpus {short}): {who} against {}, observation level {}, {} scenario(s) selected, {} to run\n\n",
+        suite::VERSION,
+        args.spec,
+        args.observed.unwrap_or(ready.level()),
+        plan.len(),
+        plan.runnable(),
+    )
+}
+
+/// Starts `n` more adapter processes at once, each with its own handshake, which must agree
+/// with the first one's.
+fn start_adapters(
+    options: &AdapterOptions,
+    n: usize,
+    first: &Ready,
+) -> Result<Vec<Box<dyn Implementation + Send>>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|_| scope.spawn(|| ProcessAdapter::start(options.clone())))
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, handle)| {
+                let adapter = handle
+                    .join()
+                    .map_err(|_| anyhow!("starting adapter process {} panicked", i + 2))??;
+                if adapter.ready() != first {
+                    bail!(
+                        "adapter process {} answered the handshake differently from the first \
+                         (--jobs starts one process per job; they must agree): {:?} vs {:?}",
+                        i + 2,
+                        adapter.ready(),
+                        first
+                    );
+                }
+                Ok(Box::new(adapter) as Box<dyn Implementation + Send>)
+            })
+            .collect()
+    })
+}
+
+/// The command line that reruns one scenario the way this run ran it.
+fn rerun_prefix(args: &RunArgs) -> Vec<String> {
+    let program = std::env::args_os()
+        .next()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tep".to_owned());
+    let mut words = vec![program, "run".to_owned()];
+    if let Some(adapter) = &args.adapter {
+        words.extend(["--adapter".to_owned(), adapter.clone()]);
+    }
+    if args.spec != Revision::Rev2 {
+        words.extend(["--spec".to_owned(), args.spec.to_string()]);
+    }
+    for mutant in &args.mutant {
+        words.extend(["--mutant".to_owned(), mutant.name().to_owned()]);
+    }
+    if let Some(level) = args.observed {
+        words.extend(["--observed".to_owned(), level.to_string()]);
+    }
+    if args.strict {
+        words.push("--strict".to_owned());
+    }
+    if args.timeout != DEFAULT_TIMEOUT {
+        words.extend([
+            "--timeout".to_owned(),
+            args.timeout.as_secs_f64().to_string(),
+        ]);
+    }
+    words
+}
+
+/// Writes traces: every one into `--traces DIR`, or else the failing ones into the run
+/// directory (created on the first). Passing scenarios' traces are dropped from memory.
+struct TraceKeeper {
+    dir: PathBuf,
+    /// Keep every trace (`--traces`), not only the failing ones.
+    all: bool,
+    created: bool,
+    kept: BTreeMap<String, PathBuf>,
+}
+
+impl TraceKeeper {
+    fn new(args: &RunArgs, started_at: chrono::DateTime<chrono::Utc>) -> Self {
+        let (dir, all) = match (&args.traces, &args.run_dir) {
+            (Some(traces), _) => (traces.clone(), true),
+            (None, Some(run_dir)) => (run_dir.clone(), false),
+            (None, None) => (
+                Path::new("target")
+                    .join("tep-runs")
+                    .join(started_at.format("%Y%m%dT%H%M%SZ").to_string()),
+                false,
+            ),
+        };
+        TraceKeeper {
+            dir,
+            all,
+            created: false,
+            kept: BTreeMap::new(),
+        }
+    }
+
+    fn keep(&mut self, result: &mut ScenarioResult) -> Result<()> {
+        let failing = !matches!(result.status, Status::Passed | Status::Skipped);
+        let Some(records) = &result.trace else {
+            return Ok(());
+        };
+        if self.all || failing {
+            if !self.created {
+                std::fs::create_dir_all(&self.dir)
+                    .with_context(|| format!("cannot create {}", self.dir.display()))?;
+                self.created = true;
+            }
+            let path = self.dir.join(format!("{}.jsonl", result.id));
+            std::fs::write(&path, to_jsonl(records))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            self.kept.insert(result.id.clone(), path);
+        }
+        if !failing {
+            result.trace = None;
+        }
+        Ok(())
+    }
+}
+
+/// Routes Ctrl-C (SIGINT) to the run: the first stops it, the second abandons what is running.
+fn on_ctrl_c(interrupter: Interrupter) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the Ctrl-C handler")?;
+    // Registered here, before any scenario starts, so no Ctrl-C falls between the two.
+    #[cfg(unix)]
+    let mut signal = {
+        let _entered = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .context("cannot handle Ctrl-C")?
+    };
+    std::thread::Builder::new()
+        .name("ctrl-c".to_owned())
+        .spawn(move || {
+            runtime.block_on(async move {
+                loop {
+                    #[cfg(unix)]
+                    let pressed = signal.recv().await.is_some();
+                    #[cfg(not(unix))]
+                    let pressed = tokio::signal::ctrl_c().await.is_ok();
+                    if !pressed || interrupter.interrupt() {
+                        break;
+                    }
+                }
+            });
+        })
+        .context("cannot start the Ctrl-C handler")?;
+    Ok(())
+}
+
+/// Kills the adapters still running after the run was abandoned: each is our child and leads
+/// its own process group (the adapter module starts them so), which takes its children along.
+/// Best effort, Linux only (it reads /proc); elsewhere they see their stdin close and exit.
+fn kill_children() {
+    #[cfg(target_os = "linux")]
+    {
+        let me = std::process::id();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if ppid != Some(me) {
+                continue;
+            }
+            let Some(pid) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            else {
+                continue;
+            };
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}

@@ -1,0 +1,1092 @@
+//! `tep run` as its users meet it: parallel runs that report the same bytes, selection, reports
+//! that agree with the exit code (JUnit validated against junit-10.xsd, JSON against the
+//! generated schema), failures a user can act on, colour, the progress bar, Ctrl-C, and the CI
+//! template's commands.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+const TEP: &str = env!("CARGO_BIN_EXE_tep");
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tep-run-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `tep` in `cwd`, without the variables that change its output.
+fn tep_in(cwd: &Path, args: &[&str]) -> Output {
+    command(cwd, args).output().unwrap()
+}
+
+fn command(cwd: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(TEP);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("CI")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR")
+        .env_remove("CLICOLOR_FORCE");
+    command
+}
+
+fn tep(args: &[&str]) -> Output {
+    static CWD: OnceLock<PathBuf> = OnceLock::new();
+    tep_in(CWD.get_or_init(|| temp_dir("cwd")), args)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// One word for `sh`.
+fn quote(word: &str) -> String {
+    shlex::try_quote(word).unwrap().into_owned()
+}
+
+/// An adapter command running `script` in `sh -c`.
+fn sh(script: &str) -> String {
+    format!("sh -c {}", quote(script))
+}
+
+/// The reference adapter behind a proxy that holds each request back `delay` seconds (and
+/// ends with `stop`, as an adapter must).
+fn slow_reference(delay: &str, pid_file: &Path) -> String {
+    sh(&format!(
+        "echo $$ > {}; while IFS= read -r l; do sleep {delay}; printf '%s\\n' \"$l\"; case \"$l\" in '{{\"cmd\":\"stop\"}}') exit;; esac; done | {} reference-adapter",
+        quote(pid_file.to_str().unwrap()),
+        quote(TEP)
+    ))
+}
+
+fn ids(report: &Value) -> Vec<String> {
+    report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A JSON report without what differs between two runs of the same thing: times.
+fn without_times(mut report: Value) -> Value {
+    let object = report.as_object_mut().unwrap();
+    object.remove("startedAt");
+    object.remove("durationSeconds");
+    for row in report["scenarios"].as_array_mut().unwrap() {
+        row.as_object_mut().unwrap().remove("durationSeconds");
+    }
+    report
+}
+
+/// A text report without its `[  0.003s]` durations.
+fn text_without_times(text: &str) -> String {
+    text.lines()
+        .map(|line| match (line.find('['), line.find("s]")) {
+            (Some(a), Some(b)) if a < b && line[a + 1..b].trim().parse::<f64>().is_ok() => {
+                format!("{}{}", &line[..a], &line[b + 2..])
+            }
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Validates a JUnit file against the Jenkins xUnit plugin's junit-10.xsd with `xmllint`
+/// (Debian: libxml2-utils), and returns (tests, failures, errors, skipped).
+fn junit(path: &Path) -> (usize, usize, usize, usize) {
+    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit-10.xsd");
+    match Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&xsd)
+        .arg(path)
+        .output()
+    {
+        Ok(o) => assert!(
+            o.status.success(),
+            "{} does not validate against junit-10.xsd:\n{}",
+            path.display(),
+            stderr(&o)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "xmllint is missing: apt-get install libxml2-utils"
+            );
+            eprintln!(
+                "NOTE: JUnit not validated against its XSD: xmllint is missing (libxml2-utils)"
+            );
+        }
+        Err(e) => panic!("xmllint: {e}"),
+    }
+    let xml = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .unwrap();
+    let attr = |name: &str| suite.attribute(name).unwrap().parse::<usize>().unwrap();
+    let cases: Vec<_> = suite
+        .children()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    let with = |tag: &str| {
+        cases
+            .iter()
+            .filter(|c| c.children().any(|n| n.has_tag_name(tag)))
+            .count()
+    };
+    assert_eq!(attr("tests"), cases.len());
+    assert_eq!(attr("failures"), with("failure"));
+    assert_eq!(attr("errors"), with("error"));
+    assert_eq!(attr("skipped"), with("skipped"));
+    (
+        cases.len(),
+        attr("failures"),
+        attr("errors"),
+        attr("skipped"),
+    )
+}
+
+/// The `<testcase>` called `name`: (its outcome element, that element's message).
+fn junit_case(path: &Path, name: &str) -> Option<(String, String)> {
+    let xml = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(name))?;
+    let outcome = case.children().find(|n| {
+        ["failure", "error", "skipped"]
+            .iter()
+            .any(|t| n.has_tag_name(*t))
+    });
+    Some(match outcome {
+        Some(n) => (
+            n.tag_name().name().to_owned(),
+            n.attribute("message").unwrap_or_default().to_owned(),
+        ),
+        None => ("passed".to_owned(), String::new()),
+    })
+}
+
+/// Validates a JSON report against the generated, committed schema.
+/// How many scenarios the corpus holds.
+fn corpus_len() -> usize {
+    tep_conformance::scenario::corpus().unwrap().len()
+}
+
+/// How many scenarios `--scenario 'pre-*'` selects.
+fn pre_scenarios() -> usize {
+    tep_conformance::scenario::corpus()
+        .unwrap()
+        .iter()
+        .filter(|s| s.id.starts_with("pre-"))
+        .count()
+}
+
+fn valid(report: &Value) -> &Value {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schemas/run-report.schema.json");
+        jsonschema::validator_for(&read_json(&path)).unwrap()
+    });
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    report
+}
+
+// ---------------------------------------------------------------------------------------------
+// parallel runs
+
+#[test]
+fn reports_are_the_same_for_any_number_of_jobs() {
+    let dir = temp_dir("jobs");
+    let run_dir = dir.join("traces");
+    let run = |jobs: &str, format: &str| {
+        tep(&[
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--jobs",
+            jobs,
+            "--format",
+            format,
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+        ])
+    };
+    let one = run("1", "json");
+    let four = run("4", "json");
+    assert_eq!(code(&one), 1);
+    assert_eq!(code(&four), 1);
+    assert_eq!(without_times(json(&one)), without_times(json(&four)));
+    valid(&json(&four));
+    // Not on a terminal, the text streams in corpus order too.
+    let one = run("1", "text");
+    let four = run("4", "text");
+    assert_eq!(
+        text_without_times(&stdout(&one)),
+        text_without_times(&stdout(&four))
+    );
+}
+
+#[test]
+fn an_adapter_runs_as_one_process_per_job_with_the_same_report() {
+    let dir = temp_dir("adapter-jobs");
+    let run = |jobs: &str| {
+        let pids = dir.join(format!("pids-{jobs}"));
+        let adapter = sh(&format!(
+            "echo $$ >> {}; exec {} reference-adapter",
+            quote(pids.to_str().unwrap()),
+            quote(TEP)
+        ));
+        let o = tep(&[
+            "run",
+            "--adapter",
+            &adapter,
+            "--jobs",
+            jobs,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let started: BTreeSet<String> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        (without_times(json(&o)), started.len())
+    };
+    let (one, processes) = run("1");
+    assert_eq!(processes, 1);
+    let (three, processes) = run("3");
+    assert_eq!(processes, 3, "one adapter process per job");
+    assert_eq!(one, three);
+}
+
+// ---------------------------------------------------------------------------------------------
+// selection
+
+#[test]
+fn scenarios_are_selected_by_glob_invariant_capability_and_exclusion() {
+    let listed = |args: &[&str]| -> Vec<Value> {
+        let o = tep(&[&["scenarios", "list", "--format", "json"], args].concat());
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        json(&o).as_array().unwrap().clone()
+    };
+    let id_list = |rows: &[Value]| -> Vec<String> {
+        rows.iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = listed(&[]);
+    assert_eq!(all.len(), tep_conformance::scenario::corpus_files().len());
+
+    let run = |args: &[&str]| {
+        let o = tep(&[&["run", "--format", "json"], args].concat());
+        assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+        ids(&json(&o))
+    };
+    let picked = run(&[
+        "--scenario",
+        "pre-*",
+        "--scenario",
+        "allow-runs-body",
+        "--exclude",
+        "pre-throws",
+    ]);
+    let expected: Vec<String> = id_list(&all)
+        .into_iter()
+        .filter(|id| (id.starts_with("pre-") || id == "allow-runs-body") && id != "pre-throws")
+        .collect();
+    assert!(expected.len() > 2);
+    assert_eq!(picked, expected);
+
+    let by_invariant = listed(&["--invariant", "deny-skips-body"]);
+    assert!(!by_invariant.is_empty() && by_invariant.len() < all.len());
+    assert!(by_invariant.iter().all(|r| {
+        r["exercises"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("deny-skips-body"))
+    }));
+    assert_eq!(
+        run(&["--invariant", "deny-skips-body"]),
+        id_list(&by_invariant)
+    );
+
+    let by_capability = listed(&["--capability", "code-mode"]);
+    assert!(!by_capability.is_empty() && by_capability.len() < all.len());
+    assert!(by_capability.iter().all(|r| {
+        r["requires"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("code-mode"))
+    }));
+    assert_eq!(run(&["--capability", "code-mode"]), id_list(&by_capability));
+
+    for (args, message) in [
+        (vec!["--scenario", "zzz*"], "no scenario matches `zzz*`"),
+        (vec!["--invariant", "nope"], "unknown invariant"),
+        (vec!["--capability", "teleport"], "teleport"),
+        (
+            vec!["--scenario", "allow-*", "--exclude", "*"],
+            "the selection is empty",
+        ),
+        (vec!["--jobs", "0"], "0"),
+    ] {
+        let o = tep(&[&["run"], args.as_slice()].concat());
+        assert_eq!(code(&o), 2, "{args:?}");
+        assert!(stderr(&o).contains(message), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn invariants_list_as_json() {
+    let o = tep(&["invariants", "list", "--format", "json"]);
+    assert_eq!(code(&o), 0);
+    let rows = json(&o);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), tep_conformance::invariants::CATALOG.len());
+    let deny = rows.iter().find(|r| r["id"] == "deny-skips-body").unwrap();
+    assert_eq!(deny["level"], "MUST");
+    assert_eq!(deny["doc"], "docs/invariants.md#deny-skips-body");
+    assert!(deny["statement"].as_str().unwrap().len() > 20);
+    assert!(deny["sources"].as_array().is_some_and(|s| !s.is_empty()));
+    let rev1 = json(&tep(&[
+        "invariants",
+        "list",
+        "--spec",
+        "rev1",
+        "--format",
+        "json",
+    ]));
+    assert!(rev1.as_array().unwrap().len() < rows.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// reports and the exit code
+
+#[test]
+fn the_json_report_follows_its_schema_and_names_the_suite_and_the_implementation() {
+    let dir = temp_dir("json-report");
+    let file = dir.join("report.json");
+    let o = tep(&["run", "--json", file.to_str().unwrap()]);
+    assert_eq!(code(&o), 0);
+    let report = read_json(&file);
+    valid(&report);
+    let version = stdout(&tep(&["--version"]));
+    let hash = report["corpusHash"].as_str().unwrap();
+    assert!(hash.starts_with("sha256:"), "{hash}");
+    assert!(
+        version.starts_with(&format!(
+            "tep {} (corpus {hash}, ",
+            report["version"].as_str().unwrap()
+        )),
+        "{version}"
+    );
+    let implementation = &report["implementation"];
+    assert!(
+        implementation["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("tep-reference")
+    );
+    assert_eq!(implementation["language"], "Rust");
+    assert_eq!(implementation["observation"], "full");
+    assert_eq!(implementation["protocol"], 2);
+    assert_eq!(implementation["capabilities"].as_array().unwrap().len(), 6);
+    assert_eq!(report["exitCode"], 0);
+    assert_eq!(report["conformant"], true);
+    assert!(report["durationSeconds"].as_f64().unwrap() >= 0.0);
+    assert!(
+        report["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["durationSeconds"].is_f64())
+    );
+    let statuses: BTreeSet<&str> = report["invariants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["status"].as_str().unwrap())
+        .collect();
+    assert!(statuses.contains("checked") && statuses.contains("not-applicable"));
+    assert_eq!(report["coverage"]["codeModeEdges"]["ratio"], 1.0);
+
+    // The schema has teeth: an unknown field or a wrong type is refused.
+    let validator = jsonschema::validator_for(&read_json(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schemas/run-report.schema.json"),
+    ))
+    .unwrap();
+    let mut extra = report.clone();
+    extra["passed"] = Value::from(53);
+    assert!(!validator.is_valid(&extra));
+    let mut wrong = report.clone();
+    wrong["summary"]["failed"] = Value::from("none");
+    assert!(!validator.is_valid(&wrong));
+}
+
+#[test]
+fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
+    let dir = temp_dir("lifecycle");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let mutant = ["--mutant", "run-body-after-deny"];
+
+    // 1. Failures, no baseline: exit 1, one <failure> per failing scenario.
+    let o = tep(&[
+        &["run"][..],
+        &mutant,
+        &["--junit", &path("1.xml"), "--json", &path("1.json")],
+        &["--write-baseline", &path("baseline.json")],
+    ]
+    .concat());
+    assert_eq!(code(&o), 1);
+    let report = read_json(&dir.join("1.json"));
+    let failed = report["summary"]["failed"].as_u64().unwrap() as usize;
+    assert!(failed > 0);
+    assert_eq!(junit(&dir.join("1.xml")), (corpus_len(), failed, 0, 1));
+    assert!(stderr(&o).contains("baseline entries to"), "{}", stderr(&o));
+
+    // 2. The written baseline expects exactly those failures: exit 0, and they are skipped
+    //    with the baseline's reason, not failures.
+    let o = tep(&[
+        &["run"][..],
+        &mutant,
+        &["--baseline", &path("baseline.json")],
+        &["--junit", &path("2.xml"), "--json", &path("2.json")],
+    ]
+    .concat());
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert_eq!(junit(&dir.join("2.xml")), (corpus_len(), 0, 0, failed + 1));
+    let (outcome, message) = junit_case(&dir.join("2.xml"), "pre-deny-skips-body").unwrap();
+    assert_eq!(outcome, "skipped");
+    assert!(
+        message.starts_with("expected failure (baseline): line 7 (around, call c1)"),
+        "{message}"
+    );
+    let report = valid(&read_json(&dir.join("2.json"))).clone();
+    assert_eq!(report["summary"]["expectedFailures"], failed);
+    assert_eq!(report["summary"]["failed"], 0);
+    assert_eq!(report["conformant"], true);
+    assert!(stdout(&o).contains("XFAIL"));
+
+    // 3. The same baseline against the fixed reference: every entry is stale, exit 1, and
+    //    each stale scenario is a <failure>.
+    let o = tep(&[
+        "run",
+        "--baseline",
+        &path("baseline.json"),
+        "--junit",
+        &path("3.xml"),
+        "--json",
+        &path("3.json"),
+    ]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(junit(&dir.join("3.xml")), (corpus_len(), failed, 0, 1));
+    let (outcome, message) = junit_case(&dir.join("3.xml"), "pre-deny-skips-body").unwrap();
+    assert_eq!(outcome, "failure");
+    assert!(
+        message.contains("no longer breaks deny-skips-body"),
+        "{message}"
+    );
+    let report = valid(&read_json(&dir.join("3.json"))).clone();
+    assert_eq!(report["summary"]["stale"], failed);
+    assert!(
+        stdout(&o).trim_end().ends_with(&format!(
+            "{} passed, 0 failed, 1 skipped, {failed} stale",
+            corpus_len() - 1 - failed
+        )),
+        "one unit, scenarios: {}",
+        stdout(&o)
+    );
+
+    // 4. An entry for a scenario the corpus no longer has is stale: exit 1, one clear line,
+    //    and a failing test case of its own.
+    let mut file = read_json(&dir.join("baseline.json"));
+    file["expectedFailures"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"id": "retired-scenario", "reason": "was flaky"}));
+    file["expectedFailures"][0]["reason"] = Value::from("tracked in #7");
+    let kept_id = file["expectedFailures"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(dir.join("old.json"), file.to_string()).unwrap();
+    let o = tep(&[
+        &["run"][..],
+        &mutant,
+        &["--baseline", &path("old.json"), "--junit", &path("4.xml")],
+        &["--write-baseline", &path("new.json")],
+    ]
+    .concat());
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("retired-scenario"))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "  stale entry retired-scenario: the corpus has no scenario retired-scenario (any more); remove it"
+        ],
+        "{out}"
+    );
+    assert_eq!(
+        junit(&dir.join("4.xml")),
+        (corpus_len() + 1, 1, 0, failed + 1)
+    );
+    assert_eq!(
+        junit_case(&dir.join("4.xml"), "retired-scenario")
+            .unwrap()
+            .0,
+        "failure"
+    );
+    // Rewriting keeps the reasons of the entries that still apply and drops the stale one.
+    let new = read_json(&dir.join("new.json"));
+    let entries = new["expectedFailures"].as_array().unwrap();
+    assert!(entries.iter().all(|e| e["id"] != "retired-scenario"));
+    let kept = entries
+        .iter()
+        .find(|e| e["id"] == kept_id.as_str())
+        .unwrap();
+    assert_eq!(kept["reason"], "tracked in #7");
+    assert_eq!(
+        entries.len(),
+        file["expectedFailures"].as_array().unwrap().len() - 1
+    );
+}
+
+#[test]
+fn a_run_that_tests_nothing_fails_in_every_report() {
+    let dir = temp_dir("empty");
+    let skipper = sh(
+        r#"read l; echo '{"ready":true,"protocol":2,"implementation":{"name":"skeleton"},"specs":["rev2"]}'; while read l; do seq=$(printf '%s' "$l" | sed 's/.*"seq":\([0-9]*\).*/\1/'); echo "{\"seq\":$seq,\"skipped\":{\"reason\":\"not wired yet\"}}"; done"#,
+    );
+    let o = tep(&[
+        "run",
+        "--adapter",
+        &skipper,
+        "--junit",
+        dir.join("r.xml").to_str().unwrap(),
+        "--json",
+        dir.join("r.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("nothing was tested"));
+    let report = valid(&read_json(&dir.join("r.json"))).clone();
+    assert_eq!(report["tested"], false);
+    assert_eq!(report["exitCode"], 1);
+    let (tests, failures, errors, _) = junit(&dir.join("r.xml"));
+    // Every scenario, and the run's own "nothing was tested" case.
+    assert_eq!((tests, failures, errors), (corpus_len() + 1, 1, 0));
+    assert_eq!(
+        junit_case(&dir.join("r.xml"), "nothing-was-tested")
+            .unwrap()
+            .0,
+        "failure"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// failures a user can act on
+
+#[test]
+fn failures_are_grouped_quoted_kept_and_rerunnable() {
+    let cwd = temp_dir("failures");
+    let adapter = sh(&format!(
+        "exec {} reference-adapter --mutant run-body-after-deny",
+        quote(TEP)
+    ));
+    let o = tep_in(&cwd, &["run", "--adapter", &adapter]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    // One root cause, one group: the scenarios' expected-outcome violations follow from the
+    // same fault and do not make a group of their own.
+    let groups: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.ends_with("scenario(s)") && l.contains(" ["))
+        .collect();
+    let failing = out.lines().filter(|l| l.starts_with(" FAIL ")).count();
+    assert!(failing > 1, "{out}");
+    assert_eq!(
+        groups,
+        vec![format!("  deny-skips-body [MUST]: {failing} scenario(s)")],
+        "{out}"
+    );
+    assert!(
+        out.contains("docs/invariants.md#deny-skips-body (doc: \u{201c}tool body skipped\u{201d}")
+    );
+    assert!(
+        out.contains(&format!("failed scenarios ({failing}):\n")),
+        "{out}"
+    );
+
+    // The traces of the failing scenarios are kept, where the summary says.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("traces of the failing scenarios: "))
+        .unwrap();
+    let dir = line
+        .trim_start_matches("traces of the failing scenarios: ")
+        .trim_end_matches("<scenario>.jsonl");
+    assert!(dir.starts_with("target/tep-runs/"), "{dir}");
+    let kept: BTreeSet<String> = std::fs::read_dir(cwd.join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(kept.len(), failing, "{kept:?}");
+    assert!(kept.contains("approval-comes-before-guards.jsonl"));
+    assert!(
+        !kept.contains("allow-runs-body.jsonl"),
+        "passing traces are not kept"
+    );
+
+    // The witness lines are quoted from that file, with context.
+    let trace =
+        std::fs::read_to_string(cwd.join(dir).join("approval-comes-before-guards.jsonl")).unwrap();
+    let trace: Vec<&str> = trace.lines().collect();
+    assert!(out.contains(
+        "approval-comes-before-guards: line 11 (around, call c1) after line 9 denied the call"
+    ));
+    assert!(
+        out.contains(&format!("> 11 \u{2502} {}", trace[10])),
+        "{out}"
+    );
+    // Long lines are cut.
+    assert!(trace[8].len() > 160);
+    assert!(
+        out.contains(&format!(">  9 \u{2502} {}\u{2026}", &trace[8][..160])),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("  10 \u{2502} {}", trace[9])),
+        "{out}"
+    );
+
+    // The rerun command, pasted into a shell, runs that scenario alone the same way.
+    let rerun = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("rerun: "))
+        .unwrap();
+    assert!(
+        rerun.ends_with("--scenario approval-comes-before-guards"),
+        "{rerun}"
+    );
+    let again = Command::new("sh")
+        .args(["-c", rerun])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    assert_eq!(code(&again), 1, "{}", stderr(&again));
+    assert!(
+        stdout(&again)
+            .trim_end()
+            .ends_with("0 passed, 1 failed, 0 skipped"),
+        "{}",
+        stdout(&again)
+    );
+    assert!(stdout(&again).contains("approval-comes-before-guards: line 11"));
+
+    // A passing run keeps nothing.
+    let clean = temp_dir("clean");
+    assert_eq!(code(&tep_in(&clean, &["run"])), 0);
+    assert!(!clean.join("target").exists());
+}
+
+#[test]
+fn errored_scenarios_are_grouped_by_cause() {
+    let crashing = sh(
+        r#"read l; echo '{"ready":true,"protocol":2,"implementation":{"name":"crashy"}}'; read l; echo "segfault in handler" >&2; exit 3"#,
+    );
+    let o = tep(&[
+        "run",
+        "--adapter",
+        &crashing,
+        "--scenario",
+        "pre-*",
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!(
+            "\n  the adapter closed stdout (exited?) before sending an answer: {} scenario(s)\n",
+            pre_scenarios()
+        )),
+        "{out}"
+    );
+    assert_eq!(out.matches("rerun: ").count(), 1, "{out}");
+    assert_eq!(out.matches("| segfault in handler").count(), 1, "{out}");
+    assert!(
+        !out.contains("not taken:"),
+        "no edge list when nothing was judged"
+    );
+    assert!(out.contains("nothing was tested"));
+}
+
+#[test]
+fn messages_carry_no_debug_text() {
+    use tep_conformance::runner::{BuiltinReference, RunOptions, run_suite};
+    use tep_reference::mutant::Mutant;
+    let corpus = tep_conformance::scenario::corpus().unwrap();
+    for &mutant in Mutant::ALL {
+        let mut reference = BuiltinReference::new(vec![mutant]);
+        let report = run_suite(&mut reference, &corpus, &RunOptions::default()).unwrap();
+        for s in &report.scenarios {
+            for v in &s.violations {
+                for debug in ["CallId(", "Some(", "None", "[("] {
+                    assert!(
+                        !v.message.contains(debug),
+                        "{mutant} {}: {}",
+                        s.id,
+                        v.message
+                    );
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the terminal
+
+#[test]
+fn colour_follows_the_flag_then_no_color() {
+    let cwd = temp_dir("colour");
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = command(
+            &cwd,
+            &[&["run", "--scenario", "allow-runs-body"], args].concat(),
+        );
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(code(&o), 0);
+        stdout(&o).contains('\u{1b}')
+    };
+    assert!(!run(&[], &[]), "not a terminal: no colour");
+    assert!(run(&["--color", "always"], &[]));
+    assert!(
+        run(&["--color", "always"], &[("NO_COLOR", "1")]),
+        "the flag wins"
+    );
+    assert!(run(&[], &[("CLICOLOR_FORCE", "1")]));
+    assert!(!run(&[], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]));
+    assert!(!run(&["--color", "never"], &[("CLICOLOR_FORCE", "1")]));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_progress_bar_is_drawn_on_a_terminal_only() {
+    let dir = temp_dir("bar");
+    let o = tep(&["run", "--scenario", "pre-*"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(stderr(&o), "", "no bar when stderr is not a terminal");
+    // `script` gives tep a terminal for stderr; stdout goes to a file.
+    let adapter = slow_reference("0.1", &dir.join("pid"));
+    let report = dir.join("out.txt");
+    let line = format!(
+        "{} run --jobs 1 --adapter {} --scenario 'pre-*' > {}",
+        quote(TEP),
+        quote(&adapter),
+        quote(report.to_str().unwrap())
+    );
+    let o = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let terminal = stdout(&o);
+    let pre = pre_scenarios();
+    assert!(
+        terminal.contains(&format!("{pre}/{pre} scenarios")),
+        "{terminal:?}"
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        !text.contains(&format!("/{pre} scenarios")),
+        "the bar stays off stdout"
+    );
+    assert!(
+        text.trim_end()
+            .ends_with(&format!("{pre} passed, 0 failed, 0 skipped")),
+        "{text}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ctrl-C
+
+#[cfg(target_os = "linux")]
+fn alive(pid: &str) -> bool {
+    // Gone, or a zombie nobody reaped yet: either way it no longer runs.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+            !state.is_some_and(|s| s.starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(target_os = "linux")]
+fn interrupt(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_finishes_the_running_scenarios_and_writes_every_report() {
+    let dir = temp_dir("sigint");
+    let pid_file = dir.join("adapter.pid");
+    let mut child = command(
+        &dir,
+        &[
+            "run",
+            "--jobs",
+            "1",
+            "--adapter",
+            &slow_reference("0.2", &pid_file),
+            "--json",
+            "r.json",
+            "--junit",
+            "r.xml",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    // The first scenario's line: the run is under way.
+    while !seen.contains(" allow-runs-body") {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "{seen}");
+        seen.push_str(&line);
+    }
+    interrupt(child.id());
+    out.read_to_string(&mut seen).unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}{err}");
+    assert!(err.contains("interrupted: no new scenario starts"), "{err}");
+    assert!(seen.contains("interrupted: "), "{seen}");
+
+    let report = valid(&read_json(&dir.join("r.json"))).clone();
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["exitCode"], 130);
+    assert_eq!(report["conformant"], false);
+    let ran = report["scenarios"].as_array().unwrap().len();
+    let not_run = report["notRun"].as_array().unwrap().len();
+    assert!(ran >= 1 && not_run >= 1, "{ran} ran, {not_run} not run");
+    assert_eq!(ran + not_run, corpus_len());
+    assert!(
+        report["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["status"] == "passed" || s["status"] == "skipped"),
+        "the running scenario finished rather than erroring"
+    );
+    let (tests, failures, errors, _) = junit(&dir.join("r.xml"));
+    assert_eq!((tests, failures, errors), (ran + 1, 0, 1));
+    assert_eq!(
+        junit_case(&dir.join("r.xml"), "interrupted").unwrap().0,
+        "error"
+    );
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(!alive(pid.trim()), "the adapter was stopped");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_second_ctrl_c_abandons_a_hung_adapter_and_kills_it() {
+    let dir = temp_dir("sigint-twice");
+    let pid_file = dir.join("adapter.pid");
+    let hung = sh(&format!(
+        r#"read l; echo '{{"ready":true,"protocol":2,"implementation":{{"name":"hung"}},"specs":["rev2"]}}'; echo $$ > {}; while read l; do sleep 1000; done"#,
+        quote(pid_file.to_str().unwrap())
+    ));
+    let mut child = command(
+        &dir,
+        &[
+            "run",
+            "--adapter",
+            &hung,
+            "--timeout",
+            "600",
+            "--scenario",
+            "allow-runs-body",
+            "--json",
+            "r.json",
+            "--junit",
+            "r.xml",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut header = String::new();
+    out.read_line(&mut header).unwrap();
+    assert!(header.starts_with("tep "), "{header}");
+    interrupt(child.id());
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut notice = String::new();
+    while !notice.contains("Ctrl-C again") {
+        assert!(err.read_line(&mut notice).unwrap() > 0, "{notice}");
+    }
+    interrupt(child.id());
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    let report = valid(&read_json(&dir.join("r.json"))).clone();
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["notRun"], serde_json::json!(["allow-runs-body"]));
+    let (tests, failures, errors, _) = junit(&dir.join("r.xml"));
+    assert_eq!(
+        (tests, failures, errors),
+        (2, 1, 1),
+        "nothing tested, interrupted"
+    );
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(!alive(pid.trim()), "the hung adapter was killed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// the CI template
+
+/// The `run:` scripts of a GitHub Actions workflow, by step name (plain `run: cmd` and
+/// `run: |` blocks, which is all the template uses).
+fn run_steps(workflow: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = workflow.lines().collect();
+    let mut steps = Vec::new();
+    let mut name = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start().trim_start_matches("- ");
+        if let Some(n) = trimmed.strip_prefix("name: ") {
+            name = n.to_owned();
+        }
+        if let Some(script) = trimmed.strip_prefix("run: ") {
+            if script == "|" {
+                let indent = line.len() - line.trim_start().len();
+                let mut block = Vec::new();
+                while i + 1 < lines.len()
+                    && (lines[i + 1].trim().is_empty()
+                        || lines[i + 1].len() - lines[i + 1].trim_start().len() > indent)
+                {
+                    i += 1;
+                    block.push(lines[i].trim());
+                }
+                steps.push((name.clone(), block.join("\n")));
+            } else {
+                steps.push((name.clone(), script.to_owned()));
+            }
+        }
+        i += 1;
+    }
+    steps
+}
+
+#[test]
+fn the_ci_template_runs_against_the_reference() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workflow = std::fs::read_to_string(root.join("docs/ci/conformance.yml")).unwrap();
+    // docs/ci.md shows the template verbatim.
+    let page = std::fs::read_to_string(root.join("docs/ci.md")).unwrap();
+    assert!(
+        page.contains(&format!("```yaml\n{workflow}```")),
+        "docs/ci.md shows another workflow"
+    );
+    let steps = run_steps(&workflow);
+    assert!(
+        steps
+            .iter()
+            .any(|(_, s)| s.contains("cargo install --locked")),
+        "{steps:?}"
+    );
+    let suite: Vec<&(String, String)> = steps
+        .iter()
+        .filter(|(_, s)| s.contains("tep run"))
+        .collect();
+    assert_eq!(suite.len(), 1, "{steps:?}");
+    // Run that step as the workflow would, with the built tep on PATH and the reference as the
+    // adapter.
+    let cwd = temp_dir("ci");
+    let bin = Path::new(TEP).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("sh")
+        .args(["-ec", &suite[0].1])
+        .current_dir(&cwd)
+        .env("PATH", path)
+        .env("TEP_ADAPTER", format!("{} reference-adapter", quote(TEP)))
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).starts_with("tep "), "tep --version runs first");
+    // What the artifact step keeps is there, and valid.
+    let artifact = workflow
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("path: "))
+        .unwrap();
+    let reports = cwd.join(artifact);
+    junit(&reports.join("junit.xml"));
+    valid(&read_json(&reports.join("report.json")));
+}
