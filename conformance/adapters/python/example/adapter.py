@@ -21,9 +21,9 @@ try:
 except ImportError:  # not installed: use the kit next to this example
     sys.path.insert(0, str(HERE.parent))
     import tep_adapter as tep
-from tep_adapter import scenario as sc
+import minipipe as mp  # noqa: E402
 
-import minipipe as mp
+from tep_adapter import scenario as sc  # noqa: E402
 
 
 class Minipipe(tep.Dialect):
@@ -32,8 +32,12 @@ class Minipipe(tep.Dialect):
     def identity(self, call: mp.ToolCall) -> tep.Identity:
         parent = call.parent
         return tep.Identity(
-            str(call.token), call.call_id, call.name, call.arguments,
-            parent_token=str(parent.token) if parent else None, parent=parent.call_id if parent else None,
+            str(call.token),
+            call.call_id,
+            call.name,
+            call.arguments,
+            parent_token=str(parent.token) if parent else None,
+            parent=parent.call_id if parent else None,
         )
 
     def pre_decision(self, action: sc.Allow | sc.Deny | sc.Ask | sc.Rewrite) -> mp.Allow | mp.Deny | mp.Ask:

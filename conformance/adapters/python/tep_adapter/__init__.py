@@ -18,9 +18,24 @@ See README.md next to this package, and docs/adapter-protocol.md for the contrac
 
 from .cancel import CancelSignal, Signal, cancelled_within
 from .dialect import Cancelled, Dialect, ProgramOutput
-from .protocol import PROTOCOL_VERSION, Adapter, Implementation, find_tep, log, run_locally, serve
+from .protocol import (
+    PROTOCOL_VERSION,
+    Adapter,
+    Implementation,
+    find_tep,
+    log,
+    run_locally,
+    serve,
+)
 from .recorder import Recorder
-from .records import ALL_CAPABILITIES, Identity, ResultRecord, jsonable, text_block, texts_of
+from .records import (
+    ALL_CAPABILITIES,
+    Identity,
+    ResultRecord,
+    jsonable,
+    text_block,
+    texts_of,
+)
 from .scenario import Scenario, ScenarioError, compact_json, decode_scenario
 from .scripts import Escaped, Run, ScriptedError, Skip
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from .cancel import Signal
 from .records import Identity, ResultRecord, jsonable
-from .scenario import Accept, Allow, Abstain, Ask, Block, Deny, Json, Rewrite, TodoItem
+from .scenario import Abstain, Accept, Allow, Ask, Block, Deny, Json, Rewrite, TodoItem
 
 
 class Cancelled(Exception):

@@ -107,7 +107,9 @@ class Adapter:
     def run(self, raw: Mapping[str, Json], spec: Spec = "rev2") -> dict[str, Json]:
         """Runs one scenario in a fresh event loop: the body of a `run` answer (no `seq`)."""
         if spec not in self.implementation.specs:
-            return {"skipped": {"reason": f"this adapter implements {', '.join(self.implementation.specs)}, not {spec}"}}
+            return {
+                "skipped": {"reason": f"this adapter implements {', '.join(self.implementation.specs)}, not {spec}"}
+            }
         try:
             scenario = decode_scenario(raw)
         except (ScenarioError, AttributeError, TypeError) as error:
@@ -155,11 +157,10 @@ def _claim_stdout() -> IO[str]:
 
 
 def find_tep(explicit: str | None = None) -> str | None:
-    """A `tep` binary: `explicit`, else $TEP_BIN, else `tep` on PATH."""
-    for candidate in (explicit, os.environ.get("TEP_BIN")):
-        if candidate:
-            return candidate
-    return shutil.which("tep")
+    """A `tep` binary: `explicit` (as given), else $TEP_BIN, else `tep` on PATH, if executable."""
+    if explicit:
+        return explicit
+    return shutil.which(os.environ.get("TEP_BIN") or "tep")
 
 
 def load_scenario(ref: str, tep: str | None) -> dict[str, Json]:

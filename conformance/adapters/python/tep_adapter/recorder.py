@@ -177,7 +177,12 @@ class Recorder:
         source = {"kind": "tool", "callId": call_id}
         if self.spec == "rev1":
             return self.on_event("context/message", {"content": [text_block(text)], "source": source}, call_id)
-        data = {"id": message_id or f"context-{call_id}-{n}", "role": "user", "content": [text_block(text)], "source": source}
+        data = {
+            "id": message_id or f"context-{call_id}-{n}",
+            "role": "user",
+            "content": [text_block(text)],
+            "source": source,
+        }
         return self.on_event("user/message", data, call_id)
 
     def on_approval_asked(self, call: Any, tool_name: str, reason: str | None = None) -> int:
@@ -225,13 +230,21 @@ class Recorder:
             result["exitCode"] = exit_code
         self.on_event("hook/result", result, call)
 
-    def on_code_dispatch_start(self, sub_call: Any, parent: str, name: str, arguments: Json, *, root: str | None = None) -> int:
+    def on_code_dispatch_start(
+        self, sub_call: Any, parent: str, name: str, arguments: Json, *, root: str | None = None
+    ) -> int:
         """A Code Mode sub-call actually starts (rev2 only; a no-op returning 0 in rev1)."""
         sub_id = self.call_id(sub_call)
         self._parents[sub_id] = parent
         if self.spec == "rev1":
             return 0
-        data = {"rootCallId": root or parent, "parentCallId": parent, "subCallId": sub_id, "name": name, "arguments": arguments}
+        data = {
+            "rootCallId": root or parent,
+            "parentCallId": parent,
+            "subCallId": sub_id,
+            "name": name,
+            "arguments": arguments,
+        }
         return self.on_event("tool/code-dispatch-start", data, sub_id)
 
     def on_code_dispatch(
@@ -260,18 +273,14 @@ class Recorder:
                 declared.append(dict(call))
                 continue
             entry: dict[str, Json] = {"callId": call[0], "name": call[1]}
-            if len(call) > 2 and call[2] is not None:  # type: ignore[misc]
-                entry["concurrencySafe"] = call[2]  # type: ignore[misc]
+            if len(call) > 2 and call[2] is not None:
+                entry["concurrencySafe"] = call[2]
             declared.append(entry)
         self._append({"kind": "stage", "node": "model", "calls": declared})
 
     def on_present_call(self, call: Any) -> None:
         """The pending card is shown."""
         self._append(self._stage("presentCall", self.call_id(call)))
-
-    def begin(self, waterfall: Literal["pre", "post"], call: Any) -> None:
-        """A waterfall starts for `call` (the outermost probe calls this): forget who entered."""
-        self._entered[(waterfall, self.call_id(call))] = []
 
     def entered(self, waterfall: Literal["pre", "post"], call: Any, listener_id: str) -> None:
         """A scripted listener was entered: it lands on the waterfall's record."""
@@ -305,7 +314,9 @@ class Recorder:
         noted = self._verdicts.pop(self.call_id(call), [])
         found = [dict(v) for v in verdicts] if verdicts is not None else noted
         self._append(
-            self._stage("guards", call, outcome=outcome, reason=reason, listeners=[v["guard"] for v in found], verdicts=found)
+            self._stage(
+                "guards", call, outcome=outcome, reason=reason, listeners=[v["guard"] for v in found], verdicts=found
+            )
         )
 
     def on_denied(self, call: Any, reason: str) -> None:
@@ -371,7 +382,12 @@ class Recorder:
         entered = self._entered.pop(("post", self.call_id(call)), [])
         self._append(
             self._stage(
-                "post", call, outcome=outcome, reason=reason, listeners=list(listeners or entered), result=self._result(handed)
+                "post",
+                call,
+                outcome=outcome,
+                reason=reason,
+                listeners=list(listeners or entered),
+                result=self._result(handed),
             )
         )
 
@@ -400,7 +416,13 @@ class Recorder:
 
     def on_observer_settled(self, call: Any, observer_id: str, after_ms: int) -> None:
         self._append(
-            {"kind": "mark", "call": self.call_id(call), "mark": "observer-settled", "by": observer_id, "afterMs": after_ms}
+            {
+                "kind": "mark",
+                "call": self.call_id(call),
+                "mark": "observer-settled",
+                "by": observer_id,
+                "afterMs": after_ms,
+            }
         )
 
     def on_binding(self, sub_call: Any, rejection: Mapping[str, Json] | None = None) -> None:

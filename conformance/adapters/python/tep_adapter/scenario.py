@@ -8,8 +8,9 @@ is a throw wherever a script may throw, `Return` ends a body or a program.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Iterator, Literal, Mapping, TypeVar, Union
+from typing import Any, Generic, Literal, TypeVar
 
 Json = Any
 """A decoded JSON value (None, bool, int, float, str, list or dict)."""
@@ -86,11 +87,11 @@ class Block:
     context: str | None = None
 
 
-PreAction = Union[Pass, Allow, Deny, Ask, Rewrite, Throw]
-GuardAction = Union[Abstain, Deny, Allow, Throw]
-PostAction = Union[Pass, AddContext, Accept, Block, Throw]
+PreAction = Pass | Allow | Deny | Ask | Rewrite | Throw
+GuardAction = Abstain | Deny | Allow | Throw
+PostAction = Pass | AddContext | Accept | Block | Throw
 ApprovalOutcome = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
-ApprovalAnswer = Union[ApprovalOutcome, Throw]
+ApprovalAnswer = ApprovalOutcome | Throw
 APPROVAL_OUTCOMES: tuple[ApprovalOutcome, ...] = ("allowed-once", "rejected", "cancelled", "unavailable")
 
 
@@ -112,7 +113,7 @@ class Replace:
     text: str
 
 
-FinalizeAction = Union[Keep, Prefix, Replace, Throw]
+FinalizeAction = Keep | Prefix | Replace | Throw
 
 
 # Wrappers (`tools/execute`, outermost first)
@@ -153,7 +154,7 @@ class ThrowWrapper:
         return not self.calls or call_id in self.calls
 
 
-WrapperSpec = Union[TimeoutWrapper, RetryWrapper, MetricsWrapper, ContextWrapper, ThrowWrapper]
+WrapperSpec = TimeoutWrapper | RetryWrapper | MetricsWrapper | ContextWrapper | ThrowWrapper
 
 
 # Body steps
@@ -237,10 +238,21 @@ class Return:
     value: Json
 
 
-BodyStep = Union[
-    Sleep, Hang, SlowStop, Read, Write, Edit, ExternalWrite, Todo, Hook, DeferContext,
-    FailUntilAttempt, Return, Throw,
-]
+BodyStep = (
+    Sleep
+    | Hang
+    | SlowStop
+    | Read
+    | Write
+    | Edit
+    | ExternalWrite
+    | Todo
+    | Hook
+    | DeferContext
+    | FailUntilAttempt
+    | Return
+    | Throw
+)
 
 
 # Code Mode program steps
@@ -278,7 +290,7 @@ class Log:
     text: str
 
 
-ProgramStep = Union[Call, All, CallRunCode, Log, Return, Throw]
+ProgramStep = Call | All | CallRunCode | Log | Return | Throw
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,9 +542,7 @@ def decode_body_step(raw: Json, where: str = "body") -> BodyStep:
     if tag == "todo" and isinstance(value, list):
         return Todo(tuple(TodoItem(_str(t.get("content"), where), t.get("status")) for t in value))
     if tag == "hook":
-        return Hook(
-            _str(obj.get("point"), where), _str(obj.get("handlerId"), where), _str(obj.get("decision"), where)
-        )
+        return Hook(_str(obj.get("point"), where), _str(obj.get("handlerId"), where), _str(obj.get("decision"), where))
     if tag == "deferContext":
         return DeferContext(_str(value, where))
     if tag == "failUntilAttempt":
@@ -554,9 +564,7 @@ def decode_binding_call(raw: Json, where: str) -> BindingCall:
     on_reject = raw.get("onReject", "continue")
     if on_reject not in ("continue", "fail"):
         raise ScenarioError(f"{where}: onReject must be continue or fail, got {on_reject!r}")
-    return BindingCall(
-        _str(raw.get("tool"), where), raw.get("arguments", {}), _body(raw.get("body"), where), on_reject
-    )
+    return BindingCall(_str(raw.get("tool"), where), raw.get("arguments", {}), _body(raw.get("body"), where), on_reject)
 
 
 def decode_program_step(raw: Json, where: str = "program") -> ProgramStep:
@@ -580,9 +588,7 @@ def _listeners(raw: Json, kind: str, decode: Any, default: A) -> tuple[Listener[
     listeners = []
     for entry in raw or ():
         lid = _str(entry.get("id"), kind)
-        decide = {
-            call: decode(action, f"{kind} {lid} for {call}") for call, action in entry.get("decide", {}).items()
-        }
+        decide = {call: decode(action, f"{kind} {lid} for {call}") for call, action in entry.get("decide", {}).items()}
         listeners.append(Listener(lid, decide, default))
     return tuple(listeners)
 

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .cancel import CancelSignal, cancelled_within
@@ -38,13 +37,10 @@ from .recorder import Recorder, Spec
 from .records import Record, texts_of
 from .scenario import (
     Abstain,
-    Accept,
     AddContext,
     All,
     Allow,
-    Ask,
     BindingCall,
-    Block,
     BodyStep,
     Call,
     CallRunCode,
@@ -62,6 +58,7 @@ from .scenario import (
     Listener,
     Log,
     MetricsWrapper,
+    ObserverSpec,
     Pass,
     PostAction,
     PreAction,
@@ -71,7 +68,6 @@ from .scenario import (
     Replace,
     RetryWrapper,
     Return,
-    Rewrite,
     Scenario,
     Sleep,
     SlowStop,
@@ -171,7 +167,6 @@ class Run:
 
     def pre_probe(self) -> PreListener:
         async def probe(call: Any, next: Next) -> Any:
-            self.rec.begin("pre", call)
             try:
                 decision = await next()
             except Exception as error:
@@ -439,7 +434,6 @@ class Run:
 
     def post_probe(self) -> PostListener:
         async def probe(call: Any, result: Any, next: Next) -> Any:
-            self.rec.begin("post", call)
             try:
                 decision = await next()
             except Exception as error:
@@ -469,7 +463,7 @@ class Run:
 
     def observers(self) -> list[Observer]:
         """The probe (mount first: it records the announced outcome), then the scripted ones."""
-        return [self.result_probe(), *(self.observer(spec.id) for spec in self.scenario.observers)]
+        return [self.result_probe(), *(self.observer(spec) for spec in self.scenario.observers)]
 
     def result_probe(self) -> Observer:
         def probe(call: Any, outcome: Any) -> None:
@@ -477,9 +471,7 @@ class Run:
 
         return probe
 
-    def observer(self, observer_id: str) -> Observer:
-        spec = next(o for o in self.scenario.observers if o.id == observer_id)
-
+    def observer(self, spec: ObserverSpec) -> Observer:
         def observer(call: Any, outcome: Any) -> Awaitable[None]:
             if spec.mutate is not None:
                 try:
@@ -526,7 +518,9 @@ class Run:
                 raise
             return False, rejection
 
-    def _settle(self, sub_id: str, call: BindingCall, outcome: tuple[bool, Any], logs: list[str]) -> ScriptedError | None:
+    def _settle(
+        self, sub_id: str, call: BindingCall, outcome: tuple[bool, Any], logs: list[str]
+    ) -> ScriptedError | None:
         resolved, value = outcome
         if resolved:
             self.rec.on_binding(sub_id)
@@ -549,14 +543,18 @@ class Run:
                 # Every binding of a group settles before the program reacts to a rejection.
                 failures = [
                     self._settle(f"{call_id}:code:{first + k}", c, outcome, logs)
-                    for k, (c, outcome) in enumerate(zip(group, outcomes))
+                    for k, (c, outcome) in enumerate(zip(group, outcomes, strict=True))
                 ]
                 failure = next((f for f in failures if f is not None), None)
                 if failure is not None:
                     raise failure
             elif isinstance(step, CallRunCode):
                 resolved, value = await self._bind(bindings, "run_code", {})
-                logs.append(f"run_code -> {_shown(value)}" if resolved else f"run_code rejected: {value.get('toolName')}: {value.get('message')}")
+                logs.append(
+                    f"run_code -> {_shown(value)}"
+                    if resolved
+                    else f"run_code rejected: {value.get('toolName')}: {value.get('message')}"
+                )
             elif isinstance(step, Log):
                 logs.append(step.text)
             elif isinstance(step, Return):
@@ -564,4 +562,3 @@ class Run:
             elif isinstance(step, Throw):
                 raise ScriptedError(step.message)
         return ProgramOutput(tuple(logs))
-

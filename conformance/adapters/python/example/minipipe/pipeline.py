@@ -15,7 +15,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, Union
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .fs import AgentFs, BoundFs, Workspace
 from .results import (
@@ -29,6 +29,9 @@ from .results import (
     render,
 )
 from .session import SessionLog
+
+if TYPE_CHECKING:
+    from .code_mode import Runner
 
 RUN_CODE = "run_code"
 
@@ -142,8 +145,8 @@ class Ask:
     reason: str | None = None
 
 
-PreDecision = Union[Allow, Deny, Ask]
-GuardVerdict = Union[Deny, Allow, None]
+PreDecision = Allow | Deny | Ask
+GuardVerdict = Deny | Allow | None
 """A guard denies or abstains (None). Guards are monotonic: an Allow counts as abstaining."""
 ApprovalAnswer = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
 
@@ -170,7 +173,7 @@ class Block:
     contexts: tuple[str, ...] = ()
 
 
-PostDecision = Union[Accept, Block]
+PostDecision = Accept | Block
 
 Next = Callable[[], Awaitable[Any]]
 PreListener = Callable[[ToolCall, Next], Awaitable[PreDecision]]
@@ -240,8 +243,8 @@ class Threw:
 
 
 ALLOWED = Allow()
-Verdict = Union[Allow, Denied, Threw]
-Settled = Union[ToolResult, Denied, Threw]
+Verdict = Allow | Denied | Threw
+Settled = ToolResult | Denied | Threw
 
 
 @dataclass
@@ -267,8 +270,11 @@ def _onion(listeners: Sequence[Callable[..., Awaitable[Any]]], default: Any, *ha
 def _pools(planned: Sequence[Planned]) -> list[list[Planned]]:
     """Consecutive concurrency-safe calls share a pool; any other call is a pool of its own."""
     pools: list[list[Planned]] = []
-    for safe, run in itertools.groupby(planned, key=lambda p: p.concurrency_safe):
-        pools.extend([list(run)] if safe else [[p] for p in run])
+    for p in planned:
+        if p.concurrency_safe and pools and pools[-1][-1].concurrency_safe:
+            pools[-1].append(p)
+        else:
+            pools.append([p])
     return pools
 
 
@@ -286,7 +292,7 @@ class Pipeline:
     max_parallel: int = 10
     presenter: Presenter = field(default_factory=Presenter)
     telemetry: Telemetry = field(default_factory=Telemetry)
-    code_runner: Any = None
+    code_runner: Runner | None = None
     """Turns Code Mode on: async (call, bindings) -> ProgramOutput runs a `run_code` call."""
     session: SessionLog = field(default_factory=SessionLog)
 
@@ -537,7 +543,9 @@ class Pipeline:
 def _apply(decision: PostDecision, result: ToolResult, tool: Tool | None) -> ToolResult:
     if isinstance(decision, Block):
         message = "\n".join(b.text for b in decision.feedback) or "tool result blocked by post-execute policy"
-        return ToolResult(decision.feedback, is_error=True, error=Failure(message)).with_contexts("post", *decision.contexts)
+        return ToolResult(decision.feedback, is_error=True, error=Failure(message)).with_contexts(
+            "post", *decision.contexts
+        )
     if decision.content is not None and decision.value is not _UNSET:
         raise ValueError("a post-execute accept cannot replace both content and value")
     if decision.value is not _UNSET:
@@ -547,4 +555,3 @@ def _apply(decision: PostDecision, result: ToolResult, tool: Tool | None) -> Too
     if decision.content is not None:
         result = replace(result, content=tuple(decision.content))
     return result.with_contexts("post", *decision.contexts)
-

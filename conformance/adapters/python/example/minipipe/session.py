@@ -22,10 +22,10 @@ class SessionEvent:
 class SessionLog:
     def __init__(self) -> None:
         self.events: list[SessionEvent] = []
-        self._subscribers: list[Callable[[SessionEvent], None]] = []
+        self._subscribers: list[Callable[[SessionEvent], object]] = []
         self._started = time.monotonic()
 
-    def subscribe(self, subscriber: Callable[[SessionEvent], None]) -> None:
+    def subscribe(self, subscriber: Callable[[SessionEvent], object]) -> None:
         self._subscribers.append(subscriber)
 
     def append(
