@@ -12,6 +12,7 @@ scenarios reach (a harness without an fs gate never declares `fs-gate`, so `read
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
@@ -39,8 +40,6 @@ class ProgramOutput:
 
     def text(self) -> str:
         """The `run_code` content the doc describes: the logs, then the value, by newlines."""
-        import json
-
         parts = list(self.logs)
         if self.returned:
             parts.append(self.value if isinstance(self.value, str) else json.dumps(self.value, indent=2))

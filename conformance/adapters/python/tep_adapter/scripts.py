@@ -125,7 +125,7 @@ class Run:
         self.spec: Spec = spec
         self.dialect = dialect
         self.recorder = Recorder(spec, dialect)
-        self.rec = self.recorder
+        self._rec = self.recorder  # short for the scripts below
         self.attempts: Counter[str] = Counter()
         """How many times each call's body was dispatched."""
         self.metrics: Counter[str] = Counter()
@@ -170,17 +170,17 @@ class Run:
             try:
                 decision = await next()
             except Exception as error:
-                self.rec.on_pre_execute(call, "throw", str(error))
+                self._rec.on_pre_execute(call, "throw", str(error))
                 raise
-            self.rec.on_pre_execute(call, *self.dialect.pre_outcome(decision))
+            self._rec.on_pre_execute(call, *self.dialect.pre_outcome(decision))
             return decision
 
         return probe
 
     def pre_listener(self, spec: Listener[PreAction]) -> PreListener:
         async def listener(call: Any, next: Next) -> Any:
-            self.rec.entered("pre", call, spec.id)
-            action = spec.action(self.rec.call_id(call))
+            self._rec.entered("pre", call, spec.id)
+            action = spec.action(self._rec.call_id(call))
             if isinstance(action, Pass):
                 return await next()
             if isinstance(action, Throw):
@@ -202,9 +202,9 @@ class Run:
             call_id = self.dialect.approval_call_id(request)
             answer = spec.answer(call_id)
             if isinstance(answer, Throw):
-                self.rec.on_approval(call_id, "throw", answer.message)
+                self._rec.on_approval(call_id, "throw", answer.message)
                 raise ScriptedError(answer.message)
-            self.rec.on_approval(call_id, answer)
+            self._rec.on_approval(call_id, answer)
             return self.dialect.approval_answer(answer)
 
         return prompt
@@ -217,23 +217,23 @@ class Run:
 
     def guard_probe(self) -> Guard:
         async def probe(call: Any) -> Any:
-            self.rec.on_guards(call, "allow")
+            self._rec.on_guards(call, "allow")
             return self.dialect.guard_verdict(Abstain())
 
         return probe
 
     def guard(self, spec: Listener[GuardAction]) -> Guard:
         async def guard(call: Any) -> Any:
-            action = spec.action(self.rec.call_id(call))
+            action = spec.action(self._rec.call_id(call))
             if isinstance(action, Throw):
-                self.rec.guard_verdict(call, spec.id, "throw", action.message)
-                self.rec.on_guards(call, "throw", action.message)
+                self._rec.guard_verdict(call, spec.id, "throw", action.message)
+                self._rec.on_guards(call, "throw", action.message)
                 raise ScriptedError(action.message)
             if isinstance(action, Deny):
-                self.rec.guard_verdict(call, spec.id, "deny", action.reason)
-                self.rec.on_guards(call, "deny", action.reason)
+                self._rec.guard_verdict(call, spec.id, "deny", action.reason)
+                self._rec.on_guards(call, "deny", action.reason)
             else:
-                self.rec.guard_verdict(call, spec.id, "allow" if isinstance(action, Allow) else "abstain")
+                self._rec.guard_verdict(call, spec.id, "allow" if isinstance(action, Allow) else "abstain")
             return self.dialect.guard_verdict(action)
 
         guard.__name__ = f"guard_{spec.id}"
@@ -253,9 +253,9 @@ class Run:
             try:
                 result = await next(signal)
             except Exception as error:
-                self.rec.on_execute_end(call, error=error)
+                self._rec.on_execute_end(call, error=error)
                 raise
-            self.rec.on_execute_end(call)
+            self._rec.on_execute_end(call)
             return result
 
         return probe
@@ -265,13 +265,13 @@ class Run:
 
         async def probe(handed: Any, next: ExecuteNext) -> Any:
             call, signal, _ = self.dialect.execute_call(handed)
-            self.rec.on_dispatch(call)
+            self._rec.on_dispatch(call)
             try:
                 result = await next(signal)
             except Exception as error:
-                self.rec.on_body_return(call, error=error)
+                self._rec.on_body_return(call, error=error)
                 raise
-            self.rec.on_body_return(call, result)
+            self._rec.on_body_return(call, result)
             return result
 
         return probe
@@ -310,19 +310,19 @@ class Run:
 
         async def metrics(handed: Any, next: ExecuteNext) -> Any:
             call, signal, _ = d.execute_call(handed)
-            self.metrics[self.rec.call_id(call)] += 1
+            self.metrics[self._rec.call_id(call)] += 1
             return await next(signal)
 
         async def context(handed: Any, next: ExecuteNext) -> Any:
             assert isinstance(spec, ContextWrapper)
             call, signal, _ = d.execute_call(handed)
             result = await next(signal)
-            return d.with_wrapper_context(result, spec.text) if spec.applies_to(self.rec.call_id(call)) else result
+            return d.with_wrapper_context(result, spec.text) if spec.applies_to(self._rec.call_id(call)) else result
 
         async def throw(handed: Any, next: ExecuteNext) -> Any:
             assert isinstance(spec, ThrowWrapper)
             call, signal, _ = d.execute_call(handed)
-            if not spec.applies_to(self.rec.call_id(call)):
+            if not spec.applies_to(self._rec.call_id(call)):
                 return await next(signal)
             if spec.phase == "after":
                 await next(signal)
@@ -344,10 +344,10 @@ class Run:
         `toolBody` when it starts and `body-settled` when its steps end, unless the pipeline
         abandons it (cancels its task)."""
         call, signal = self.dialect.body_call(ctx)
-        call_id = self.rec.call_id(call)
+        call_id = self._rec.call_id(call)
         self.attempts[call_id] += 1
         attempt = self.attempts[call_id]
-        self.rec.on_body_start(call)
+        self._rec.on_body_start(call)
         abandoned = False
         try:
             for step in self._bodies.get(call_id, ()):
@@ -360,7 +360,7 @@ class Run:
             raise
         finally:
             if not abandoned:
-                self.rec.on_body_settled(call)
+                self._rec.on_body_settled(call)
 
     async def _step(self, step: BodyStep, ctx: Any, signal: Any, attempt: int) -> tuple[bool, Json]:
         d = self.dialect
@@ -419,9 +419,9 @@ class Run:
                 else:
                     assert isinstance(action, Keep)
             except Exception as error:
-                self.rec.on_finalize(call, candidate, error=error)
+                self._rec.on_finalize(call, candidate, error=error)
                 raise
-            self.rec.on_finalize(call, candidate)
+            self._rec.on_finalize(call, candidate)
             return content
 
         return finalize
@@ -437,17 +437,17 @@ class Run:
             try:
                 decision = await next()
             except Exception as error:
-                self.rec.on_post_execute(call, result, "throw", str(error))
+                self._rec.on_post_execute(call, result, "throw", str(error))
                 raise
-            self.rec.on_post_execute(call, result, self.dialect.post_outcome(decision))
+            self._rec.on_post_execute(call, result, self.dialect.post_outcome(decision))
             return decision
 
         return probe
 
     def post_listener(self, spec: Listener[PostAction]) -> PostListener:
         async def listener(call: Any, result: Any, next: Next) -> Any:
-            self.rec.entered("post", call, spec.id)
-            action = spec.action(self.rec.call_id(call))
+            self._rec.entered("post", call, spec.id)
+            action = spec.action(self._rec.call_id(call))
             if isinstance(action, Pass):
                 return await next()
             if isinstance(action, AddContext):
@@ -467,7 +467,7 @@ class Run:
 
     def result_probe(self) -> Observer:
         def probe(call: Any, outcome: Any) -> None:
-            self.rec.on_tools_result(call, outcome)
+            self._rec.on_tools_result(call, outcome)
 
         return probe
 
@@ -478,11 +478,11 @@ class Run:
                     self.dialect.mutate(outcome, spec.mutate)
                 except Exception:
                     pass  # the outcome is frozen: that is the point
-            call_id = self.rec.call_id(call)
+            call_id = self._rec.call_id(call)
 
             async def work() -> None:
                 await asyncio.sleep(spec.async_ms / 1000)
-                self.rec.on_observer_settled(call_id, spec.id, spec.async_ms)
+                self._rec.on_observer_settled(call_id, spec.id, spec.async_ms)
 
             return self._spawn(work())
 
@@ -493,11 +493,11 @@ class Run:
     async def program(self, call: Any, bindings: Any) -> Any:
         """Runs the `run_code` call's scripted program through your bindings. Records the body
         starting, each binding's settlement (marks), and `body-settled` by "program" at its end."""
-        call_id = self.rec.call_id(call)
+        call_id = self._rec.call_id(call)
         steps = self._programs.get(call_id)
         if steps is None:
             raise ScriptedError(f"no program for {call_id}")
-        self.rec.on_body_start(call)
+        self._rec.on_body_start(call)
         abandoned = False
         try:
             return self.dialect.program_output(await self._run_program(call_id, steps, bindings))
@@ -506,7 +506,7 @@ class Run:
             raise
         finally:
             if not abandoned:
-                self.rec.on_body_settled(call, by="program")
+                self._rec.on_body_settled(call, by="program")
 
     async def _bind(self, bindings: Any, tool: str, arguments: Json) -> tuple[bool, Any]:
         """(True, value) when the binding resolves, (False, rejection fields) when it rejects."""
@@ -523,10 +523,10 @@ class Run:
     ) -> ScriptedError | None:
         resolved, value = outcome
         if resolved:
-            self.rec.on_binding(sub_id)
+            self._rec.on_binding(sub_id)
             logs.append(f"{call.tool} -> {_shown(value)}")
             return None
-        self.rec.on_binding(sub_id, value)
+        self._rec.on_binding(sub_id, value)
         reason = f"{value.get('toolName')}: {value.get('message')}"
         logs.append(f"{call.tool} rejected: {reason}")
         return ScriptedError(reason) if call.on_reject == "fail" else None
