@@ -10,6 +10,7 @@ directory above this one).
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ class Probe(mp.Telemetry, mp.Presenter):
     def __init__(self, rec: tep.Recorder) -> None:
         self.rec = rec
 
-    def batch_planned(self, calls: Any) -> None:
+    def batch_planned(self, calls: Sequence[mp.Planned]) -> None:
         self.rec.on_model((p.call.call_id, p.call.name, p.concurrency_safe) for p in calls)
 
     def approval_unavailable(self, call: mp.ToolCall, reason: str) -> None:
