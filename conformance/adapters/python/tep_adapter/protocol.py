@@ -199,7 +199,8 @@ def run_locally(adapter: Adapter, ref: str, spec: Spec, tep: str | None, out: IO
     finally:
         os.unlink(f.name)
     out.write(checked.stdout + checked.stderr)
-    out.write(f"# for the expected outcome too: {tep} run --adapter '<this adapter>' --scenario {ref}\n")
+    if not os.path.exists(ref):
+        out.write(f"# for the expected outcome too: {tep} run --adapter '<this adapter>' --scenario {ref}\n")
     return checked.returncode
 
 

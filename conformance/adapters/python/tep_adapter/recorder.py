@@ -10,8 +10,8 @@ docs/adapter-protocol.md ("Recording the trace"):
   sub-call, its `parent`;
 - the three `around` moments are three methods (`on_dispatch`, `on_body_return`,
   `on_execute_end`), never merged;
-- an `approval` stage is held until the prompt's `approval/decided` is logged (or the call's next
-  record), so the audit sits inside the stage however the harness orders the two;
+- an `approval` answer recorded by the prompt is held for one record, so the pipeline's
+  `approval/decided` (logged once the prompt returned) sits inside the stage;
 - an `fsGate` visit is followed by the body resuming (`toolBody`);
 - listeners entered and guard verdicts are collected as the scripted parts run, and land on the
   `pre`, `post` and `guards` records.
@@ -73,14 +73,14 @@ class Recorder:
 
     def _append(self, record: Record) -> Record:
         with self._lock:
-            call = record.get("call")
-            held = self._held.pop(call, None) if call is not None else None
+            # A held approval stage goes right after its call's audit, else right before this.
             audit = record["kind"] == "event" and record["event"]["type"] == "approval/decided"
-            if held is not None and not audit:
-                self.records.append(held)
+            after = self._held.pop(record["call"]) if audit and record.get("call") in self._held else None
+            self.records.extend(self._held.values())
+            self._held.clear()
             self.records.append(record)
-            if held is not None and audit:
-                self.records.append(held)
+            if after is not None:
+                self.records.append(after)
             return record
 
     def _stage(self, node: str, call: Any = None, *, with_identity: bool = True, **fields: Json) -> Record:
@@ -295,8 +295,16 @@ class Recorder:
 
     def on_approval(self, call: Any, outcome: str, reason: str | None = None) -> None:
         """The ask was resolved: allowed-once, rejected, cancelled, unavailable, or throw.
-        Held until the call's `approval/decided` (or its next record)."""
+
+        A prompt records this as it answers, but the pipeline audits the answer
+        (`approval/decided`) only once the prompt has returned, and the audit belongs inside the
+        stage. So an answer is held until the next record: when that is the call's
+        `approval/decided`, the stage goes right after it. A throw is never audited: it is
+        recorded at once."""
         record = self._stage("approval", self.call_id(call), outcome=outcome, reason=reason)
+        if outcome == "throw":
+            self._append(record)
+            return
         with self._lock:
             self._held[record["call"]] = record
 
