@@ -1,0 +1,222 @@
+"""The adapter protocol (version 2): the loop on stdin/stdout, and running one scenario locally.
+
+`serve(setup, dialect, ...)` is an adapter's whole `main`. With no arguments it speaks the
+protocol: it answers `start` with `ready`, each `run` with a trace, a skip, an error or an escape
+(echoing `seq`), and exits on `stop`. Nothing but protocol reaches stdout: file descriptor 1 is
+pointed at stderr for the adapter's lifetime, so a stray `print()` (or a child process) cannot
+break the stream. Each scenario runs in a fresh event loop.
+
+With `--scenario ID-or-FILE` it runs one scenario locally, prints its trace (JSON Lines) and the
+verdict of `tep check` on it, when a `tep` binary is found (`--tep`, `$TEP_BIN`, or `PATH`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .dialect import Dialect
+from .recorder import Spec
+from .records import Capability, ObservationLevel, Record
+from .scenario import Json, ScenarioError, decode_scenario
+from .scripts import Escaped, Run, Skip
+
+PROTOCOL_VERSION = 2
+
+Setup = Callable[[Run], Awaitable[Any]]
+"""Your adapter: builds a fresh pipeline for `run`, mounts the run's scripts, and awaits the batch
+through `run.batch(...)`."""
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """What `ready` says about your pipeline."""
+
+    name: str
+    version: str | None = None
+    language: str = "Python"
+    homepage: str | None = None
+    capabilities: tuple[Capability, ...] = ()
+    specs: tuple[Spec, ...] = ("rev2",)
+    observation: ObservationLevel = "hooks"
+    extra: Mapping[str, Json] = field(default_factory=dict)
+
+    def ready(self) -> dict[str, Json]:
+        implementation: dict[str, Json] = {"name": self.name, "language": self.language}
+        if self.version is not None:
+            implementation["version"] = self.version
+        if self.homepage is not None:
+            implementation["homepage"] = self.homepage
+        return {
+            "ready": True,
+            "protocol": PROTOCOL_VERSION,
+            "implementation": implementation,
+            "capabilities": list(self.capabilities),
+            "specs": list(self.specs),
+            "observation": self.observation,
+            **self.extra,
+        }
+
+    def header(self, spec: Spec) -> Record:
+        return {
+            "kind": "header",
+            "spec": spec,
+            "implementation": self.name,
+            "capabilities": list(self.capabilities),
+            "observation": self.observation,
+        }
+
+
+def log(message: str) -> None:
+    """A line on stderr (`tep` keeps the last 8 KiB and shows it when a scenario errors)."""
+    print(f"[tep_adapter] {message}", file=sys.stderr, flush=True)
+
+
+class Adapter:
+    """Answers protocol requests by running your setup on each scenario."""
+
+    def __init__(self, setup: Setup, dialect: Dialect, implementation: Implementation) -> None:
+        self.setup = setup
+        self.dialect = dialect
+        self.implementation = implementation
+
+    def handle(self, request: Mapping[str, Json]) -> dict[str, Json] | None:
+        """The answer to one request, or None for `stop`."""
+        cmd = request.get("cmd")
+        if cmd == "start":
+            if request.get("protocol") not in (None, PROTOCOL_VERSION):
+                log(f"tep speaks protocol {request.get('protocol')}; this kit speaks {PROTOCOL_VERSION}")
+            return self.implementation.ready()
+        if cmd == "run":
+            seq = request.get("seq")
+            return {"seq": seq, **self.run(request.get("scenario", {}), request.get("spec", "rev2"))}
+        if cmd == "stop":
+            return None
+        raise ValueError(f"unknown command {cmd!r}")
+
+    def run(self, raw: Mapping[str, Json], spec: Spec = "rev2") -> dict[str, Json]:
+        """Runs one scenario in a fresh event loop: the body of a `run` answer (no `seq`)."""
+        if spec not in self.implementation.specs:
+            return {
+                "skipped": {"reason": f"this adapter implements {', '.join(self.implementation.specs)}, not {spec}"}
+            }
+        try:
+            scenario = decode_scenario(raw)
+        except (ScenarioError, AttributeError, TypeError) as error:
+            return {"errored": {"message": f"cannot decode the scenario: {error}"}}
+        return asyncio.run(self._run(Run(scenario, self.dialect, spec)))
+
+    async def _run(self, run: Run) -> dict[str, Json]:
+        header = self.implementation.header(run.spec)
+        try:
+            await self.setup(run)
+            await run.settle()
+        except Skip as skip:
+            return {"skipped": {"reason": str(skip) or "the adapter skipped it"}}
+        except Escaped as escaped:
+            return {"escaped": {"message": str(escaped), "trace": [header, *run.trace()]}}
+        except Exception as error:
+            return {"errored": {"message": f"{type(error).__name__}: {error}", "context": traceback.format_exc()}}
+        return {"trace": [header, *run.trace()]}
+
+    def serve(self, stdin: Iterable[str] | None = None, stdout: IO[str] | None = None) -> int:
+        """The protocol loop: one JSON request per line in, one answer per line out."""
+        out = stdout if stdout is not None else _claim_stdout()
+        for line in stdin if stdin is not None else sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+                answer = self.handle(request)
+            except Exception as error:  # a request we cannot read has no seq to answer with
+                log(f"ignored a request: {type(error).__name__}: {error}")
+                continue
+            if answer is None:
+                break
+            out.write(json.dumps(answer, separators=(",", ":"), ensure_ascii=False) + "\n")
+            out.flush()
+        return 0
+
+
+def _claim_stdout() -> IO[str]:
+    """The protocol's own handle on stdout; fd 1 itself now goes to stderr."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(protocol_fd, "w", encoding="utf-8", newline="\n")
+
+
+def find_tep(explicit: str | None = None) -> str | None:
+    """A `tep` binary: `explicit` (as given), else $TEP_BIN, else `tep` on PATH, if executable."""
+    if explicit:
+        return explicit
+    return shutil.which(os.environ.get("TEP_BIN") or "tep")
+
+
+def load_scenario(ref: str, tep: str | None) -> dict[str, Json]:
+    """A scenario from a JSON file, or by id from the corpus (`tep scenarios show ID`)."""
+    if os.path.exists(ref):
+        with open(ref, encoding="utf-8") as f:
+            loaded: dict[str, Json] = json.load(f)
+            return loaded
+    if tep is None:
+        raise SystemExit(f"{ref} is not a file, and no tep binary was found to look it up (--tep or $TEP_BIN)")
+    shown = subprocess.run([tep, "scenarios", "show", ref], capture_output=True, text=True, check=False)
+    if shown.returncode != 0:
+        raise SystemExit(f"tep scenarios show {ref}: {shown.stderr.strip()}")
+    found: dict[str, Json] = json.loads(shown.stdout)
+    return found
+
+
+def run_locally(adapter: Adapter, ref: str, spec: Spec, tep: str | None, out: IO[str]) -> int:
+    """Runs one scenario, prints its trace and `tep check`'s verdict. Exit status: tep's, or 0."""
+    answer = adapter.run(load_scenario(ref, tep), spec)
+    trace = answer.get("trace") or answer.get("escaped", {}).get("trace")
+    if trace is None:
+        out.write(json.dumps(answer, indent=2) + "\n")
+        return 0 if "skipped" in answer else 1
+    lines = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in trace)
+    out.write(lines)
+    if "escaped" in answer:
+        out.write(f"# escaped: {answer['escaped']['message']}\n")
+    if tep is None:
+        out.write("# no tep binary found (--tep, $TEP_BIN or PATH): trace not checked\n")
+        return 0
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
+        f.write(lines)
+    try:
+        checked = subprocess.run([tep, "check", f.name], capture_output=True, text=True, check=False)
+    finally:
+        os.unlink(f.name)
+    out.write(checked.stdout + checked.stderr)
+    if not os.path.exists(ref):
+        out.write(f"# for the expected outcome too: {tep} run --adapter '<this adapter>' --scenario {ref}\n")
+    return checked.returncode
+
+
+def serve(
+    setup: Setup,
+    dialect: Dialect,
+    implementation: Implementation,
+    argv: Sequence[str] | None = None,
+) -> int:
+    """An adapter's main: the protocol loop, or `--scenario ID-or-FILE` to run one locally."""
+    parser = argparse.ArgumentParser(description=f"tep adapter for {implementation.name}")
+    parser.add_argument("--scenario", help="run one scenario (an id of the corpus or a JSON file) and check it")
+    parser.add_argument("--spec", default=implementation.specs[0], choices=["rev1", "rev2"])
+    parser.add_argument("--tep", help="the tep binary (default: $TEP_BIN, else tep on PATH)")
+    args = parser.parse_args(argv)
+    adapter = Adapter(setup, dialect, implementation)
+    if args.scenario is None:
+        return adapter.serve()
+    return run_locally(adapter, args.scenario, args.spec, find_tep(args.tep), sys.stdout)
