@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // The example pipeline as a tep adapter: mounts the scenario's scripts and the recorder's probes
 // on the pipeline's own hooks. Run: node conformance/adapters/typescript/example/adapter.mjs
-import { serve } from 'tep-adapter';
+import { isMain, serve } from 'tep-adapter';
 import { ToolPipeline } from './pipeline/index.mjs';
 
-await serve({
+export const adapter = {
   implementation: { name: 'tep-example-ts', version: '0.1.0', language: 'JavaScript' },
   capabilities: ['approval', 'fs-gate', 'parallel', 'owned-events', 'ui', 'code-mode'],
   specs: ['rev2'],
@@ -62,4 +62,7 @@ await serve({
 
     await batch(() => pipeline.runBatch(scenario.modelCalls()));
   },
-});
+};
+
+// Served when run as a program; the kit's tests import `adapter` and run it in process.
+if (isMain(import.meta)) await serve(adapter);

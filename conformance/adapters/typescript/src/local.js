@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { runScenario } from './protocol.js';
+import { claimStdout, runScenario } from './protocol.js';
 
 /** The `tep` binary to use: `explicit`, else $TEP_BIN, else `tep` on PATH; undefined if none. */
 export function findTep(explicit, env = process.env) {
@@ -36,18 +36,20 @@ export function loadScenario(fileOrId, tep) {
  * Resolves with the exit code: `tep check`'s, 0 for a trace that was not checked, 1 for an
  * answer that is not a trace.
  */
-export async function runLocal(adapter, argv, { out = process.stdout, err = process.stderr } = {}) {
+export async function runLocal(adapter, argv, { out, err = process.stderr } = {}) {
+  // The trace goes to stdout; what the harness prints goes to stderr.
+  const write = out ? out.write.bind(out) : claimStdout();
   const tep = findTep(option(argv, '--tep'));
   const spec = option(argv, '--spec') ?? 'rev2';
   const scenario = loadScenario(option(argv, '--scenario'), tep);
   const answer = await runScenario(adapter, scenario, { spec });
   const trace = answer.trace ?? answer.escaped?.trace;
   if (!trace) {
-    out.write(`${JSON.stringify(answer)}\n`);
+    write(`${JSON.stringify(answer)}\n`);
     return 1;
   }
   const lines = trace.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  out.write(lines);
+  write(lines);
   if (answer.escaped) err.write(`escaped: ${answer.escaped.message}\n`);
   if (!tep) {
     err.write('no tep binary found (pass --tep PATH, set TEP_BIN or put tep on PATH): the trace was not checked\n');
@@ -57,7 +59,7 @@ export async function runLocal(adapter, argv, { out = process.stdout, err = proc
     input: lines,
     encoding: 'utf8',
   });
-  out.write(checked.stdout);
+  write(checked.stdout);
   err.write(checked.stderr);
   return checked.status ?? 1;
 }

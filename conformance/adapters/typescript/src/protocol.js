@@ -2,13 +2,25 @@
 // request at a time. Nothing but protocol goes to stdout: once `serve` starts, anything else
 // written there (console.log included) is sent to stderr.
 
+import { realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { Recorder } from './recorder.js';
 import { Scripts } from './interpret.js';
 import { Scenario } from './scenario.js';
 import { messageOf } from './results.js';
 
 export const PROTOCOL_VERSION = 2;
+
+/**
+ * Takes stdout for the kit: returns a writer to the real stream, and from then on sends anything
+ * else written there (console.log included) to stderr.
+ */
+export function claimStdout() {
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = (...args) => process.stderr.write(...args);
+  return write;
+}
 
 /** Thrown (or passed to `session.skip`) when the pipeline cannot express a scenario. */
 export class Skip extends Error {
@@ -23,6 +35,19 @@ class Escape extends Error {
   constructor(cause) {
     super(messageOf(cause), { cause });
     this.name = 'Escape';
+  }
+}
+
+/**
+ * Whether the module of `meta` (`import.meta`) is the program node was started with, so one
+ * file can both export an adapter (for tests) and serve it: `if (isMain(import.meta)) await serve(adapter)`.
+ */
+export function isMain(meta) {
+  if (!process.argv[1]) return false;
+  try {
+    return realpathSync(fileURLToPath(meta.url)) === realpathSync(process.argv[1]);
+  } catch {
+    return false;
   }
 }
 
@@ -117,10 +142,7 @@ export function serve(adapter, { argv = process.argv.slice(2) } = {}) {
  * anything else are redirected to stderr.
  */
 export function serveStreams(adapter, { input, output }) {
-  const write = output.write.bind(output);
-  if (output === process.stdout) {
-    process.stdout.write = (...args) => process.stderr.write(...args);
-  }
+  const write = output === process.stdout ? claimStdout() : output.write.bind(output);
   const send = (message) => new Promise((resolve) => write(`${JSON.stringify(message)}\n`, () => resolve()));
   const log = (text) => process.stderr.write(`${text}\n`);
   const lines = createInterface({ input, crlfDelay: Infinity });
