@@ -1,5 +1,5 @@
 // tep-adapter: write a `tep` adapter for a JavaScript/TypeScript tool-execution pipeline as glue.
-export { serve, serveStreams, isMain, runScenario, readyMessage, Skip, PROTOCOL_VERSION } from './protocol.js';
+export { serve, serveStreams, isMain, claimStdout, runScenario, readyMessage, Skip, PROTOCOL_VERSION } from './protocol.js';
 export { runLocal, findTep, loadScenario } from './local.js';
 export { Scenario, actionFor, subCallsOf, subCallId, RUN_CODE } from './scenario.js';
 export {
