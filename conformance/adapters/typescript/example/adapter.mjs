@@ -4,6 +4,7 @@
 import { isMain, serve } from 'tep-adapter';
 import { ToolPipeline } from './pipeline/index.mjs';
 
+/** @type {import('tep-adapter').Adapter} */
 export const adapter = {
   implementation: { name: 'tep-example-ts', version: '0.1.0', language: 'JavaScript' },
   capabilities: ['approval', 'fs-gate', 'parallel', 'owned-events', 'ui', 'code-mode'],
