@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import json
 import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -37,12 +39,20 @@ def command(*argv: str | Path) -> str:
 
 @unittest.skipIf(TEP is None, NO_TEP)
 class EndToEndTest(unittest.TestCase):
-    def tep_run(self, adapter: str, *scenarios: str) -> subprocess.CompletedProcess[str]:
+    def tep_run(self, adapter: str, *scenarios: str) -> tuple[int, dict]:
+        """Runs the scenarios; returns the exit code and the JSON report."""
         assert TEP is not None
-        argv = [TEP, "run", "--adapter", adapter, "--strict"]
+        argv = [TEP, "run", "--adapter", adapter, "--strict", "--format", "json"]
         for scenario in scenarios:
             argv += ["--scenario", scenario]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        # Failing runs keep their traces under ./target/tep-runs: not in the source tree.
+        with tempfile.TemporaryDirectory() as cwd:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=cwd)
+        try:
+            report = json.loads(done.stdout)
+        except json.JSONDecodeError as e:
+            self.fail(f"no JSON report ({e}): {done.stdout}{done.stderr}")
+        return done.returncode, report
 
     def test_the_example_passes_scenarios_of_every_kind(self) -> None:
         scenarios = [
@@ -55,9 +65,9 @@ class EndToEndTest(unittest.TestCase):
             "post-block-drops-earlier-contexts",
             "owned-events-inside-the-body",
         ]
-        done = self.tep_run(command(sys.executable, EXAMPLE), *scenarios)
-        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
-        self.assertIn(f"{len(scenarios)} passed, 0 failed", done.stdout)
+        code, report = self.tep_run(command(sys.executable, EXAMPLE), *scenarios)
+        self.assertEqual(code, 0, report)
+        self.assertEqual(report["summary"]["passed"], len(scenarios), report["summary"])
 
     def test_a_pipeline_broken_on_purpose_is_caught_by_the_invariant_it_breaks(self) -> None:
         breakages = {
@@ -69,10 +79,12 @@ class EndToEndTest(unittest.TestCase):
         }
         for breakage, (scenario, invariant) in breakages.items():
             with self.subTest(breakage):
-                done = self.tep_run(command(sys.executable, BROKEN, breakage), scenario)
-                self.assertNotEqual(done.returncode, 0, done.stdout)
-                self.assertIn(f"FAIL  {scenario}", done.stdout)
-                self.assertIn(f"{invariant} [MUST]", done.stdout)
+                code, report = self.tep_run(command(sys.executable, BROKEN, breakage), scenario)
+                self.assertEqual(code, 1, report)
+                [row] = report["scenarios"]
+                self.assertEqual((row["id"], row["status"]), (scenario, "failed"), row)
+                broken = {(v["invariant"], v["level"]) for v in row["violations"]}
+                self.assertIn((invariant, "MUST"), broken, row)
 
     def test_scenarios_found_by_fuzzing_stay_fixed(self) -> None:
         # Each was shrunk by tep's fuzzer from a failure of the example; `tep check` judges the
