@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use serde_json::{Value, json};
+use serde_json::json;
 use tep_reference::graph::Revision;
 use tep_reference::identity::CallId;
 use tep_reference::session::{Todo, TodoStatus};
@@ -942,6 +942,6 @@ pub fn reference_expectations(scenario: &Scenario, revision: Revision) -> Option
 
 /// A scenario as the corpus writes it: pretty JSON, with a trailing newline.
 pub fn to_corpus_json(scenario: &Scenario) -> String {
-    let value: Value = serde_json::to_value(scenario).unwrap_or(Value::Null);
-    serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+    // Straight from the struct, so the fields keep the corpus files' order (`id` first).
+    serde_json::to_string_pretty(scenario).unwrap_or_default() + "\n"
 }

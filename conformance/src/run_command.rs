@@ -36,6 +36,8 @@ pub struct RunArgs {
     pub baseline: Option<PathBuf>,
     pub write_baseline: Option<PathBuf>,
     pub selection: Selection,
+    /// Scenario files to run instead of the embedded corpus.
+    pub scenario_files: Vec<PathBuf>,
     pub timeout: Duration,
     pub jobs: Option<usize>,
     pub strict: bool,
@@ -52,7 +54,11 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn run(args: RunArgs) -> Result<u8> {
     let started = SystemTime::now();
     let started_at = chrono::DateTime::<chrono::Utc>::from(started);
-    let corpus = corpus().context("the embedded scenario corpus is invalid")?;
+    let corpus = if args.scenario_files.is_empty() {
+        corpus().context("the embedded scenario corpus is invalid")?
+    } else {
+        read_scenario_files(&args.scenario_files)?
+    };
     let baseline = args
         .baseline
         .as_ref()
@@ -187,6 +193,27 @@ pub fn run(args: RunArgs) -> Result<u8> {
     Ok(report::exit_code(&run, outcome.as_ref()))
 }
 
+/// The scenarios of `--scenario-file`, each parsed and validated like a corpus file; two files
+/// may not give the same id (reports and baselines key on it).
+fn read_scenario_files(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
+    let mut scenarios: Vec<Scenario> = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the scenario file {}", path.display()))?;
+        let scenario = Scenario::from_json(&text)
+            .with_context(|| format!("{} is not a valid scenario", path.display()))?;
+        if scenarios.iter().any(|s| s.id == scenario.id) {
+            bail!(
+                "two scenario files give the id {:?} ({} is the second)",
+                scenario.id,
+                path.display()
+            );
+        }
+        scenarios.push(scenario);
+    }
+    Ok(scenarios)
+}
+
 /// Every output is tried before the first adapter starts, not found unwritable after the run.
 fn check_outputs(args: &RunArgs) -> Result<()> {
     for (path, what) in [
@@ -231,10 +258,14 @@ fn header(ready: &Ready, args: &RunArgs, plan: &Plan) -> String {
     if let Some(language) = &implementation.language {
         who.push_str(&format!(" ({language})"));
     }
-    let hash = suite::corpus_hash();
-    let short = hash.get(..19).unwrap_or(&hash);
+    let source = if args.scenario_files.is_empty() {
+        let hash = suite::corpus_hash();
+        format!("corpus {}", hash.get(..19).unwrap_or(&hash))
+    } else {
+        format!("{} scenario file(s)", args.scenario_files.len())
+    };
     format!(
-        "tep {} (corpus {short}): {who} against {}, observation level {}, {} scenario(s) selected, {} to run\n\n",
+        "tep {} ({source}): {who} against {}, observation level {}, {} scenario(s) selected, {} to run\n\n",
         suite::VERSION,
         args.spec,
         args.observed.unwrap_or(ready.level()),
@@ -297,6 +328,12 @@ fn rerun_prefix(args: &RunArgs) -> Vec<String> {
     }
     if args.strict {
         words.push("--strict".to_owned());
+    }
+    for file in &args.scenario_files {
+        words.extend([
+            "--scenario-file".to_owned(),
+            file.to_string_lossy().into_owned(),
+        ]);
     }
     if args.timeout != DEFAULT_TIMEOUT {
         words.extend([

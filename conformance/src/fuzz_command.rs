@@ -1,0 +1,193 @@
+//! `tep fuzz`: random scenarios through one implementation (the engine is
+//! `tep_conformance::fuzz`); prints the seed first, and on a failure the shrunk scenario, where
+//! it was written and the command that replays it.
+
+use std::hash::{BuildHasher, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans};
+use tep_conformance::fuzz::{FuzzOptions, FuzzReport, fuzz as run_fuzz, size, to_corpus_json};
+use tep_conformance::runner::{BuiltinReference, Implementation};
+use tep_reference::graph::Revision;
+use tep_reference::mutant::Mutant;
+
+use crate::output::{Stdout, check_writable, note};
+
+/// The options of `tep fuzz`, parsed.
+#[derive(Debug)]
+pub struct FuzzArgs {
+    pub adapter: Option<String>,
+    pub spec: Revision,
+    pub cases: usize,
+    pub time: Option<Duration>,
+    pub seed: Option<u64>,
+    pub strict: bool,
+    pub timeout: Duration,
+    pub out: Option<PathBuf>,
+    pub mutant: Vec<Mutant>,
+}
+
+/// Violations printed under a failure; the rest are counted.
+const SHOWN_VIOLATIONS: usize = 5;
+
+pub fn fuzz(args: FuzzArgs) -> Result<u8> {
+    let seed = args.seed.unwrap_or_else(random_seed);
+    if let Some(out) = &args.out {
+        check_writable(out, "shrunk scenario")?;
+    }
+    let mut implementation: Box<dyn Implementation> = match &args.adapter {
+        Some(command) => {
+            // No process an adapter starts outlives the run (Linux; elsewhere its group is killed).
+            let _ = adopt_orphans();
+            let mut options = AdapterOptions::new(command.clone());
+            options.timeout = args.timeout;
+            Box::new(ProcessAdapter::start(options)?)
+        }
+        None => Box::new(BuiltinReference::new(args.mutant.clone())),
+    };
+    let who = implementation.ready().implementation.name.clone();
+    // First, so that a run cut short (Ctrl-C, a CI time limit) can still be replayed.
+    note(format_args!(
+        "tep fuzz: seed {seed} (replay this run with --seed {seed}); {who} against {}, up to {} case(s){}",
+        args.spec,
+        args.cases,
+        args.time
+            .map(|t| format!(" or {} s", t.as_secs_f64()))
+            .unwrap_or_default()
+    ));
+    let mut options = FuzzOptions::new(seed);
+    options.spec = args.spec;
+    options.cases = args.cases;
+    options.time = args.time;
+    options.strict = args.strict;
+    let report = run_fuzz(implementation.as_mut(), &options, |_| {})?;
+    drop(implementation);
+
+    let mut out = Stdout::new();
+    let rate = report.cases as f64 / report.elapsed.as_secs_f64().max(1e-9);
+    writeln!(
+        out,
+        "{} case(s) in {:.1} s ({rate:.0} per second): {} skipped, {} errored",
+        report.cases,
+        report.elapsed.as_secs_f64(),
+        report.skipped,
+        report.errored
+    )?;
+    if let Some(message) = &report.first_error {
+        writeln!(out, "first error: {message}")?;
+    }
+    if report.failure.is_some() {
+        return write_failure(&mut out, &args, &report, seed);
+    }
+    let judged = report.cases - report.skipped - report.errored;
+    if judged == 0 {
+        writeln!(
+            out,
+            "nothing was tested: every generated scenario was skipped or errored"
+        )?;
+        return Ok(1);
+    }
+    writeln!(
+        out,
+        "no failure: {judged} scenario(s) judged{}",
+        if args.strict {
+            " (SHOULD-level included)"
+        } else {
+            ""
+        }
+    )?;
+    Ok(if report.errored > 0 { 2 } else { 0 })
+}
+
+/// Prints the shrunk failure, writes its scenario, and says how to replay it.
+fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u64) -> Result<u8> {
+    let Some(failure) = &report.failure else {
+        return Ok(0);
+    };
+    let path = args.out.clone().unwrap_or_else(|| {
+        Path::new("target")
+            .join("tep-fuzz")
+            .join(format!("{}.json", failure.scenario.id))
+    });
+    let json = to_corpus_json(&failure.scenario);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(&path, &json).with_context(|| format!("cannot write {}", path.display()))?;
+    let level = failure
+        .violations
+        .first()
+        .map(|v| v.level.to_string())
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "\nFAILED at case {} of seed {seed}: {} [{level}]",
+        failure.case, failure.invariant
+    )?;
+    writeln!(
+        out,
+        "  shrunk from size {} to {} in {} run(s)",
+        failure.original_size,
+        size(&failure.scenario),
+        failure.shrink_runs
+    )?;
+    for violation in failure.violations.iter().take(SHOWN_VIOLATIONS) {
+        writeln!(out, "  {}", violation.message)?;
+    }
+    if failure.violations.len() > SHOWN_VIOLATIONS {
+        writeln!(
+            out,
+            "  and {} more",
+            failure.violations.len() - SHOWN_VIOLATIONS
+        )?;
+    }
+    writeln!(
+        out,
+        "  docs/invariants.md#{}\n\nthe shrunk scenario, written to {}:\n{json}",
+        failure.invariant,
+        path.display()
+    )?;
+    writeln!(out, "replay: {}", replay_command(args, &path))?;
+    Ok(1)
+}
+
+/// The `tep run` command line that runs the written scenario the way it failed.
+fn replay_command(args: &FuzzArgs, scenario: &Path) -> String {
+    let program = std::env::args_os()
+        .next()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tep".to_owned());
+    let mut words = vec![program, "run".to_owned()];
+    if let Some(adapter) = &args.adapter {
+        words.extend(["--adapter".to_owned(), adapter.clone()]);
+    }
+    for mutant in &args.mutant {
+        words.extend(["--mutant".to_owned(), mutant.name().to_owned()]);
+    }
+    if args.spec != Revision::CURRENT {
+        words.extend(["--spec".to_owned(), args.spec.to_string()]);
+    }
+    if args.strict {
+        words.push("--strict".to_owned());
+    }
+    words.extend([
+        "--scenario-file".to_owned(),
+        scenario.to_string_lossy().into_owned(),
+    ]);
+    shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+}
+
+/// A seed nobody chose: std's per-process random hasher keys, which need no dependency.
+fn random_seed() -> u64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    hasher.finish()
+}
