@@ -184,6 +184,47 @@ fn a_denial_may_be_recorded_at_post_execute_entry() {
 }
 
 #[test]
+fn an_approval_decision_may_be_logged_right_after_the_prompt_returned() {
+    // A harness logs approval/decided when its prompt returns; an adapter recording the approval
+    // stage at that same return puts the stage record first.
+    let id = "ask-allowed-once";
+    let after_the_stage = |records: &mut Vec<TraceRecord>| {
+        let decided = position(records, is_event("approval/decided", "c1"));
+        let approval = position(records, is_stage(NodeId::Approval, "c1"));
+        assert!(decided < approval, "the reference logs it inside the stage");
+        move_record(records, decided, approval + 1);
+    };
+    for level in [ObservationLevel::Hooks, ObservationLevel::Full] {
+        let mut records = trace(id);
+        after_the_stage(&mut records);
+        assert_eq!(violations(&options(id, level), &records), BTreeSet::new());
+    }
+    // Its outcome must still be the stage's ...
+    let mut records = trace(id);
+    after_the_stage(&mut records);
+    for r in &mut records {
+        if let TraceRecord::Event(e) = r
+            && let EventBody::ApprovalDecided(d) = &mut e.event.body
+        {
+            d.outcome = Outcome::Rejected;
+        }
+    }
+    assert_eq!(
+        violations(&options(id, ObservationLevel::Full), &records),
+        BTreeSet::from([InvariantId::ApprovalAudited])
+    );
+    // ... and it comes before the next stage (guards here).
+    let mut records = trace(id);
+    let decided = position(&records, is_event("approval/decided", "c1"));
+    let guards = position(&records, is_stage(NodeId::Guards, "c1"));
+    move_record(&mut records, decided, guards + 1);
+    assert_eq!(
+        violations(&options(id, ObservationLevel::Full), &records),
+        BTreeSet::from([InvariantId::ApprovalAudited])
+    );
+}
+
+#[test]
 fn an_unanswered_ask_needs_no_approval_record_below_full() {
     let id = "ask-without-approval-denies";
     let records = trace(id);

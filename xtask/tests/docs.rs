@@ -266,3 +266,25 @@ fn check_fails_on_an_unknown_name_in_prose_with_its_line() {
         "{err}"
     );
 }
+
+#[test]
+fn the_adapter_quick_starts_are_the_commands_ci_runs() {
+    let page = std::fs::read_to_string(root().join("docs/adapter-protocol.md")).unwrap();
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    let start = page
+        .find("## Quick start: the Python and TypeScript kits")
+        .unwrap();
+    let section = &page[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let commands: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("target/debug/tep run --adapter"))
+        .collect();
+    assert_eq!(commands.len(), 2, "{section}");
+    for command in commands {
+        assert!(
+            ci.lines().any(|l| l == command),
+            ".ci/run does not run the quick start's `{command}`"
+        );
+    }
+}

@@ -262,9 +262,9 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
         return;
     }
     let Some(event) = v.event() else { return };
-    if !matches!(event.body, EventBody::ApprovalDecided(_)) {
+    let EventBody::ApprovalDecided(decided) = &event.body else {
         return;
-    }
+    };
     if call.approval_asked.is_none() {
         cx.report(
             I::ApprovalAudited,
@@ -272,8 +272,24 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
             vec![v.line],
             format!("line {} (approval/decided, call {id}) without approval/asked", v.line),
         );
+    } else if call.position == N::Approval {
+        // The harness logs the decision once its prompt returned, and the adapter may record the
+        // approval stage at that return: the audit then follows the stage, before anything else.
+        if let Some(outcome) = call.approval_outcome
+            && outcome != decided.outcome
+        {
+            let message = format!(
+                "line {} (approval/decided {}, call {id}) but {} recorded {}",
+                v.line,
+                decided.outcome,
+                call.at_position(),
+                outcome
+            );
+            cx.report(I::ApprovalAudited, Some(v.call), vec![v.line, call.position_line], message);
+        }
     } else if call.position != N::Pre {
-        // The decision is audited inside the approval stage, before it ends.
+        // The decision is audited within the approval stage: at the latest right after its
+        // record, before guards or the denial.
         let message = format!(
             "line {} (approval/decided, call {id}) after {} ended the approval stage",
             v.line,
