@@ -257,3 +257,47 @@ fn bad_scenario_files_are_usage_errors_naming_the_file() {
         stderr(&o)
     );
 }
+
+/// Every mutant through the adapter protocol, as an implementer would fuzz their own adapter.
+#[test]
+fn every_mutant_is_found_through_the_adapter_protocol_and_shrunk_small() {
+    let dir = scratch("every-mutant");
+    let mut sizes = Vec::new();
+    for &mutant in Mutant::ALL {
+        let adapter = format!("{TEP} reference-adapter --mutant {}", mutant.name());
+        let out = dir.join(format!("{}.json", mutant.name()));
+        let o = tep_in(
+            &dir,
+            &[
+                "fuzz",
+                "--adapter",
+                &adapter,
+                "--seed",
+                "1",
+                "--cases",
+                "300",
+                "--strict",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{mutant:?}: {}", stdout(&o));
+        let scenario = Scenario::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert!(
+            breaks(mutant).contains(&scenario.exercises[0]),
+            "{mutant:?} found as {:?}",
+            scenario.exercises
+        );
+        let size = tep_conformance::fuzz::size(&scenario);
+        assert!(size <= 12, "{mutant:?}: shrunk to size {size}");
+        sizes.push(size);
+    }
+    sizes.sort_unstable();
+    println!(
+        "{} mutants, shrunk sizes {}..={} (median {})",
+        sizes.len(),
+        sizes[0],
+        sizes[sizes.len() - 1],
+        sizes[sizes.len() / 2]
+    );
+}
