@@ -34,7 +34,7 @@ pub(crate) const BODY_INSIDE_EXECUTE: Rule = Rule::new(entry(
     // A body that settles must have been dispatched (when bodies record their end).
     if v.mark().is_some() && cx.options.body_marks && call.body_steps.is_none() {
         let message = format!(
-            "line {} (body-settled, call {}): a body settled that tools/execute never dispatched (no toolBody since the last one settled)",
+            "line {} (body-settled, call {}): a body settled that no `around` dispatched (no toolBody since the last one settled)",
             v.line, call.id
         );
         cx.report(I::BodyInsideExecute, Some(v.call), vec![v.line], message);
@@ -42,8 +42,8 @@ pub(crate) const BODY_INSIDE_EXECUTE: Rule = Rule::new(entry(
 })
 .claims(|r| {
     let what = match (r.node, r.call.position) {
-        (N::ToolBody, _) => "the body ran outside `tools/execute`",
-        (_, N::ToolBody) => "the body did not return to `tools/execute`",
+        (N::ToolBody, _) => "the body ran without an `around` dispatching it",
+        (_, N::ToolBody) => "the body did not return to `around`",
         _ => return None,
     };
     r.claim(
