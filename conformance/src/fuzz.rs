@@ -782,12 +782,7 @@ pub fn fuzz(
     if !ready.specs.contains(&options.spec) {
         return Err(FuzzError::SpecNotImplemented {
             requested: options.spec,
-            declared: ready
-                .specs
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
+            declared: ready.specs_list(),
         });
     }
     let profile = Profile {

@@ -16,18 +16,37 @@ use tep_reference::mutant::Mutant;
 
 use crate::output::{Stdout, check_writable, note};
 
-/// The options of `tep fuzz`, parsed.
-#[derive(Debug)]
+/// The options of `tep fuzz`.
+#[derive(Debug, clap::Args)]
 pub struct FuzzArgs {
-    pub adapter: Option<String>,
-    pub spec: Revision,
-    pub cases: usize,
-    pub time: Option<Duration>,
-    pub seed: Option<u64>,
-    pub strict: bool,
-    pub timeout: Duration,
-    pub out: Option<PathBuf>,
-    pub mutant: Vec<Mutant>,
+    /// The adapter command (split like a shell would). Default: the built-in reference.
+    #[arg(long, value_name = "CMD")]
+    adapter: Option<String>,
+    /// The spec revision to generate for.
+    #[arg(long, default_value = "rev2")]
+    spec: Revision,
+    /// Generate at most this many scenarios.
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    cases: usize,
+    /// Stop generating after this many seconds (shrinking a failure still finishes).
+    #[arg(long, value_name = "SECS", value_parser = crate::parse_timeout)]
+    time: Option<Duration>,
+    /// The run's seed: the same seed generates the same scenarios. Default: a random one,
+    /// printed first.
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// SHOULD-level violations are failures too.
+    #[arg(long)]
+    strict: bool,
+    /// Seconds one scenario may take an adapter (0.1 to 86400).
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = crate::parse_timeout)]
+    timeout: Duration,
+    /// Write the shrunk failing scenario here. Default: target/tep-fuzz/<its id>.json.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Break the built-in reference on purpose (see `tep mutants`), to watch fuzzing find it.
+    #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
+    mutant: Vec<Mutant>,
 }
 
 /// Violations printed under a failure; the rest are counted.

@@ -144,36 +144,7 @@ enum Command {
     },
     /// Generative mode: random scenarios through an implementation, judged by the invariants;
     /// the first failure is shrunk to a small scenario and written as a corpus file.
-    Fuzz {
-        /// The adapter command (split like a shell would). Default: the built-in reference.
-        #[arg(long, value_name = "CMD")]
-        adapter: Option<String>,
-        /// The spec revision to generate for.
-        #[arg(long, default_value = "rev2")]
-        spec: Revision,
-        /// Generate at most this many scenarios.
-        #[arg(long, value_name = "N", default_value_t = 500)]
-        cases: usize,
-        /// Stop generating after this many seconds (shrinking a failure still finishes).
-        #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
-        time: Option<Duration>,
-        /// The run's seed: the same seed generates the same scenarios. Default: a random one,
-        /// printed first.
-        #[arg(long, value_name = "S")]
-        seed: Option<u64>,
-        /// SHOULD-level violations are failures too.
-        #[arg(long)]
-        strict: bool,
-        /// Seconds one scenario may take an adapter (0.1 to 86400).
-        #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
-        timeout: Duration,
-        /// Write the shrunk failing scenario here. Default: target/tep-fuzz/<its id>.json.
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-        /// Break the built-in reference on purpose (see `tep mutants`), to watch fuzzing find it.
-        #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
-        mutant: Vec<Mutant>,
-    },
+    Fuzz(fuzz_command::FuzzArgs),
     /// Replay mode: check a recorded trace (JSON Lines) from a file, or `-` for stdin.
     Check {
         trace: PathBuf,
@@ -339,27 +310,7 @@ fn dispatch(command: Command) -> Result<u8> {
             mutant,
             observed,
         }),
-        Command::Fuzz {
-            adapter,
-            spec,
-            cases,
-            time,
-            seed,
-            strict,
-            timeout,
-            out,
-            mutant,
-        } => fuzz_command::fuzz(fuzz_command::FuzzArgs {
-            adapter,
-            spec,
-            cases,
-            time,
-            seed,
-            strict,
-            timeout,
-            out,
-            mutant,
-        }),
+        Command::Fuzz(args) => fuzz_command::fuzz(args),
         Command::Check {
             trace,
             spec,

@@ -59,6 +59,15 @@ impl Ready {
     pub fn level(&self) -> ObservationLevel {
         self.observation.unwrap_or(ObservationLevel::Hooks)
     }
+
+    /// The revisions it implements, as `rev1, rev2`, for messages.
+    pub fn specs_list(&self) -> String {
+        self.specs
+            .iter()
+            .map(|r| r.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 fn default_specs() -> Vec<Revision> {

@@ -369,12 +369,7 @@ impl Plan {
         if !ready.specs.contains(&options.spec) {
             return Err(RunError::SpecNotImplemented {
                 requested: options.spec,
-                declared: ready
-                    .specs
-                    .iter()
-                    .map(|r| r.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                declared: ready.specs_list(),
             });
         }
         let declared = ready.level();
