@@ -225,6 +225,23 @@ fn an_approval_decision_may_be_logged_right_after_the_prompt_returned() {
 }
 
 #[test]
+fn a_prompt_asked_after_pre_execute_allowed_is_caught() {
+    // approval/asked where pre-execute decided allow: the prompt is consulted only after an ask.
+    let asked = trace("ask-allowed-once")
+        .into_iter()
+        .find(is_event("approval/asked", "c1"))
+        .unwrap();
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    let pre = position(&records, is_stage(NodeId::Pre, "c1"));
+    records.insert(pre + 1, asked);
+    assert!(
+        violations(&options(id, ObservationLevel::Full), &records)
+            .contains(&InvariantId::ApprovalOnlyAfterAsk)
+    );
+}
+
+#[test]
 fn an_unanswered_ask_needs_no_approval_record_below_full() {
     let id = "ask-without-approval-denies";
     let records = trace(id);
