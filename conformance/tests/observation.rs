@@ -242,6 +242,57 @@ fn a_prompt_asked_after_pre_execute_allowed_is_caught() {
 }
 
 #[test]
+fn a_sub_call_of_run_code_is_caught_from_the_session_log_alone() {
+    // At `events` the dispatch-start event is the only place the sub-call's tool is named.
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let mut log = thin(&trace(id), ObservationLevel::Events);
+    assert!(violations(&options(id, ObservationLevel::Events), &log).is_empty());
+    let start = position(&log, is_event("tool/code-dispatch-start", "c1:code:1"));
+    if let TraceRecord::Event(e) = &mut log[start]
+        && let EventBody::CodeDispatchStart(d) = &mut e.event.body
+    {
+        d.name = "run_code".to_owned();
+    }
+    assert!(
+        violations(&options(id, ObservationLevel::Events), &log)
+            .contains(&InvariantId::RunCodeReserved)
+    );
+}
+
+#[test]
+fn a_binding_rejected_for_a_successful_sub_call_is_caught() {
+    // Even a rejection that names the tool and the sub-call's own content: a success resolves.
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let mut records = trace(id);
+    let last_final = records
+        .iter()
+        .rposition(is_stage(NodeId::Final, "c1:code:1"))
+        .unwrap();
+    let TraceRecord::Stage(fin) = &records[last_final] else {
+        unreachable!()
+    };
+    let result = fin.result.clone().unwrap();
+    assert!(!result.is_error);
+    let name = fin.identity.as_ref().unwrap().name.clone();
+    let mark = records
+        .iter()
+        .position(|r| matches!(r, TraceRecord::Mark(m) if m.call.as_str() == "c1:code:1" && m.mark == MarkKind::BindingResolved))
+        .unwrap();
+    if let TraceRecord::Mark(m) = &mut records[mark] {
+        m.mark = MarkKind::BindingRejected;
+        m.rejection = Some(tep_reference::trace::Rejection {
+            tool_name: name,
+            message: result.text(),
+            other: Default::default(),
+        });
+    }
+    assert!(
+        violations(&options(id, ObservationLevel::Full), &records)
+            .contains(&InvariantId::BindingSettles)
+    );
+}
+
+#[test]
 fn an_unanswered_ask_needs_no_approval_record_below_full() {
     let id = "ask-without-approval-denies";
     let records = trace(id);
