@@ -824,6 +824,18 @@ pub fn run_suite(
     Ok(plan.run(implementation))
 }
 
+/// Of a trace's `steps`, those of the lines `violations` point at first (the offending records).
+pub fn steps_pointed_at(violations: &[Violation], steps: Vec<StepRecord>) -> Vec<StepRecord> {
+    let pointed: BTreeSet<usize> = violations
+        .iter()
+        .filter_map(|v| v.lines.first().copied())
+        .collect();
+    steps
+        .into_iter()
+        .filter(|s| pointed.contains(&s.line))
+        .collect()
+}
+
 /// Checks one trace: the invariants, then the scenario's expectations.
 /// `escaped` is what escaped the pipeline when the trace ends in an escape.
 pub fn judge(
@@ -863,16 +875,7 @@ pub fn judge(
             let (violations, notes) = check_expectations(scenario, &records, options.level);
             result.violations.extend(violations);
             result.notes = notes;
-            let pointed: BTreeSet<usize> = result
-                .violations
-                .iter()
-                .filter_map(|v| v.lines.first().copied())
-                .collect();
-            result.steps = check
-                .steps
-                .into_iter()
-                .filter(|s| pointed.contains(&s.line))
-                .collect();
+            result.steps = steps_pointed_at(&result.violations, check.steps);
             result.status = if result.violations.iter().any(|v| v.level == Level::Must) {
                 Status::Failed
             } else if result.violations.is_empty() {

@@ -460,6 +460,76 @@ fn the_json_report_follows_its_schema_and_names_the_suite_and_the_implementation
 }
 
 #[test]
+fn the_html_report_is_one_page_that_needs_nothing_else() {
+    let dir = temp_dir("html-report");
+    let page = dir.join("out").join("report.html");
+    let o = tep_in(
+        &dir,
+        &[
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--scenario",
+            "pre-*",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+    assert!(html.ends_with("</html>\n"));
+    // Nothing is fetched: no external script, stylesheet, image or font; the only URL is the
+    // SVG namespace, and links go within the page or to the docs.
+    assert_eq!(html.matches("<script").count(), 1);
+    assert!(html.contains("<script>"));
+    for fetching in [
+        " src=",
+        "<link rel=\"stylesheet",
+        "@import",
+        "url(http",
+        "@font-face",
+    ] {
+        assert!(!html.contains(fetching), "{fetching}");
+    }
+    let urls: BTreeSet<&str> = html
+        .match_indices("http:")
+        .chain(html.match_indices("https:"))
+        .map(|(i, _)| html[i..].split(['"', ' ']).next().unwrap())
+        .collect();
+    assert_eq!(urls, BTreeSet::from(["http://www.w3.org/2000/svg"]));
+    for (i, _) in html.match_indices(" href=\"") {
+        let target = &html[i + 7..];
+        let target = &target[..target.find('"').unwrap()];
+        assert!(
+            target.starts_with('#')
+                || target == "data:,"
+                || target.starts_with("docs/invariants.md#"),
+            "{target}"
+        );
+    }
+    // One row per selected scenario, the failing ones expandable to their traces.
+    let report = json(&tep_in(
+        &dir,
+        &[
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--scenario",
+            "pre-*",
+            "--format",
+            "json",
+        ],
+    ));
+    let scenarios = report["scenarios"].as_array().unwrap();
+    assert_eq!(html.matches("<tr id=\"s-").count(), scenarios.len());
+    let failing = scenarios.iter().filter(|s| s["status"] == "failed").count();
+    assert!(failing > 0);
+    assert_eq!(html.matches("<ol class=\"trace\"").count(), failing);
+    assert_eq!(html.matches("<tr id=\"d-").count(), failing);
+}
+
+#[test]
 fn the_json_report_counts_each_edge_and_places_each_violation_on_the_graph() {
     let dir = temp_dir("json-edges");
     let o = tep_in(
