@@ -1222,4 +1222,6 @@ fn the_ci_template_runs_against_the_reference() {
     let reports = cwd.join(artifact);
     junit(&reports.join("junit.xml"));
     valid(&read_json(&reports.join("report.json")));
+    let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "the HTML report is kept too");
 }
