@@ -265,7 +265,7 @@ pub fn render(page: &Page<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "<header>\n<h1><span>{}</span> <span class=\"verdict {}\">{}</span></h1>\n\
+        "<a class=\"skip\" href=\"#scenarios\">Skip to the scenarios</a>\n<header>\n<h1><span>{}</span> <span class=\"verdict {}\">{}</span></h1>\n\
          <p class=\"sub\">{} against {}, observation level {}{}</p>\n</header>\n<main>",
         escape(page.title),
         verdict.0,
@@ -788,7 +788,10 @@ fn row(
     } else {
         broken.into_iter().collect::<Vec<_>>().join(", ")
     };
-    let time = if s.status == Status::Skipped && s.duration_seconds == 0.0 {
+    // A check (no start time) has no durations.
+    let time = if page.report.started_at.is_empty()
+        || (s.status == Status::Skipped && s.duration_seconds == 0.0)
+    {
         String::new()
     } else {
         format!("{:.3} s", s.duration_seconds)

@@ -1223,5 +1223,8 @@ fn the_ci_template_runs_against_the_reference() {
     junit(&reports.join("junit.xml"));
     valid(&read_json(&reports.join("report.json")));
     let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
-    assert!(html.starts_with("<!DOCTYPE html>"), "the HTML report is kept too");
+    assert!(
+        html.starts_with("<!DOCTYPE html>"),
+        "the HTML report is kept too"
+    );
 }
