@@ -14,7 +14,8 @@
 //!   newline-delimited JSON on stdin/stdout.
 //! - [`select`], [`runner`], [`baseline`], [`report`], [`progress`]: choosing scenarios, running
 //!   them (in parallel, interruptibly), judging traces, expected-failure baselines,
-//!   terminal/JSON/JUnit reports, live output; [`suite`]: the version and corpus hash.
+//!   terminal/JSON/JUnit reports, live output; [`html`]: the HTML report, the run drawn on
+//!   the docs' pictures of the graphs; [`suite`]: the version and corpus hash.
 //! - [`mutation`]: trace mutations that prove the checker has teeth.
 //! - [`generate`]: synthetic traces (the corpus mix, wide batches, long Code Mode programs, many
 //!   contexts) for the benches and load tests.
@@ -24,6 +25,7 @@ pub mod baseline;
 pub mod checker;
 pub mod fuzz;
 pub mod generate;
+pub mod html;
 pub mod invariants;
 pub mod limits;
 pub mod mutation;

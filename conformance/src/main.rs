@@ -5,8 +5,8 @@
 //! `tep scenarios list | head -1`) ends the output quietly; the exit code still says what the
 //! command found.
 
-use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,7 +15,9 @@ use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use tep_conformance::adapter::{MAX_TIMEOUT, MIN_TIMEOUT};
 use tep_conformance::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
+use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::invariants::{CATALOG, InvariantId, Level, invariant};
+use tep_conformance::report;
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
 use tep_conformance::select::Selection;
 use tep_conformance::trace_io::for_each_record;
@@ -101,6 +103,10 @@ enum Command {
         /// Also write the JSON report here.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Also write the HTML report here: one self-contained page, the run drawn on the
+        /// stage graph, failing traces with their witness lines.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         /// Expected failures (JSON: {"expectedFailures":[{"id","reason","issue"?}]}).
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
@@ -163,6 +169,10 @@ enum Command {
         /// SHOULD-level violations fail the check too.
         #[arg(long)]
         strict: bool,
+        /// Also write the HTML report here: the trace drawn on the stage graph, its witness
+        /// lines marked (from stdin, the trace is held in memory for it).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// List, show or export the scenario corpus.
     Scenarios {
@@ -275,6 +285,7 @@ fn dispatch(command: Command) -> Result<u8> {
             format,
             junit,
             json,
+            html,
             baseline,
             write_baseline,
             select,
@@ -293,6 +304,7 @@ fn dispatch(command: Command) -> Result<u8> {
             json_stdout: format == Format::Json,
             junit,
             json,
+            html,
             baseline,
             write_baseline,
             selection: select.selection(),
@@ -318,7 +330,18 @@ fn dispatch(command: Command) -> Result<u8> {
             observed,
             format,
             strict,
-        } => check(trace, spec, capabilities, observed, format, strict),
+            html,
+        } => check(
+            trace,
+            CheckArgs {
+                spec,
+                capabilities,
+                observed,
+                format,
+                strict,
+                html,
+            },
+        ),
         Command::Scenarios { action } => scenarios(action),
         Command::Invariants { action } => invariants(action),
         Command::Mutants => {
@@ -364,25 +387,62 @@ fn dispatch(command: Command) -> Result<u8> {
     }
 }
 
-/// Checks a trace in one pass. The header (if any) chooses the revision, capabilities and
-/// observation level unless the command line does.
-fn check(
-    path: PathBuf,
+/// The options of `tep check`.
+struct CheckArgs {
     spec: Option<Revision>,
     capabilities: Option<Vec<Capability>>,
     observed: Option<ObservationLevel>,
     format: Format,
     strict: bool,
-) -> Result<u8> {
+    html: Option<PathBuf>,
+}
+
+/// A reader that keeps a copy of what it reads (stdin, for the HTML report).
+struct Tee<R> {
+    inner: R,
+    copy: Vec<u8>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.copy.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Checks a trace in one pass. The header (if any) chooses the revision, capabilities and
+/// observation level unless the command line does.
+fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
+    let CheckArgs {
+        spec,
+        capabilities,
+        observed,
+        format,
+        strict,
+        html,
+    } = args;
+    if let Some(out) = &html {
+        output::check_writable(out, "HTML report")?;
+    }
     let name = path.display().to_string();
-    let reader: Box<dyn BufRead> = if name == "-" {
-        Box::new(BufReader::new(std::io::stdin()))
+    let stdin = name == "-";
+    let mut tee = None;
+    let reader: Box<dyn BufRead + '_> = if stdin {
+        match &html {
+            Some(_) => Box::new(BufReader::new(tee.insert(Tee {
+                inner: std::io::stdin(),
+                copy: Vec::new(),
+            }))),
+            None => Box::new(BufReader::new(std::io::stdin())),
+        }
     } else {
         let file = std::fs::File::open(&path).with_context(|| format!("cannot open {name}"))?;
         Box::new(BufReader::new(file))
     };
     let mut checker: Option<Checker> = None;
     let mut header_spec = None;
+    let mut header_implementation = None;
     let options_for = |header: Option<&TraceHeader>| CheckOptions {
         revision: spec.or(header.map(|h| h.spec)).unwrap_or(Revision::CURRENT),
         capabilities: capabilities
@@ -402,7 +462,13 @@ fn check(
                 _ => None,
             };
             header_spec = header.map(|h| h.spec);
-            Checker::new(options_for(header))
+            header_implementation = header.and_then(|h| h.implementation.clone());
+            let checker = Checker::new(options_for(header));
+            if html.is_some() {
+                checker.keep_steps()
+            } else {
+                checker
+            }
         });
         checker.feed(line, &record)
     });
@@ -507,6 +573,41 @@ fn check(
                 report.violations.len() - must
             )?;
         }
+    }
+    if let Some(out) = &html {
+        let witnesses: BTreeSet<usize> = report
+            .violations
+            .iter()
+            .flat_map(|v| v.lines.iter().copied())
+            .collect();
+        let excerpt = match tee {
+            Some(tee) => TraceExcerpt::of(&String::from_utf8_lossy(&tee.copy), &witnesses),
+            None => {
+                let file =
+                    std::fs::File::open(&path).with_context(|| format!("cannot open {name}"))?;
+                TraceExcerpt::read(BufReader::new(file), &witnesses)
+                    .with_context(|| format!("cannot read {name}"))?
+            }
+        };
+        let run = report::run_of_check(
+            &name,
+            header_implementation.as_deref(),
+            &options,
+            report,
+            strict,
+        );
+        let ctx = report::RunContext::default();
+        let json = report::json(&run, None, &ctx, &tep_conformance::suite::corpus_hash());
+        let traces = BTreeMap::from([(name.clone(), excerpt)]);
+        let page = html::Page {
+            title: &format!("tep check {name}"),
+            report: &json,
+            traces: &traces,
+            corpus: &[],
+            docs: &html::docs_base(out),
+            rerun: None,
+        };
+        run_command::write_file(out, &html::render(&page))?;
     }
     Ok(u8::from(failing > 0 || !tested))
 }

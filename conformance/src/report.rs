@@ -11,14 +11,14 @@ use std::path::PathBuf;
 use anstyle::{AnsiColor, Style};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tep_reference::graph::{Revision, StageGraph};
+use tep_reference::graph::{EdgeId, GraphKind, NodeId, Revision, StageGraph};
 use tep_reference::trace::{Capability, ObservationLevel, to_jsonl};
 
 use crate::baseline::{BaselineOutcome, ScenarioComparison, StaleEntry};
-use crate::checker::{InvariantStatus, Violation};
+use crate::checker::{CheckOptions, CheckReport, InvariantStatus, StepRecord, Violation};
 use crate::invariants::{InvariantId, Level, invariant};
-use crate::protocol::PROTOCOL_VERSION;
-use crate::runner::{RunReport, ScenarioResult, Status};
+use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
+use crate::runner::{Coverage, RunReport, ScenarioResult, Status, steps_pointed_at};
 
 /// Exit code: conformant.
 pub const EXIT_CONFORMANT: u8 = 0;
@@ -676,6 +676,80 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
 }
 
 // ---------------------------------------------------------------------------------------------
+// tep check
+
+/// One checked trace (`tep check`) as a run of one scenario, the trace itself, so that a check
+/// has the reports of a run (the HTML report): the trace passes, warns (SHOULD violations only)
+/// or fails like a scenario, and one that holds no batch tested nothing. The implementation is
+/// the one the trace's header names, at the options' revision, capabilities and level.
+pub fn run_of_check(
+    name: &str,
+    implementation: Option<&str>,
+    options: &CheckOptions,
+    check: CheckReport,
+    strict: bool,
+) -> RunReport {
+    let status = if check.batches == 0 {
+        Status::Skipped
+    } else if check.violations.iter().any(|v| v.level == Level::Must) {
+        Status::Failed
+    } else if check.violations.is_empty() {
+        Status::Passed
+    } else {
+        Status::Warned
+    };
+    let edges = Coverage {
+        edges: check.edges,
+        code_mode_edges: check.code_mode_edges,
+    };
+    let steps = steps_pointed_at(&check.violations, check.steps);
+    let result = ScenarioResult {
+        id: name.to_owned(),
+        status,
+        violations: check.violations,
+        notes: Vec::new(),
+        reason: (status == Status::Skipped).then(|| {
+            "nothing was checked: the trace holds no batch (no `model` record)".to_owned()
+        }),
+        stderr: None,
+        expected_failure: false,
+        duration: std::time::Duration::ZERO,
+        trace: None,
+        edges: edges.clone(),
+        steps,
+    };
+    RunReport {
+        ready: Ready {
+            ready: true,
+            protocol: PROTOCOL_VERSION,
+            implementation: ImplementationInfo {
+                name: implementation
+                    .unwrap_or("an implementation the trace does not name")
+                    .to_owned(),
+                version: None,
+                language: None,
+                homepage: None,
+            },
+            capabilities: match &options.capabilities {
+                Some(caps) => caps.iter().copied().collect(),
+                None => Capability::ALL.to_vec(),
+            },
+            specs: vec![options.revision],
+            observation: Some(options.level),
+        },
+        spec: options.revision,
+        level: options.level,
+        strict,
+        scenarios: vec![result],
+        coverage: edges,
+        invariants: options.statuses(),
+        interrupted: false,
+        not_run: Vec::new(),
+        duration: std::time::Duration::ZERO,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // JSON
 
 /// The JSON report of `tep run` (`--format json`, `--json FILE`); its schema is
@@ -769,6 +843,22 @@ pub struct EdgeCoverage {
     pub ratio: f64,
     /// The edges no trace took.
     pub missing: Vec<String>,
+    /// Every edge of the graph in declaration order, with how many scenarios took it. An edge's
+    /// index here is its number: in a scenario's `edges`, a violation's `step`, and the
+    /// `data-edge` of its group in the docs' SVG picture of the graph.
+    pub edges: Vec<EdgeTaken>,
+}
+
+/// One edge of a graph, and how many scenarios took it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EdgeTaken {
+    /// As the flowchart prints it: `pre -->|deny| denied`.
+    pub edge: String,
+    pub from: NodeId,
+    pub to: NodeId,
+    /// How many scenarios' traces took it.
+    pub scenarios: usize,
 }
 
 /// Whether the run could check an invariant.
@@ -834,6 +924,12 @@ pub struct ScenarioReport {
     /// Where its trace was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The edges of the stage graph its trace took (their numbers: `coverage.edges.edges`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edges: Vec<usize>,
+    /// The edges of the Code Mode graph its sub-calls took (`coverage.codeModeEdges.edges`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub code_mode_edges: Vec<usize>,
 }
 
 /// One broken invariant.
@@ -852,6 +948,57 @@ pub struct ViolationReport {
     pub doc: String,
     /// Where the invariant comes from.
     pub sources: Vec<String>,
+    /// Where on the graph it happened: the step of the record it points at first, when that
+    /// record visits a node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepReport>,
+}
+
+/// A record's step on its call's graph.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepReport {
+    /// The graph the call walks: the stage graph, or the Code Mode graph for a sub-call.
+    pub graph: GraphName,
+    /// Where the step starts: the edge's source, or where the call stood.
+    pub from: NodeId,
+    /// The node the record visits.
+    pub to: NodeId,
+    /// The edge taken (its number in that graph's `coverage` edges), when the step is one edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge: Option<usize>,
+    /// The graph has no such step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
+}
+
+/// Which graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum GraphName {
+    /// The revision's stage graph.
+    Pipeline,
+    /// The revision's Code Mode graph.
+    CodeMode,
+}
+
+impl From<GraphKind> for GraphName {
+    fn from(kind: GraphKind) -> Self {
+        match kind {
+            GraphKind::Pipeline => GraphName::Pipeline,
+            GraphKind::CodeMode => GraphName::CodeMode,
+        }
+    }
+}
+
+fn step_report(step: &StepRecord) -> StepReport {
+    StepReport {
+        graph: step.graph.into(),
+        from: step.from,
+        to: step.to,
+        edge: step.edge.map(|e| e.0),
+        refused: step.refused,
+    }
 }
 
 /// Information that is no verdict.
@@ -864,7 +1011,7 @@ pub struct NoteReport {
     pub message: String,
 }
 
-fn violation_report(v: &Violation) -> ViolationReport {
+fn violation_report(v: &Violation, step: Option<&StepRecord>) -> ViolationReport {
     let inv = invariant(v.invariant);
     ViolationReport {
         invariant: v.invariant,
@@ -874,6 +1021,7 @@ fn violation_report(v: &Violation) -> ViolationReport {
         message: v.message.clone(),
         doc: inv.doc_link(),
         sources: inv.sources.iter().map(ToString::to_string).collect(),
+        step: step.map(step_report),
     }
 }
 
@@ -881,12 +1029,37 @@ fn rounded(seconds: f64) -> f64 {
     (seconds * 1000.0).round() / 1000.0
 }
 
-fn edge_coverage(taken: usize, total: usize, ratio: f64, missing: Vec<String>) -> EdgeCoverage {
+fn edge_coverage(
+    graph: &StageGraph,
+    ratio: f64,
+    missing: Vec<String>,
+    taken_by: impl Fn(&ScenarioResult) -> &BTreeSet<EdgeId>,
+    scenarios: &[ScenarioResult],
+) -> EdgeCoverage {
+    let mut counts = vec![0; graph.edges().len()];
+    for s in scenarios {
+        for edge in taken_by(s) {
+            if let Some(n) = counts.get_mut(edge.0) {
+                *n += 1;
+            }
+        }
+    }
     EdgeCoverage {
-        taken,
-        total,
+        taken: counts.iter().filter(|&&n| n > 0).count(),
+        total: counts.len(),
         ratio,
         missing,
+        edges: graph
+            .edges()
+            .iter()
+            .zip(counts)
+            .map(|(e, scenarios)| EdgeTaken {
+                edge: e.describe(),
+                from: e.from,
+                to: e.to,
+                scenarios,
+            })
+            .collect(),
     }
 }
 
@@ -907,7 +1080,11 @@ pub fn json(
                 id: s.id.clone(),
                 status: s.status,
                 duration_seconds: rounded(s.duration.as_secs_f64()),
-                violations: s.violations.iter().map(violation_report).collect(),
+                violations: s
+                    .violations
+                    .iter()
+                    .map(|v| violation_report(v, s.step_of(v)))
+                    .collect(),
                 notes: s
                     .notes
                     .iter()
@@ -924,6 +1101,8 @@ pub fn json(
                     .filter(|c| !c.reasons.is_empty())
                     .map(|c| c.reasons.join("; ")),
                 trace: ctx.traces.get(&s.id).map(|p| p.display().to_string()),
+                edges: s.edges.edges.iter().map(|e| e.0).collect(),
+                code_mode_edges: s.edges.code_mode_edges.iter().map(|e| e.0).collect(),
             }
         })
         .collect();
@@ -954,16 +1133,18 @@ pub fn json(
         summary: counts(report, baseline),
         coverage: CoverageReport {
             edges: edge_coverage(
-                report.coverage.edges.len(),
-                StageGraph::of(report.spec).edges().len(),
+                StageGraph::of(report.spec),
                 report.edge_coverage(),
                 report.missing_edges(),
+                |s| &s.edges.edges,
+                &report.scenarios,
             ),
             code_mode_edges: edge_coverage(
-                report.coverage.code_mode_edges.len(),
-                StageGraph::code_mode(report.spec).edges().len(),
+                StageGraph::code_mode(report.spec),
                 report.code_mode_edge_coverage(),
                 report.missing_code_mode_edges(),
+                |s| &s.edges.code_mode_edges,
+                &report.scenarios,
             ),
         },
         invariants: report

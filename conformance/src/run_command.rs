@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, anyhow, bail};
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans};
 use tep_conformance::baseline::{self, Baseline};
+use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::progress::Live;
 use tep_conformance::protocol::Ready;
 use tep_conformance::report::{self, RunContext, verdict};
@@ -33,6 +34,7 @@ pub struct RunArgs {
     pub json_stdout: bool,
     pub junit: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    pub html: Option<PathBuf>,
     pub baseline: Option<PathBuf>,
     pub write_baseline: Option<PathBuf>,
     pub selection: Selection,
@@ -161,6 +163,27 @@ pub fn run(args: RunArgs) -> Result<u8> {
     if let Some(path) = &args.json {
         write_file(path, &json_text)?;
     }
+    if let Some(path) = &args.html {
+        let traces = run
+            .scenarios
+            .iter()
+            .filter_map(|s| {
+                let records = s.trace.as_ref()?;
+                let witnesses = s.violations.iter().flat_map(|v| v.lines.iter().copied());
+                let excerpt = TraceExcerpt::of(&to_jsonl(records), &witnesses.collect());
+                Some((s.id.clone(), excerpt))
+            })
+            .collect();
+        let page = html::Page {
+            title: "tep run",
+            report: &json,
+            traces: &traces,
+            corpus: &corpus,
+            docs: &html::docs_base(path),
+            rerun: Some(&ctx),
+        };
+        write_file(path, &html::render(&page))?;
+    }
     if let Some(path) = &args.write_baseline {
         if run.interrupted {
             live.notice(&format!(
@@ -219,6 +242,7 @@ fn check_outputs(args: &RunArgs) -> Result<()> {
     for (path, what) in [
         (&args.junit, "JUnit report"),
         (&args.json, "JSON report"),
+        (&args.html, "HTML report"),
         (&args.write_baseline, "baseline"),
     ] {
         if let Some(path) = path {
@@ -236,7 +260,8 @@ fn check_outputs(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-fn write_file(path: &Path, text: &str) -> Result<()> {
+/// Writes a report, creating its directory.
+pub(crate) fn write_file(path: &Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

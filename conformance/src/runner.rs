@@ -12,7 +12,9 @@ use tep_reference::graph::{EdgeId, Revision, StageGraph};
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
-use crate::checker::{CheckOptions, Checker, InvariantStatus, ScenarioFacts, Violation};
+use crate::checker::{
+    CheckOptions, Checker, InvariantStatus, ScenarioFacts, StepRecord, Violation,
+};
 use crate::invariants::{InvariantId, Level};
 use crate::observation::thin;
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
@@ -161,6 +163,11 @@ pub struct ScenarioResult {
     pub duration: Duration,
     /// The trace as checked (at the run's observation level), when there is one.
     pub trace: Option<Vec<TraceRecord>>,
+    /// The edges its trace took.
+    pub edges: Coverage,
+    /// The steps of the lines its violations point at first (the offending records), in
+    /// trace order: where on the graph each violation happened.
+    pub steps: Vec<StepRecord>,
 }
 
 impl ScenarioResult {
@@ -175,6 +182,8 @@ impl ScenarioResult {
             expected_failure: false,
             duration: Duration::ZERO,
             trace: None,
+            edges: Coverage::default(),
+            steps: Vec::new(),
         }
     }
 
@@ -218,6 +227,12 @@ impl ScenarioResult {
             .iter()
             .find(|v| strict || v.level == Level::Must)
             .or_else(|| self.violations.first())
+    }
+
+    /// The step of the record `v` points at first, when that record visits a node.
+    pub fn step_of(&self, v: &Violation) -> Option<&StepRecord> {
+        let line = *v.lines.first()?;
+        self.steps.iter().find(|s| s.line == line)
     }
 }
 
@@ -263,9 +278,9 @@ pub struct Coverage {
 }
 
 impl Coverage {
-    fn extend(&mut self, other: Coverage) {
-        self.edges.extend(other.edges);
-        self.code_mode_edges.extend(other.code_mode_edges);
+    fn extend(&mut self, other: &Coverage) {
+        self.edges.extend(&other.edges);
+        self.code_mode_edges.extend(&other.code_mode_edges);
     }
 }
 
@@ -355,7 +370,7 @@ pub struct Plan {
 #[derive(Debug, Clone)]
 enum Slot {
     Run(Arc<Scenario>),
-    NotApplicable(ScenarioResult),
+    NotApplicable(Box<ScenarioResult>),
 }
 
 impl Plan {
@@ -393,10 +408,10 @@ impl Plan {
             .iter()
             .map(|scenario| {
                 if !scenario.applies_to(options.spec) {
-                    return Slot::NotApplicable(ScenarioResult::skipped(
+                    return Slot::NotApplicable(Box::new(ScenarioResult::skipped(
                         &scenario.id,
                         format!("N/A: not part of {}", options.spec),
-                    ));
+                    )));
                 }
                 let missing: Vec<&str> = scenario
                     .requires
@@ -407,13 +422,13 @@ impl Plan {
                 if missing.is_empty() {
                     Slot::Run(Arc::new(scenario.clone()))
                 } else {
-                    Slot::NotApplicable(ScenarioResult::skipped(
+                    Slot::NotApplicable(Box::new(ScenarioResult::skipped(
                         &scenario.id,
                         format!(
                             "N/A: the implementation does not declare {}",
                             missing.join(", ")
                         ),
-                    ))
+                    )))
                 }
             })
             .collect();
@@ -494,11 +509,11 @@ impl Plan {
             .slots
             .iter()
             .map(|slot| match slot {
-                Slot::NotApplicable(result) => Some(result.clone()),
+                Slot::NotApplicable(result) => Some((**result).clone()),
                 Slot::Run(scenario) => {
                     seq += 1;
                     let (result, taken) = self.run_one(implementation, seq, scenario);
-                    coverage.extend(taken);
+                    coverage.extend(&taken);
                     Some(result)
                 }
             })
@@ -535,7 +550,7 @@ impl Plan {
         };
         for (index, slot) in self.slots.iter().enumerate() {
             if let Slot::NotApplicable(result) = slot {
-                let mut result = result.clone();
+                let mut result = (**result).clone();
                 emit(
                     RunEvent::Finished {
                         index,
@@ -584,7 +599,7 @@ impl Plan {
                     coverage: taken,
                 } => {
                     finished += 1;
-                    coverage.extend(taken);
+                    coverage.extend(&taken);
                     emit(
                         RunEvent::Finished {
                             index,
@@ -636,7 +651,7 @@ impl Plan {
             match (result, slot) {
                 (Some(result), _) => scenarios.push(result),
                 (None, Slot::Run(scenario)) => not_run.push(scenario.id.clone()),
-                (None, Slot::NotApplicable(result)) => scenarios.push(result.clone()),
+                (None, Slot::NotApplicable(result)) => scenarios.push((**result).clone()),
             }
         }
         RunReport {
@@ -804,6 +819,18 @@ pub fn run_suite(
     Ok(plan.run(implementation))
 }
 
+/// Of a trace's `steps`, those of the lines `violations` point at first (the offending records).
+pub fn steps_pointed_at(violations: &[Violation], steps: Vec<StepRecord>) -> Vec<StepRecord> {
+    let pointed: BTreeSet<usize> = violations
+        .iter()
+        .filter_map(|v| v.lines.first().copied())
+        .collect();
+    steps
+        .into_iter()
+        .filter(|s| pointed.contains(&s.line))
+        .collect()
+}
+
 /// Checks one trace: the invariants, then the scenario's expectations.
 /// `escaped` is what escaped the pipeline when the trace ends in an escape.
 pub fn judge(
@@ -819,7 +846,7 @@ pub fn judge(
         ..options.clone()
     };
     let checked = (|| {
-        let mut checker = Checker::new(options.clone());
+        let mut checker = Checker::new(options.clone()).keep_steps();
         for (i, record) in records.iter().enumerate() {
             checker.feed(i + 1, record)?;
         }
@@ -834,12 +861,16 @@ pub fn judge(
             result.reason = Some(format!("the trace is malformed: {e}"));
         }
         Ok(check) => {
-            coverage.edges.extend(check.edges);
-            coverage.code_mode_edges.extend(check.code_mode_edges);
+            result.edges = Coverage {
+                edges: check.edges,
+                code_mode_edges: check.code_mode_edges,
+            };
+            coverage.extend(&result.edges);
             result.violations = check.violations;
             let (violations, notes) = check_expectations(scenario, &records, options.level);
             result.violations.extend(violations);
             result.notes = notes;
+            result.steps = steps_pointed_at(&result.violations, check.steps);
             result.status = if result.violations.iter().any(|v| v.level == Level::Must) {
                 Status::Failed
             } else if result.violations.is_empty() {

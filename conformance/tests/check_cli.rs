@@ -90,3 +90,103 @@ fn a_session_log_checked_at_hooks_is_a_usage_error_with_the_way_out() {
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(out(&o).contains("--observed events"), "{}", out(&o));
 }
+
+/// A trace whose denied call still ran its body (the `run-body-after-deny` mutant's).
+fn body_after_deny() -> String {
+    use tep_conformance::scenario::corpus;
+    use tep_conformance::scripted::run_reference;
+    use tep_reference::graph::Revision;
+    use tep_reference::mutant::Mutant;
+    let scenario = corpus()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == "pre-deny-skips-body")
+        .unwrap();
+    let records = run_reference(&scenario, Revision::Rev2, &[Mutant::RunBodyAfterDeny]).unwrap();
+    tep_reference::trace::to_jsonl(&records)
+}
+
+#[test]
+fn the_html_report_of_a_check_quotes_the_trace_and_marks_its_witnesses() {
+    let dir = std::env::temp_dir().join(format!("tep-check-html-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = body_after_deny();
+    let without = check(&trace, &[]);
+    for (name, from_stdin) in [("stdin.html", true), ("file.html", false)] {
+        let page = dir.join(name);
+        let o = if from_stdin {
+            check(&trace, &["--html", page.to_str().unwrap()])
+        } else {
+            let file = dir.join("trace.jsonl");
+            std::fs::write(&file, &trace).unwrap();
+            Command::new(TEP)
+                .args([
+                    "check",
+                    file.to_str().unwrap(),
+                    "--html",
+                    page.to_str().unwrap(),
+                ])
+                .output()
+                .unwrap()
+        };
+        // The same verdict, and the same text, as without the page.
+        assert_eq!(o.status.code(), without.status.code(), "{}", out(&o));
+        if from_stdin {
+            assert_eq!(out(&o), out(&without));
+        }
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        // Every line of the trace, the witnesses of the body that ran marked.
+        for (n, line) in trace.lines().enumerate() {
+            let escaped = line
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;");
+            assert!(
+                html.contains(&format!(
+                    "<span class=\"ln\">{}</span><code>{escaped}</code>",
+                    n + 1
+                )),
+                "line {}",
+                n + 1
+            );
+        }
+        assert_eq!(
+            html.matches("<li id=\"t-0-5\" class=\"witness\">").count(),
+            1,
+            "{name}"
+        );
+        assert_eq!(
+            html.matches("<li id=\"t-0-7\" class=\"witness\">").count(),
+            1,
+            "{name}"
+        );
+        assert!(
+            html.contains("<g class=\"refused-step\" data-from=\"denied\" data-to=\"around\">")
+        );
+    }
+    // An unwritable page is refused before the trace is read.
+    let blocker = dir.join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let below = blocker.join("page.html");
+    let o = Command::new(TEP)
+        .args([
+            "check",
+            "/nonexistent/trace.jsonl",
+            "--html",
+            below.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        out(&o).contains(&format!(
+            "cannot write the HTML report to {}",
+            below.display()
+        )),
+        "{}",
+        out(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -231,6 +231,25 @@ fn an_unwritable_output_is_a_usage_error_before_the_adapter_starts() {
         "{}",
         stderr(&o)
     );
+    let below_a_file = file.join("report.html");
+    let o = tep(&[
+        "run",
+        "--adapter",
+        &adapter,
+        "--scenario",
+        "allow-runs-body",
+        "--html",
+        below_a_file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "cannot write the HTML report to {}",
+            below_a_file.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
     assert!(!marker.exists(), "the adapter was never started");
     // A writable report path is left as it was: no empty file before the run.
     let fine = dir.join("report.xml");

@@ -460,6 +460,139 @@ fn the_json_report_follows_its_schema_and_names_the_suite_and_the_implementation
 }
 
 #[test]
+fn the_html_report_is_one_page_that_needs_nothing_else() {
+    let dir = temp_dir("html-report");
+    let page = dir.join("out").join("report.html");
+    let o = tep_in(
+        &dir,
+        &[
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--scenario",
+            "pre-*",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+    assert!(html.ends_with("</html>\n"));
+    // Nothing is fetched: no external script, stylesheet, image or font; the only URL is the
+    // SVG namespace, and links go within the page or to the docs.
+    assert_eq!(html.matches("<script").count(), 1);
+    assert!(html.contains("<script>"));
+    for fetching in [
+        " src=",
+        "<link rel=\"stylesheet",
+        "@import",
+        "url(http",
+        "@font-face",
+    ] {
+        assert!(!html.contains(fetching), "{fetching}");
+    }
+    let urls: BTreeSet<&str> = html
+        .match_indices("http:")
+        .chain(html.match_indices("https:"))
+        .map(|(i, _)| html[i..].split(['"', ' ']).next().unwrap())
+        .collect();
+    assert_eq!(urls, BTreeSet::from(["http://www.w3.org/2000/svg"]));
+    for (i, _) in html.match_indices(" href=\"") {
+        let target = &html[i + 7..];
+        let target = &target[..target.find('"').unwrap()];
+        assert!(
+            target.starts_with('#')
+                || target == "data:,"
+                || target.starts_with("docs/invariants.md#"),
+            "{target}"
+        );
+    }
+    // One row per selected scenario, the failing ones expandable to their traces.
+    let report = json(&tep_in(
+        &dir,
+        &[
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--scenario",
+            "pre-*",
+            "--format",
+            "json",
+        ],
+    ));
+    let scenarios = report["scenarios"].as_array().unwrap();
+    assert_eq!(html.matches("<tr id=\"s-").count(), scenarios.len());
+    let failing = scenarios.iter().filter(|s| s["status"] == "failed").count();
+    assert!(failing > 0);
+    assert_eq!(html.matches("<ol class=\"trace\"").count(), failing);
+    assert_eq!(html.matches("<tr id=\"d-").count(), failing);
+}
+
+#[test]
+fn the_json_report_counts_each_edge_and_places_each_violation_on_the_graph() {
+    let dir = temp_dir("json-edges");
+    let o = tep_in(
+        &dir,
+        &[
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--scenario",
+            "pre-deny-skips-body",
+            "--scenario",
+            "allow-runs-body",
+            "--scenario",
+            "code-mode-*",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let report = json(&o);
+    valid(&report);
+    let scenarios = report["scenarios"].as_array().unwrap();
+    for (graph, field) in [("edges", "edges"), ("codeModeEdges", "codeModeEdges")] {
+        let coverage = &report["coverage"][graph];
+        let edges = coverage["edges"].as_array().unwrap();
+        assert_eq!(edges.len() as u64, coverage["total"].as_u64().unwrap());
+        // Each edge counts the scenarios that list it, and the taken edges are those counted.
+        for (n, edge) in edges.iter().enumerate() {
+            let listing = scenarios
+                .iter()
+                .filter(|s| {
+                    s[field]
+                        .as_array()
+                        .is_some_and(|e| e.contains(&Value::from(n)))
+                })
+                .count();
+            assert_eq!(edge["scenarios"], listing, "{edge}");
+        }
+        let taken = edges.iter().filter(|e| e["scenarios"] != 0).count();
+        assert_eq!(coverage["taken"], taken, "{graph}");
+        assert!(taken > 0, "{graph}");
+    }
+    let model_to_tool_call = &report["coverage"]["edges"]["edges"][0];
+    assert_eq!(model_to_tool_call["edge"], "model --> toolCall");
+    assert_eq!(model_to_tool_call["scenarios"], scenarios.len() as u64);
+    // The denied call's body ran: a step from `denied` to `around` the graph does not have.
+    let failing = scenarios
+        .iter()
+        .find(|s| s["id"] == "pre-deny-skips-body")
+        .unwrap();
+    let violation = failing["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["invariant"] == "deny-skips-body")
+        .unwrap();
+    assert_eq!(
+        violation["step"],
+        serde_json::json!({"graph": "pipeline", "from": "denied", "to": "around", "refused": true})
+    );
+}
+
+#[test]
 fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     let dir = temp_dir("lifecycle");
     let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
@@ -1089,4 +1222,9 @@ fn the_ci_template_runs_against_the_reference() {
     let reports = cwd.join(artifact);
     junit(&reports.join("junit.xml"));
     valid(&read_json(&reports.join("report.json")));
+    let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
+    assert!(
+        html.starts_with("<!DOCTYPE html>"),
+        "the HTML report is kept too"
+    );
 }

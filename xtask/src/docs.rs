@@ -112,6 +112,16 @@ const PIPELINE_PAGES: &[PipelinePage] = &[
     },
 ];
 
+/// A graph and where its picture goes.
+type Picture = (fn() -> &'static StageGraph, &'static str);
+
+/// Pictures of graphs no page prints: rev1's Code Mode graph, which the HTML report of a rev1
+/// run draws.
+const PICTURES: &[Picture] = &[(
+    || StageGraph::code_mode(Revision::Rev1),
+    "docs/revisions/rev1/code-mode.svg",
+)];
+
 fn read(root: &Path, rel: &str) -> Result<String, DocsError> {
     let path = root.join(rel);
     std::fs::read_to_string(&path).map_err(|source| DocsError::Read { path, source })
@@ -158,6 +168,12 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
         out.push(Generated {
             path: page.picture.into(),
             contents: svg::render(graph).map_err(DocsError::Generate)?,
+        });
+    }
+    for (graph, picture) in PICTURES {
+        out.push(Generated {
+            path: picture.into(),
+            contents: svg::render(graph()).map_err(DocsError::Generate)?,
         });
     }
     if !unknown.is_empty() {

@@ -8,6 +8,10 @@
 //! - has at most a few crossings;
 //! - has every label beside its edge, on no box and crossed by no other edge.
 //!
+//! Each picture also names what it draws (the HTML report of `tep run` relies on it): every node
+//! is one `<g class="node" data-node="ID">` holding its box and label, every edge one
+//! `<g class="edge" data-edge="N" data-from data-to>` holding its path (and label).
+//!
 //! `docs_are_fresh` (tests/docs.rs) keeps the files equal to what `cargo xtask docs` renders.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -410,7 +414,7 @@ struct Case {
     max_crossings: usize,
 }
 
-fn cases() -> [Case; 3] {
+fn cases() -> [Case; 4] {
     [
         Case {
             path: "docs/tool-execution-pipeline.svg",
@@ -426,6 +430,11 @@ fn cases() -> [Case; 3] {
             path: "docs/code-mode.svg",
             graph: StageGraph::code_mode(Revision::Rev2),
             max_crossings: 12,
+        },
+        Case {
+            path: "docs/revisions/rev1/code-mode.svg",
+            graph: StageGraph::code_mode(Revision::Rev1),
+            max_crossings: 1,
         },
     ]
 }
@@ -474,4 +483,89 @@ fn an_edge_through_a_box_is_caught() {
     assert_ne!(moved, svg, "the first box was found in the text");
     let findings = examine(&moved, case.graph);
     assert!(findings.intrusions >= 1, "{:?}", findings.problems);
+}
+
+#[test]
+fn every_node_and_edge_is_a_named_group() {
+    for case in cases() {
+        let svg = std::fs::read_to_string(xtask::repo_root().join(case.path)).unwrap();
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let groups = |class: &str| -> Vec<roxmltree::Node<'_, '_>> {
+            doc.descendants()
+                .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some(class))
+                .collect()
+        };
+        let nodes = groups("node");
+        assert_eq!(nodes.len(), case.graph.nodes().len(), "{}", case.path);
+        for node in case.graph.nodes() {
+            let group: Vec<_> = nodes
+                .iter()
+                .filter(|g| g.attribute("data-node") == Some(node.id.as_str()))
+                .collect();
+            assert_eq!(group.len(), 1, "{}: the group of {}", case.path, node.id);
+            // It holds the box and the label of that node, nothing else.
+            let children: Vec<&str> = group[0]
+                .children()
+                .filter(|c| c.is_element())
+                .map(|c| c.tag_name().name())
+                .collect();
+            assert_eq!(children, ["rect", "text"], "{}: {}", case.path, node.id);
+            let label = words(
+                &group[0]
+                    .descendants()
+                    .filter(|t| t.is_text())
+                    .filter_map(|t| t.text())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            assert_eq!(
+                label,
+                words(&node.label.plain_lines().join(" ")),
+                "{}",
+                case.path
+            );
+        }
+        let edges = groups("edge");
+        assert_eq!(edges.len(), case.graph.edges().len(), "{}", case.path);
+        for (i, edge) in case.graph.edges().iter().enumerate() {
+            let group = edges[i];
+            let name = edge.describe();
+            assert_eq!(
+                group.attribute("data-edge"),
+                Some(i.to_string().as_str()),
+                "{name}"
+            );
+            assert_eq!(
+                group.attribute("data-from"),
+                Some(edge.from.as_str()),
+                "{name}"
+            );
+            assert_eq!(group.attribute("data-to"), Some(edge.to.as_str()), "{name}");
+            let id = format!("edge-{i}");
+            // Everything the renderer drew for this edge is in its group, and only that.
+            let drawn: Vec<_> = doc
+                .descendants()
+                .filter(|n| n.attribute("data-edge-id") == Some(id.as_str()))
+                .collect();
+            assert!(drawn.iter().any(|n| n.has_tag_name("path")), "{name}");
+            for n in drawn {
+                assert!(
+                    n.ancestors().any(|a| a == group),
+                    "{name}: {n:?} outside its group"
+                );
+            }
+            let polygons = group
+                .descendants()
+                .filter(|n| n.has_tag_name("polygon"))
+                .count();
+            assert_eq!(polygons, 1, "{name}: its arrowhead");
+            let label: Vec<&str> = group
+                .descendants()
+                .filter(|t| t.is_text())
+                .filter_map(|t| t.text())
+                .collect();
+            let label = words(&label.join(" "));
+            assert_eq!(label, edge.label.map(words).unwrap_or_default(), "{name}");
+        }
+    }
 }

@@ -209,6 +209,26 @@ pub struct CheckReport {
     pub records: usize,
     /// How many batches the trace holds: a trace without one checks nothing.
     pub batches: usize,
+    /// Each record's step on its call's graph, in trace order; kept only when asked
+    /// ([`Checker::keep_steps`]), so that a report can draw where a violation happened.
+    pub steps: Vec<StepRecord>,
+}
+
+/// Where one record moved its call on the graph (or tried to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRecord {
+    /// The record's line.
+    pub line: usize,
+    /// The graph the call walks: the pipeline's, or the Code Mode graph for a sub-call.
+    pub graph: GraphKind,
+    /// Where the step starts: the edge's source, or where the call stood.
+    pub from: NodeId,
+    /// The node the record visits.
+    pub to: NodeId,
+    /// The edge taken, when the step is one edge of the graph.
+    pub edge: Option<EdgeId>,
+    /// The graph does not allow the step (a violation claims it).
+    pub refused: bool,
 }
 
 impl CheckReport {
@@ -313,6 +333,8 @@ pub struct Checker {
     /// The invariants checked (bit per id): findings of the others are dropped.
     checked: u128,
     taken: Taken,
+    /// Each visit's step, when a report wants them.
+    steps: Option<Vec<StepRecord>>,
     report: CheckReport,
 }
 
@@ -363,8 +385,16 @@ impl Checker {
             escaped: false,
             checked,
             taken: Taken::default(),
+            steps: None,
             report: CheckReport::default(),
         }
+    }
+
+    /// Keeps every record's step for the report ([`CheckReport::steps`]): memory grows with
+    /// the trace, so only reports that draw the steps ask for it.
+    pub fn keep_steps(mut self) -> Self {
+        self.steps = Some(Vec::new());
+        self
     }
 
     pub fn options(&self) -> &CheckOptions {
@@ -420,6 +450,7 @@ impl Checker {
     /// Closes the last batch and returns the report.
     pub fn finish(mut self) -> Result<CheckReport, TraceError> {
         self.close_batch()?;
+        self.report.steps = self.steps.take().unwrap_or_default();
         Ok(self.report)
     }
 
@@ -764,13 +795,22 @@ impl Checker {
         }
         if batch.settled.is_none() {
             batch.settled = Some(line);
-            if batch.is_complete()
-                && let Some(edge) = self
-                    .walker
-                    .tables
-                    .edge(NodeId::ToolResult, NodeId::AllResults)
-            {
+            let edge = self
+                .walker
+                .tables
+                .edge(NodeId::ToolResult, NodeId::AllResults);
+            if let Some(edge) = edge.filter(|_| batch.is_complete()) {
                 self.taken.take(&mut self.report, GraphKind::Pipeline, edge);
+            }
+            if let Some(steps) = self.steps.as_mut() {
+                steps.push(StepRecord {
+                    line,
+                    graph: GraphKind::Pipeline,
+                    from: NodeId::ToolResult,
+                    to: NodeId::AllResults,
+                    edge,
+                    refused: false,
+                });
             }
         }
         self.emit();
@@ -844,6 +884,22 @@ impl Checker {
             },
             Some(n) => walker.step(call.position, call.outcome, n, call.facts, call.visited),
         };
+        if let (Some(steps), Some(to)) = (self.steps.as_mut(), node) {
+            let edge = match step {
+                Step::Direct(e) | Step::Side(Some(e)) => Some(e),
+                _ => None,
+            };
+            steps.push(StepRecord {
+                line,
+                graph: call.graph.kind(),
+                from: edge
+                    .and_then(|e| call.graph.edges().get(e.0))
+                    .map_or(call.position, |e| e.from),
+                to,
+                edge,
+                refused: step.is_refused(),
+            });
+        }
         let visit = Visit {
             line,
             call: i,
@@ -1310,4 +1366,74 @@ pub fn required_fields(graph: &StageGraph, node: NodeId) -> Vec<&'static str> {
         _ => {}
     }
     fields
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::scenario::corpus;
+    use crate::scripted::run_reference;
+    use tep_reference::mutant::Mutant;
+
+    fn checked(id: &str, mutants: &[Mutant], keep: bool) -> CheckReport {
+        let scenario = corpus().unwrap().into_iter().find(|s| s.id == id).unwrap();
+        let records = run_reference(&scenario, Revision::Rev2, mutants).unwrap();
+        let mut checker = Checker::new(CheckOptions::new(Revision::Rev2));
+        if keep {
+            checker = checker.keep_steps();
+        }
+        for (i, record) in records.iter().enumerate() {
+            checker.feed(i + 1, record).unwrap();
+        }
+        checker.finish().unwrap()
+    }
+
+    #[test]
+    fn steps_are_kept_only_when_asked() {
+        assert!(checked("allow-runs-body", &[], false).steps.is_empty());
+        let report = checked("allow-runs-body", &[], true);
+        assert!(report.violations.is_empty());
+        // A clean walk: every step is an edge (or a side branch), and its edges are the
+        // report's coverage.
+        let graph = StageGraph::of(Revision::Rev2);
+        assert!(!report.steps.is_empty());
+        for step in &report.steps {
+            assert!(!step.refused, "{step:?}");
+            if let Some(edge) = step.edge {
+                let e = &graph.edges()[edge.0];
+                assert_eq!((e.from, e.to), (step.from, step.to), "{step:?}");
+            }
+        }
+        let edges: BTreeSet<EdgeId> = report.steps.iter().filter_map(|s| s.edge).collect();
+        assert_eq!(edges, report.edges);
+        // Lines in trace order, one step per record that visits a node.
+        assert!(report.steps.windows(2).all(|w| w[0].line < w[1].line));
+    }
+
+    #[test]
+    fn a_refused_step_is_kept_where_the_violation_points() {
+        let report = checked("pre-deny-skips-body", &[Mutant::RunBodyAfterDeny], true);
+        let violation = report
+            .violations
+            .iter()
+            .find(|v| v.invariant == InvariantId::DenySkipsBody)
+            .unwrap();
+        let step = report
+            .steps
+            .iter()
+            .find(|s| s.line == violation.lines[0])
+            .unwrap();
+        assert_eq!(
+            (step.graph, step.from, step.to, step.edge, step.refused),
+            (
+                GraphKind::Pipeline,
+                NodeId::Denied,
+                NodeId::Around,
+                None,
+                true
+            )
+        );
+    }
 }
