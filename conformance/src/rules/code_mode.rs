@@ -6,6 +6,7 @@ use tep_reference::session::EventBody;
 use tep_reference::trace::Capability;
 
 use super::{Claim, Cx, Rule, Visit};
+use crate::checker::state::Call;
 use crate::checker::walk::bit;
 use crate::invariants::{
     CheckKind::{Batch, Stage, Step},
@@ -221,13 +222,7 @@ pub(crate) const SUB_CALL_START_LOGGED: Rule = Rule::new(
     )
 })
 .at_batch_end(|cx: &mut Cx<'_>| {
-    let missing: Vec<(usize, String, usize)> = cx
-        .batch
-        .sub_calls()
-        .filter(|(_, c)| c.dispatch_started.is_none())
-        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
-        .collect();
-    for (i, id, last) in missing {
+    for (i, id, last) in unlogged_sub_calls(cx, |c| c.dispatch_started) {
         cx.report_once(
             I::SubCallStartLogged,
             i,
@@ -236,6 +231,19 @@ pub(crate) const SUB_CALL_START_LOGGED: Rule = Rule::new(
         );
     }
 });
+
+/// The sub-calls of the batch with no line for `logged` (a dispatch event): index, id, and the
+/// last line seen of each.
+fn unlogged_sub_calls(
+    cx: &Cx<'_>,
+    logged: impl Fn(&Call) -> Option<usize>,
+) -> Vec<(usize, String, usize)> {
+    cx.batch
+        .sub_calls()
+        .filter(|(_, c)| logged(c).is_none())
+        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
+        .collect()
+}
 
 pub(crate) const SUB_CALL_LOGS_DISPATCH: Rule = Rule::new(
     entry(
@@ -261,13 +269,7 @@ pub(crate) const SUB_CALL_LOGS_DISPATCH: Rule = Rule::new(
     })
 })
 .at_batch_end(|cx: &mut Cx<'_>| {
-    let missing: Vec<(usize, String, usize)> = cx
-        .batch
-        .sub_calls()
-        .filter(|(_, c)| c.dispatched.is_none())
-        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
-        .collect();
-    for (i, id, last) in missing {
+    for (i, id, last) in unlogged_sub_calls(cx, |c| c.dispatched) {
         cx.report(
             I::SubCallLogsDispatch,
             Some(i),
