@@ -660,7 +660,7 @@ fn invariants_and_scenarios_can_be_listed_explained_shown_and_exported() {
     assert!(stdout(&o).contains("deny-skips-body"));
     let o = tep(&["invariants", "explain", "model-order-commit"]);
     let out = stdout(&o);
-    assert!(out.contains("model-order-commit [MUST]"));
+    assert!(out.contains("model-order-commit [SHOULD]"));
     assert!(out.contains("source: reference semantics 7"));
     assert!(out.contains("scenarios: ") && out.contains("parallel-results-commit-in-model-order"));
     let o = tep(&["invariants", "explain", "nope"]);

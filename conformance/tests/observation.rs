@@ -418,9 +418,17 @@ fn a_session_log_is_checked_at_level_events() {
 
 #[test]
 fn a_session_log_with_results_out_of_order_or_an_early_context_is_rejected() {
-    // The two results swapped: call_2's outcome recorded before call_1's.
+    // The two results swapped: call_2's outcome recorded before call_1's (model order is a
+    // SHOULD), while the contexts still come in model order: FIFO follows the recorded outcomes.
     let mut swapped = session_log();
     swapped.swap(4, 5);
+    renumber(&mut swapped);
+    assert_eq!(
+        violations(&events(), &swapped),
+        BTreeSet::from([InvariantId::ModelOrderCommit, InvariantId::ContextsFifo])
+    );
+    // A harness that commits in completion order, contexts following: only the SHOULD remains.
+    swapped.swap(6, 7);
     renumber(&mut swapped);
     assert_eq!(
         violations(&events(), &swapped),

@@ -122,7 +122,7 @@ pub(crate) const CONTEXTS_AFTER_ALL_RESULTS: Rule = Rule::new(entry(
 pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
     I::ContextsFifo,
     Must,
-    "The injected contexts are exactly the announced outcomes' `additionalContexts`, in call order and in each call's order: none lost, none invented. (At level `events` the announced outcomes are not in the trace: only the call order is checked.)",
+    "The injected contexts are exactly the announced outcomes' `additionalContexts`, in the order the outcomes were announced and in each call's order: none lost, none invented. (At level `events` the announced outcomes are not in the trace: contexts follow the order of the calls' `tool/result` events.)",
     &[
         Doc("Active-batch additionalContexts FIFO"),
         Semantics(&[8, 9]),
@@ -140,9 +140,15 @@ pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
     };
     let id = cx.call(v.call).id.clone();
     if cx.options.level < Hooks {
-        if let Some(last) = cx.batch.last_injected.filter(|&l| l > v.call) {
+        // FIFO of the recorded outcomes: a call whose tool/result came later injects later.
+        let recorded = |k: usize| cx.call(k).result;
+        if let Some(last) = cx
+            .batch
+            .last_injected
+            .filter(|&l| recorded(l) > recorded(v.call))
+        {
             let message = format!(
-                "line {} injects a context of call {id} after one of call {}, which comes later in the batch",
+                "line {} injects a context of call {id} after one of call {}, whose tool/result was recorded later",
                 v.line,
                 cx.call(last).id
             );

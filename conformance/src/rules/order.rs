@@ -1,5 +1,8 @@
 //! Order across the calls of a batch: calls start and commit in model order, the ordered stages
 //! never interleave, only concurrency-safe bodies overlap, and an exclusive call is a barrier.
+//!
+//! The doc orders none of this (its flowchart follows one call); the reference semantics do, so
+//! every rule here is SHOULD: reported, failing only a `--strict` run.
 
 use tep_reference::graph::NodeId as N;
 use tep_reference::trace::Capability;
@@ -8,7 +11,7 @@ use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::Batch,
     InvariantId as I,
-    Level::{Must, Should},
+    Level::Should,
     Read,
     Source::{Doc, Semantics},
     entry,
@@ -20,7 +23,7 @@ const COMMIT: [N; 4] = [N::Post, N::Finalize, N::Final, N::ToolResult];
 
 pub(crate) const MODEL_ORDER_START: Rule = Rule::new(entry(
     I::ModelOrderStart,
-    Must,
+    Should,
     "Calls start (`tool/call`) in model order.",
     &[
         Doc("Assistant message contains tool-call block"),
@@ -54,7 +57,7 @@ pub(crate) const MODEL_ORDER_START: Rule = Rule::new(entry(
 
 pub(crate) const ORDERED_STAGES_SERIAL: Rule = Rule::new(entry(
     I::OrderedStagesSerial,
-    Must,
+    Should,
     "Ordered stages never interleave between calls: once a call's prepare stages (`tool/call` to the decision) or commit stages (post-execute to `tool/result`) begin, no other call's ordered stage runs until they end. Records with no hook (`denied`, `normalized`) are not ordered stages.",
     &[Semantics(&[5])],
     Batch,
@@ -91,7 +94,7 @@ pub(crate) const ORDERED_STAGES_SERIAL: Rule = Rule::new(entry(
 
 pub(crate) const MODEL_ORDER_COMMIT: Rule = Rule::new(entry(
     I::ModelOrderCommit,
-    Must,
+    Should,
     "Calls commit in model order: a call's commit stages begin only after every earlier call's `tool/result`, however the bodies finish.",
     &[Doc("recorded tool/result events complete"), Semantics(&[7])],
     Batch,
@@ -124,7 +127,7 @@ pub(crate) const MODEL_ORDER_COMMIT: Rule = Rule::new(entry(
 pub(crate) const ONLY_SAFE_BODIES_OVERLAP: Rule = Rule::new(
     entry(
         I::OnlySafeBodiesOverlap,
-        Must,
+        Should,
         "Only tool bodies of concurrency-safe calls overlap; the body of any other call runs while no other body runs.",
         &[Semantics(&[2, 3, 5])],
         Batch,
