@@ -221,7 +221,7 @@ pub const RECORDS: &[RecordSpec] = &[
         Events,
         "for every call that started",
         "the outcome is recorded",
-        "after `final`; results in model order",
+        "after `final`; in model order (a SHOULD)",
         "—",
     ),
     spec(
