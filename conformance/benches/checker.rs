@@ -3,14 +3,20 @@
 //! For each generated trace ([`tep_conformance::generate`]) one run measures, side by side:
 //!
 //! - `floor`: reading the JSON Lines into `serde::de::IgnoredAny` (the least any reader can do);
+//! - `walk`: visiting every key, string and number of those lines through serde's visitor
+//!   callbacks, borrowing every string and building nothing: the least a typed reader built on
+//!   serde_json can do (serde_json reads `IgnoredAny` in a tighter loop than any visitor gets).
+//!   Like `tep check` it reads from a `&str`, whose UTF-8 was checked once for the whole text;
+//!   the floor reads bytes and checks no UTF-8 at all;
 //! - `typed`: reading them into `TraceRecord`s the way `tep check` does ([`for_each_record`]);
 //! - `check`: the whole `tep check` pass ([`check_reader`]).
 //!
 //! After the criterion groups it prints a table: nanoseconds per record (the median of the
 //! samples, in on-CPU time where Linux reports it, so that a busy machine's other processes do
 //! not count) and each pass's speed relative to the floor (1.0 = as fast as merely reading the
-//! JSON; the goal is at least 0.5 for `check` on the corpus mix), then the spread of `check`'s
-//! per-record cost across widths (max / min; it must stay within 1.5).
+//! JSON; the goal is at least 0.5 for `check` on the corpus mix; `walk`'s ratio is the ceiling
+//! of any reader that goes through serde's visitors), then the spread of `check`'s per-record
+//! cost across widths (max / min; it must stay within 1.5).
 //!
 //! Run with `cargo bench -p tep-conformance --bench checker`; add `-- corpus` (or `wide`,
 //! `program`, `contexts`, or several: `'wide|program'`) to run only those groups. The widest traces take a few seconds per iteration.
@@ -32,7 +38,7 @@ use tep_conformance::trace_io::{check_reader, for_each_record};
 use tep_reference::graph::Revision;
 
 /// The passes measured on every trace.
-const PASSES: [&str; 3] = ["floor", "typed", "check"];
+const PASSES: [&str; 4] = ["floor", "walk", "typed", "check"];
 
 /// Per-iteration times of every (trace, pass), in nanoseconds, and each trace's record count.
 #[derive(Default)]
@@ -54,19 +60,87 @@ fn on_cpu() -> Option<Duration> {
     Some(Duration::from_nanos(nanos))
 }
 
-/// Reads every line into `IgnoredAny`: the lines found with memchr, as `tep check` finds them.
-fn floor(text: &str) -> usize {
+/// The non-empty lines of a trace, found with memchr as `tep check` finds them.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
     let mut start = 0;
-    let mut n = 0;
-    for end in memchr::memchr_iter(b'\n', bytes).chain([bytes.len()]) {
-        let line = &bytes[start..end];
-        start = end + 1;
-        if !line.is_empty() && serde_json::from_slice::<IgnoredAny>(line).is_ok() {
-            n += 1;
-        }
+    memchr::memchr_iter(b'\n', bytes)
+        .chain([bytes.len()])
+        .map(move |end| {
+            // Both ends are at a newline or an end of the text: char boundaries.
+            let line = &text[start..end];
+            start = end + 1;
+            line
+        })
+        .filter(|line| !line.is_empty())
+}
+
+/// Reads every line into `IgnoredAny`.
+fn floor(text: &str) -> usize {
+    lines(text)
+        .filter(|line| serde_json::from_slice::<IgnoredAny>(line.as_bytes()).is_ok())
+        .count()
+}
+
+/// A value visited through serde's callbacks: strings borrowed, nothing kept.
+struct Walked;
+
+impl<'de> serde::Deserialize<'de> for Walked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Walked)
     }
-    n
+}
+
+impl<'de> serde::de::Visitor<'de> for Walked {
+    type Value = Walked;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Walked, E> {
+        black_box(v);
+        Ok(Walked)
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Walked, E> {
+        black_box(v);
+        Ok(Walked)
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Walked, E> {
+        black_box(v);
+        Ok(Walked)
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Walked, E> {
+        black_box(v);
+        Ok(Walked)
+    }
+    fn visit_unit<E>(self) -> Result<Walked, E> {
+        Ok(Walked)
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Walked, E> {
+        black_box(v);
+        Ok(Walked)
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Walked, E> {
+        black_box(v);
+        Ok(Walked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Walked, A::Error> {
+        while seq.next_element::<Walked>()?.is_some() {}
+        Ok(Walked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Walked, A::Error> {
+        while let Some(key) = map.next_key::<&'de str>()? {
+            black_box(key);
+            map.next_value::<Walked>()?;
+        }
+        Ok(Walked)
+    }
+}
+
+/// Visits every line, as [`floor`] reads it.
+fn walk(text: &str) -> usize {
+    lines(text)
+        .filter(|line| serde_json::from_str::<Walked>(line).is_ok())
+        .count()
 }
 
 fn typed(text: &str) -> usize {
@@ -90,6 +164,7 @@ fn bench_trace(group: &mut Group<'_>, shape: Shape, times: usize) {
     };
     let records = floor(&text);
     let name = shape.name();
+    assert_eq!(walk(&text), records, "{name} must be walked whole");
     assert_eq!(typed(&text), records, "{name} must read back whole");
     assert_eq!(
         check(&text, shape.revision()),
@@ -105,6 +180,7 @@ fn bench_trace(group: &mut Group<'_>, shape: Shape, times: usize) {
                 for _ in 0..iters {
                     black_box(match pass {
                         "floor" => floor(text),
+                        "walk" => walk(text),
                         "typed" => typed(text),
                         _ => check(text, shape.revision()),
                     });
@@ -198,19 +274,29 @@ fn report() {
             "ns per record (median of the samples), and speed relative to the IgnoredAny floor:"
         );
         println!(
-            "{:<28} {:>9} {:>8} {:>8} {:>8} {:>12} {:>12}",
-            "trace", "records", "floor", "typed", "check", "typed/floor", "check/floor"
+            "{:<28} {:>9} {:>7} {:>7} {:>7} {:>7} {:>11} {:>11} {:>11}",
+            "trace",
+            "records",
+            "floor",
+            "walk",
+            "typed",
+            "check",
+            "walk/floor",
+            "typed/floor",
+            "check/floor"
         );
         for (name, records) in &s.records {
-            let (Some(f), Some(t), Some(c)) = (
+            let (Some(f), Some(w), Some(t), Some(c)) = (
                 per_record(name, "floor"),
+                per_record(name, "walk"),
                 per_record(name, "typed"),
                 per_record(name, "check"),
             ) else {
                 continue;
             };
             println!(
-                "{name:<28} {records:>9} {f:>8.0} {t:>8.0} {c:>8.0} {:>11.2}x {:>11.2}x",
+                "{name:<28} {records:>9} {f:>7.0} {w:>7.0} {t:>7.0} {c:>7.0} {:>10.2}x {:>10.2}x {:>10.2}x",
+                f / w,
                 f / t,
                 f / c
             );
