@@ -7,62 +7,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+use common::{is_event, is_stage, move_record, options, position, scenario, trace, violations};
+
 use std::collections::BTreeSet;
 
 use tep_conformance::checker::{CheckOptions, InvariantStatus, ScenarioFacts, check_records};
 use tep_conformance::invariants::InvariantId;
 use tep_conformance::observation::thin;
 use tep_conformance::runner::{Coverage, judge};
-use tep_conformance::scenario::{Scenario, corpus};
+use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
 use tep_reference::graph::{NodeId, Outcome, Revision};
 use tep_reference::identity::CallId;
 use tep_reference::result::ContentBlock;
 use tep_reference::session::{EventBody, ToolResultData};
 use tep_reference::trace::{MarkKind, ObservationLevel, TraceRecord};
-
-fn scenario(id: &str) -> Scenario {
-    corpus()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.id == id)
-        .unwrap_or_else(|| panic!("no scenario {id}"))
-}
-
-fn trace(id: &str) -> Vec<TraceRecord> {
-    run_reference(&scenario(id), Revision::Rev2, &[]).unwrap()
-}
-
-/// Drive mode's options for scenario `id` at `level`.
-fn options(id: &str, level: ObservationLevel) -> CheckOptions {
-    CheckOptions {
-        facts: Some(ScenarioFacts::of(&scenario(id))),
-        ..CheckOptions::new(Revision::Rev2).observed(level)
-    }
-}
-
-fn violations(options: &CheckOptions, records: &[TraceRecord]) -> BTreeSet<InvariantId> {
-    check_records(options, records)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .invariants()
-}
-
-fn position(records: &[TraceRecord], pred: impl Fn(&TraceRecord) -> bool) -> usize {
-    records.iter().position(pred).expect("the record is there")
-}
-
-fn is_stage(node: NodeId, call: &str) -> impl Fn(&TraceRecord) -> bool + '_ {
-    move |r| matches!(r, TraceRecord::Stage(o) if o.node == node && o.call.as_ref().map(CallId::as_str) == Some(call))
-}
-
-fn is_event<'a>(ty: &'a str, call: &'a str) -> impl Fn(&TraceRecord) -> bool + 'a {
-    move |r| matches!(r, TraceRecord::Event(e) if e.event.body.type_name() == ty && r.call().map(CallId::as_str) == Some(call))
-}
-
-fn move_record(records: &mut Vec<TraceRecord>, from: usize, to: usize) {
-    let r = records.remove(from);
-    records.insert(if to > from { to - 1 } else { to }, r);
-}
 
 // ---------------------------------------------------------------------------------------------
 // 1. finalizeContent is the definition's: a call whose definition has none has no finalize stage.

@@ -1,0 +1,180 @@
+//! One fault, one report, under its own id: a refused step is named by the rule it breaks (not
+//! by the generic walk), with the words that say which way it broke; and an order rule does not
+//! report again what it has reported, or what a refused step's own rule reports.
+//!
+//! Each trace is the reference's, with one thing done wrong.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{findings, is_event, is_stage, move_record, nth_position, options, position, trace};
+use tep_conformance::checker::Violation;
+use tep_conformance::invariants::InvariantId;
+use tep_reference::graph::NodeId;
+use tep_reference::trace::{ObservationLevel, TraceRecord};
+
+fn of(found: &[Violation], id: InvariantId) -> Vec<&Violation> {
+    found.iter().filter(|v| v.invariant == id).collect()
+}
+
+/// The messages of `id`'s violations, for a failing assertion to show.
+fn said(found: &[Violation], id: InvariantId) -> Vec<&str> {
+    of(found, id).iter().map(|v| v.message.as_str()).collect()
+}
+
+fn full(id: &str) -> tep_conformance::checker::CheckOptions {
+    options(id, ObservationLevel::Full)
+}
+
+#[test]
+fn a_body_no_around_dispatched_is_named_as_such() {
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    let body = position(&records, is_stage(NodeId::ToolBody, "c1"));
+    assert!(is_stage(NodeId::Around, "c1")(&records[body - 1]));
+    records.remove(body - 1);
+    let found = findings(&full(id), &records);
+    let claimed = said(&found, InvariantId::BodyInsideExecute);
+    assert!(
+        claimed
+            .iter()
+            .any(|m| m.contains("the body ran without an `around` dispatching it")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_body_that_does_not_return_to_around_is_named_as_such() {
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    // Both records of the waterfall's return (consecutive `around` records are one visit),
+    // after the body's settled mark.
+    let settled = position(&records, is_stage(NodeId::ToolBody, "c1")) + 1;
+    assert!(matches!(records[settled], TraceRecord::Mark(_)));
+    while is_stage(NodeId::Around, "c1")(&records[settled + 1]) {
+        records.remove(settled + 1);
+    }
+    assert!(is_stage(NodeId::Post, "c1")(&records[settled + 1]));
+    let found = findings(&full(id), &records);
+    let claimed = said(&found, InvariantId::BodyInsideExecute);
+    assert!(
+        claimed
+            .iter()
+            .any(|m| m.contains("the body did not return to `around`")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn an_fs_gate_outside_a_body_and_a_body_that_does_not_resume_are_told_apart() {
+    let id = "fs-edit-after-read";
+    let records = trace(id);
+    let gate = position(&records, is_stage(NodeId::FsGate, "c1"));
+
+    // The gate reached before any body ran.
+    let mut early = records.clone();
+    let first_around = position(&early, is_stage(NodeId::Around, "c1"));
+    let copy = early[gate].clone();
+    early.insert(first_around, copy);
+    let found = findings(&full(id), &early);
+    assert_eq!(
+        said(&found, InvariantId::FsGateInsideBody),
+        [format!(
+            "line {} (fsGate allow, call c1) after line {} (guards allow, call c1): the fs gate is only reached from a running body",
+            first_around + 1,
+            first_around
+        )],
+        "{found:#?}"
+    );
+
+    // The body never resumes after the gate: the waterfall's return comes next.
+    let mut stuck = records.clone();
+    assert!(is_stage(NodeId::ToolBody, "c1")(&stuck[gate + 1]));
+    stuck.remove(gate + 1);
+    let found = findings(&full(id), &stuck);
+    let claimed = said(&found, InvariantId::FsGateInsideBody);
+    assert!(
+        !claimed.is_empty()
+            && claimed
+                .iter()
+                .all(|m| m.ends_with("the body resumes after the fs gate")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_call_started_out_of_model_order_is_reported_once() {
+    let id = "contexts-fifo-when-a-later-call-finishes-first";
+    let mut records = trace(id);
+    // c2's tool/call before c1's, then logged a second time (a breach of its own).
+    let c2 = position(&records, is_event("tool/call", "c2"));
+    let c1 = position(&records, is_event("tool/call", "c1"));
+    move_record(&mut records, c2, c1);
+    let again = records[c1].clone();
+    records.insert(c1 + 1, again);
+    let found = findings(&full(id), &records);
+    let reported = of(&found, InvariantId::ModelOrderStart);
+    assert_eq!(reported.len(), 1, "{found:#?}");
+    assert_eq!(reported[0].lines[0], c1 + 1);
+}
+
+#[test]
+fn a_call_committing_out_of_model_order_is_reported_once() {
+    let id = "contexts-fifo-when-a-later-call-finishes-first";
+    let mut records = trace(id);
+    // c2 commits (post, final, tool/result, its card) before c1 does.
+    let c2_post = position(&records, is_stage(NodeId::Post, "c2"));
+    let c1_post = position(&records, is_stage(NodeId::Post, "c1"));
+    for k in 0..4 {
+        move_record(&mut records, c2_post + k, c1_post + k);
+    }
+    assert!(is_stage(NodeId::Post, "c2")(&records[c1_post]));
+    let found = findings(&full(id), &records);
+    let reported = of(&found, InvariantId::ModelOrderCommit);
+    assert_eq!(reported.len(), 1, "{found:#?}");
+    assert_eq!(reported[0].lines[0], c1_post + 1);
+}
+
+#[test]
+fn a_refused_commit_step_is_left_to_the_rule_it_breaks() {
+    let id = "contexts-fifo-when-a-later-call-finishes-first";
+    let mut records = trace(id);
+    // c2's post-execute while its body still runs, before c1's result: the body did not return
+    // to `around`. That is one fault, not also a commit out of model order.
+    let body = position(&records, is_stage(NodeId::ToolBody, "c2"));
+    let post = position(&records, is_stage(NodeId::Post, "c2"));
+    let copy = records[post].clone();
+    records.insert(body + 1, copy);
+    assert!(position(&records, is_event("tool/result", "c1")) > body + 1);
+    let found = findings(&full(id), &records);
+    assert!(
+        !of(&found, InvariantId::BodyInsideExecute).is_empty(),
+        "{found:#?}"
+    );
+    assert!(
+        of(&found, InvariantId::ModelOrderCommit).is_empty(),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn an_exclusive_call_starting_before_an_earlier_result_is_reported_where_it_starts() {
+    let id = "exclusive-call-is-a-barrier";
+    let mut records = trace(id);
+    // c3 (not concurrency-safe) runs whole between c1's result and c2's commit.
+    let from = position(&records, is_event("tool/call", "c3"));
+    let to = position(&records, is_stage(NodeId::PresentResult, "c3"));
+    let at = position(&records, is_stage(NodeId::Post, "c2"));
+    let block: Vec<TraceRecord> = records.drain(from..=to).collect();
+    records.splice(at..at, block);
+    let found = findings(&full(id), &records);
+    let start = nth_position(&records, 0, is_event("tool/call", "c3"));
+    let reported = of(&found, InvariantId::ExclusiveBarrier);
+    assert!(
+        reported.iter().any(|v| v.lines[0] == start + 1
+            && v.message
+                .contains("(an exclusive call) before call c2's tool/result")),
+        "{found:#?}"
+    );
+}
