@@ -27,6 +27,16 @@ fn full(id: &str) -> tep_conformance::checker::CheckOptions {
     options(id, ObservationLevel::Full)
 }
 
+/// Checks scenario `id`'s altered trace and asserts that one of `invariant`'s violations says
+/// `words`.
+fn assert_reported(id: &str, records: &[TraceRecord], invariant: InvariantId, words: &str) {
+    let found = findings(&full(id), records);
+    assert!(
+        said(&found, invariant).iter().any(|m| m.contains(words)),
+        "no {invariant} saying {words:?} in {found:#?}"
+    );
+}
+
 #[test]
 fn a_body_no_around_dispatched_is_named_as_such() {
     let id = "allow-runs-body";
@@ -34,13 +44,11 @@ fn a_body_no_around_dispatched_is_named_as_such() {
     let body = position(&records, is_stage(NodeId::ToolBody, "c1"));
     assert!(is_stage(NodeId::Around, "c1")(&records[body - 1]));
     records.remove(body - 1);
-    let found = findings(&full(id), &records);
-    let claimed = said(&found, InvariantId::BodyInsideExecute);
-    assert!(
-        claimed
-            .iter()
-            .any(|m| m.contains("the body ran without an `around` dispatching it")),
-        "{found:#?}"
+    assert_reported(
+        id,
+        &records,
+        InvariantId::BodyInsideExecute,
+        "the body ran without an `around` dispatching it",
     );
 }
 
@@ -56,13 +64,11 @@ fn a_body_that_does_not_return_to_around_is_named_as_such() {
         records.remove(settled + 1);
     }
     assert!(is_stage(NodeId::Post, "c1")(&records[settled + 1]));
-    let found = findings(&full(id), &records);
-    let claimed = said(&found, InvariantId::BodyInsideExecute);
-    assert!(
-        claimed
-            .iter()
-            .any(|m| m.contains("the body did not return to `around`")),
-        "{found:#?}"
+    assert_reported(
+        id,
+        &records,
+        InvariantId::BodyInsideExecute,
+        "the body did not return to `around`",
     );
 }
 
