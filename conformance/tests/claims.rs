@@ -1,6 +1,7 @@
-//! One fault, one report, under its own id: a refused step is named by the rule it breaks (not
-//! by the generic walk), with the words that say which way it broke; and an order rule does not
-//! report again what it has reported, or what a refused step's own rule reports.
+//! How a fault is reported: once, under its own id, at its own line, in words that say what
+//! broke. A refused step is named by the rule it breaks (not by the generic walk), with the words
+//! that say which way it broke; an order rule does not report again what it has reported, or
+//! what a refused step's own rule reports; a Code Mode fault is named where it happens.
 //!
 //! Each trace is the reference's, with one thing done wrong.
 
@@ -182,5 +183,55 @@ fn an_exclusive_call_starting_before_an_earlier_result_is_reported_where_it_star
             && v.message
                 .contains("(an exclusive call) before call c2's tool/result")),
         "{found:#?}"
+    );
+}
+
+/// The records with every mention of `from` (a call id) written `to`.
+fn renamed(records: &[TraceRecord], from: &str, to: &str) -> Vec<TraceRecord> {
+    records
+        .iter()
+        .map(|r| {
+            let text = serde_json::to_string(r)
+                .unwrap()
+                .replace(&format!("\"{from}\""), &format!("\"{to}\""));
+            serde_json::from_str(&text).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn a_misnumbered_sub_call_is_reported_at_its_first_record() {
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let records = renamed(&trace(id), "c1:code:2", "c1:code:9");
+    let first = position(&records, |r| {
+        r.call().map(tep_reference::identity::CallId::as_str) == Some("c1:code:9")
+    });
+    let found = findings(&full(id), &records);
+    let reported = of(&found, InvariantId::SubCallIdScheme);
+    assert_eq!(reported.len(), 1, "{found:#?}");
+    assert_eq!(reported[0].lines, [first + 1], "{found:#?}");
+    assert!(reported[0].message.contains("number it c1:code:2"));
+}
+
+#[test]
+fn a_rejection_naming_another_tool_is_caught() {
+    let id = "code-mode-rejection-fails-the-program";
+    let mut records = trace(id);
+    let at = position(
+        &records,
+        |r| matches!(r, TraceRecord::Mark(m) if m.rejection.is_some()),
+    );
+    let TraceRecord::Mark(mark) = &mut records[at] else {
+        unreachable!()
+    };
+    let rejection = mark.rejection.as_mut().unwrap();
+    assert_eq!(rejection.tool_name, "rm");
+    // The message is still the sub-call's own: only the tool's name is wrong.
+    rejection.tool_name = "read".to_owned();
+    assert_reported(
+        id,
+        &records,
+        InvariantId::BindingSettles,
+        r#"rejected with {toolName: "read", message: "the owner forbids rm"}, expected {toolName: "rm""#,
     );
 }
