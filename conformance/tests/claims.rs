@@ -235,3 +235,27 @@ fn a_rejection_naming_another_tool_is_caught() {
         r#"rejected with {toolName: "read", message: "the owner forbids rm"}, expected {toolName: "rm""#,
     );
 }
+
+#[test]
+fn a_batch_settled_after_its_contexts_is_caught_below_full() {
+    // Below `full` `allResults` may be absent; when it is there, it still comes before the
+    // contexts. (At `full` contexts-after-all-results reports the same fault.)
+    let id = "contexts-fifo-after-all-results";
+    let mut records = trace(id);
+    let settled = position(
+        &records,
+        |r| matches!(r, TraceRecord::Stage(o) if o.node == NodeId::AllResults),
+    );
+    assert!(is_event("user/message", "c1")(&records[settled + 1]));
+    let last = records.len();
+    move_record(&mut records, settled, last);
+    for level in [ObservationLevel::Events, ObservationLevel::Hooks] {
+        let found = findings(&options(id, level), &records);
+        assert!(
+            said(&found, InvariantId::BatchSettles)
+                .iter()
+                .any(|m| m.contains("(allResults) after contexts were injected")),
+            "{level}: {found:#?}"
+        );
+    }
+}
