@@ -259,3 +259,67 @@ fn a_batch_settled_after_its_contexts_is_caught_below_full() {
         );
     }
 }
+
+#[test]
+fn a_sub_calls_context_is_one_fault_not_also_a_fifo_breach() {
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let records =
+        tep_conformance::mutation::plant(InvariantId::SubCallContextsOmitted, &trace(id)).unwrap();
+    let found = findings(&full(id), &records);
+    assert!(
+        !of(&found, InvariantId::SubCallContextsOmitted).is_empty(),
+        "{found:#?}"
+    );
+    assert!(
+        of(&found, InvariantId::ContextsFifo).is_empty(),
+        "{found:#?}"
+    );
+}
+
+/// The contexts of `contexts-fifo-after-all-results`, checked at `hooks`, with `edit` done.
+fn contexts_at_hooks(edit: impl FnOnce(&mut Vec<TraceRecord>)) -> Vec<Violation> {
+    let id = "contexts-fifo-after-all-results";
+    let mut records = trace(id);
+    edit(&mut records);
+    findings(&options(id, ObservationLevel::Hooks), &records)
+}
+
+#[test]
+fn at_hooks_contexts_are_matched_to_the_announced_outcomes_and_each_fault_told_once() {
+    // Invented: a context no outcome announced, in place of one that is then owed. Three true
+    // reports (the invented one, the one that came before what was owed, the owed one never
+    // injected), and none for the contexts after it, which come in order.
+    let found = contexts_at_hooks(|records| {
+        let first = position(records, is_event("user/message", "c1"));
+        records[first] = serde_json::from_str(
+            &serde_json::to_string(&records[first])
+                .unwrap()
+                .replace("\"c1 tool\"", "\"invented\""),
+        )
+        .unwrap();
+    });
+    let reported = said(&found, InvariantId::ContextsFifo);
+    assert_eq!(reported.len(), 3, "{found:#?}");
+    assert!(reported[0].ends_with("\"invented\" for call c1, which no announced outcome carried"));
+    assert!(reported[1].contains("the next context in FIFO order is \"c1 tool\""));
+    assert!(
+        reported[2].contains("\"c1 tool\" of call c1 (announced at line 13) was never injected")
+    );
+
+    // Lost: the last announced context never injected.
+    let found = contexts_at_hooks(|records| {
+        records.pop();
+    });
+    let reported = said(&found, InvariantId::ContextsFifo);
+    assert_eq!(reported.len(), 1, "{found:#?}");
+    assert!(reported[0].ends_with("was never injected"));
+
+    // Two contexts swapped: one report, where the later one came first.
+    let found = contexts_at_hooks(|records| {
+        let first = position(records, is_event("user/message", "c1"));
+        records.swap(first, first + 1);
+    });
+    let reported = said(&found, InvariantId::ContextsFifo);
+    assert_eq!(reported.len(), 1, "{found:#?}");
+    assert!(reported[0].contains("the next context in FIFO order is \"c1 tool\""));
+}

@@ -89,10 +89,6 @@ impl<T> Counted<T> {
         self.0.last()
     }
 
-    pub fn remove(&mut self, i: usize) -> T {
-        self.0.remove(i)
-    }
-
     pub fn iter(&self) -> Scan<std::slice::Iter<'_, T>> {
         Scan(self.0.iter())
     }
@@ -352,6 +348,9 @@ pub(crate) struct Batch {
     /// computed when the batch completes; the next expected is at `fifo_next`.
     pub fifo: Counted<(usize, String, usize)>,
     pub fifo_next: usize,
+    /// Contexts passed over when a later one came first (that was reported then): still owed,
+    /// but no longer what the FIFO waits for, so that one context out of place is one report.
+    pub skipped: Vec<(usize, String, usize)>,
     /// Contexts injected before the batch completed (already a violation): they are not
     /// expected again.
     pub early_contexts: Vec<(usize, String)>,
@@ -367,6 +366,8 @@ pub(crate) enum ContextMatch {
     Next,
     /// It is expected, but later: the ones before it were skipped.
     Later(usize),
+    /// It was passed over when a later one came first, and comes now.
+    Skipped(usize),
     /// No announced outcome carried it.
     Unannounced,
 }
@@ -394,6 +395,7 @@ impl Batch {
             open_exclusive: BTreeSet::new(),
             fifo: Counted::default(),
             fifo_next: 0,
+            skipped: Vec::new(),
             early_contexts: Vec::new(),
             last_injected: None,
             first_context: None,
@@ -448,8 +450,22 @@ impl Batch {
         {
             Some(0) => ContextMatch::Next,
             Some(k) => ContextMatch::Later(self.fifo_next + k),
-            None => ContextMatch::Unannounced,
+            None => match self
+                .skipped
+                .iter()
+                .position(|(c, t, _)| *c == i && t == text)
+            {
+                Some(k) => ContextMatch::Skipped(k),
+                None => ContextMatch::Unannounced,
+            },
         }
+    }
+
+    /// The contexts still owed: those passed over, then the rest of the FIFO.
+    pub fn owed_contexts(&self) -> impl Iterator<Item = &(usize, String, usize)> {
+        self.skipped
+            .iter()
+            .chain(self.fifo.iter_from(self.fifo_next))
     }
 
     /// Takes an injected context off the FIFO (resynchronising on it when it came early).
@@ -460,8 +476,16 @@ impl Batch {
         }
         match self.match_context(i, text) {
             ContextMatch::Next => self.fifo_next += 1,
+            // The FIFO goes on from the one that came: those before it are passed over.
             ContextMatch::Later(k) => {
-                self.fifo.remove(k);
+                for j in self.fifo_next..k {
+                    let owed = self.fifo[j].clone();
+                    self.skipped.push(owed);
+                }
+                self.fifo_next = k + 1;
+            }
+            ContextMatch::Skipped(k) => {
+                self.skipped.remove(k);
             }
             ContextMatch::Unannounced => {}
         }

@@ -158,8 +158,9 @@ pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
     }
     let expected = cx.batch.fifo.get(cx.batch.fifo_next).cloned();
     match (cx.batch.match_context(v.call, &text), expected) {
-        (ContextMatch::Next, _) => {}
-        (_, Some((j, want, l))) => {
+        // A context passed over was reported when the one after it came first.
+        (ContextMatch::Next | ContextMatch::Skipped(_), _) => {}
+        (ContextMatch::Later(_), Some((j, want, l))) => {
             let owner = cx.call(j).id.clone();
             cx.report(
                 I::ContextsFifo,
@@ -171,7 +172,7 @@ pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
                 ),
             );
         }
-        (_, None) => cx.report(
+        (ContextMatch::Unannounced | ContextMatch::Later(_), _) => cx.report(
             I::ContextsFifo,
             Some(v.call),
             vec![v.line],
@@ -186,7 +187,7 @@ pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
     if cx.options.level < Hooks {
         return;
     }
-    let left: Vec<(usize, String, usize)> = cx.batch.fifo[cx.batch.fifo_next.min(cx.batch.fifo.len())..].to_vec();
+    let left: Vec<(usize, String, usize)> = cx.batch.owed_contexts().cloned().collect();
     for (i, text, l) in left {
         let id = cx.call(i).id.clone();
         cx.report(
