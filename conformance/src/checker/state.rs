@@ -502,3 +502,27 @@ impl Batch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_counts_each_item_it_yields_from_either_end_and_knows_its_length() {
+        let list: Counted<u32> = vec![1, 2, 3, 4].into();
+        let before = scanned();
+        let mut scan = list.iter();
+        assert_eq!(scan.size_hint(), (4, Some(4)));
+        assert_eq!(scan.len(), 4);
+        assert_eq!((scan.next(), scan.next_back()), (Some(&1), Some(&4)));
+        assert_eq!(scan.len(), 2);
+        assert_eq!(scanned() - before, 2);
+        assert_eq!(scan.rev().copied().collect::<Vec<_>>(), [3, 2]);
+        assert_eq!(scanned() - before, 4);
+        // Indexing is a lookup, not a scan; an exhausted scan counts nothing more.
+        assert_eq!(list[2], 3);
+        let mut empty = list.iter_from(9);
+        assert_eq!((empty.next(), empty.next_back()), (None, None));
+        assert_eq!(scanned() - before, 4);
+    }
+}
