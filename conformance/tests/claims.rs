@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{findings, is_event, is_stage, move_record, nth_position, options, position, trace};
+use common::{findings, is_event, is_stage, move_record, options, position, trace};
 use tep_conformance::checker::Violation;
 use tep_conformance::invariants::InvariantId;
 use tep_reference::graph::NodeId;
@@ -176,7 +176,7 @@ fn an_exclusive_call_starting_before_an_earlier_result_is_reported_where_it_star
     let block: Vec<TraceRecord> = records.drain(from..=to).collect();
     records.splice(at..at, block);
     let found = findings(&full(id), &records);
-    let start = nth_position(&records, 0, is_event("tool/call", "c3"));
+    let start = position(&records, is_event("tool/call", "c3"));
     let reported = of(&found, InvariantId::ExclusiveBarrier);
     assert!(
         reported.iter().any(|v| v.lines[0] == start + 1

@@ -52,21 +52,6 @@ pub fn position(records: &[TraceRecord], pred: impl Fn(&TraceRecord) -> bool) ->
     records.iter().position(pred).expect("the record is there")
 }
 
-/// Where the `n`-th (from 0) record matching `pred` is.
-pub fn nth_position(
-    records: &[TraceRecord],
-    n: usize,
-    pred: impl Fn(&TraceRecord) -> bool,
-) -> usize {
-    records
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| pred(r))
-        .nth(n)
-        .map(|(i, _)| i)
-        .expect("the record is there")
-}
-
 pub fn is_stage(node: NodeId, call: &str) -> impl Fn(&TraceRecord) -> bool + '_ {
     move |r| matches!(r, TraceRecord::Stage(o) if o.node == node && o.call.as_ref().map(CallId::as_str) == Some(call))
 }
