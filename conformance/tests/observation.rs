@@ -22,7 +22,7 @@ use tep_reference::graph::{NodeId, Outcome, Revision};
 use tep_reference::identity::CallId;
 use tep_reference::result::ContentBlock;
 use tep_reference::session::{EventBody, ToolResultData};
-use tep_reference::trace::{MarkKind, ObservationLevel, TraceRecord};
+use tep_reference::trace::{Capability, MarkKind, ObservationLevel, TraceRecord};
 
 // ---------------------------------------------------------------------------------------------
 // 1. finalizeContent is the definition's: a call whose definition has none has no finalize stage.
@@ -522,6 +522,80 @@ fn reword(records: &mut [TraceRecord], call: &str, text: &str) {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A part the implementation does not declare is not judged.
+
+#[test]
+fn an_implementation_without_a_ui_records_no_cards_and_is_not_failed_for_it() {
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    let cards =
+        |r: &TraceRecord| matches!(r.node(), Some(NodeId::PresentCall | NodeId::PresentResult));
+    assert_eq!(records.iter().filter(|r| cards(r)).count(), 2);
+    records.retain(|r| !cards(r));
+    let without_ui = CheckOptions {
+        capabilities: Some(
+            Capability::ALL
+                .into_iter()
+                .filter(|&c| c != Capability::Ui)
+                .collect(),
+        ),
+        ..options(id, ObservationLevel::Full)
+    };
+    assert!(matches!(
+        without_ui.status(InvariantId::UiPresentsEachCall),
+        InvariantStatus::NotApplicable(why) if why.contains("does not declare ui")
+    ));
+    assert_eq!(violations(&without_ui, &records), BTreeSet::new());
+    // Declared, the same missing cards are a breach.
+    assert_eq!(
+        violations(&options(id, ObservationLevel::Full), &records),
+        BTreeSet::from([InvariantId::UiPresentsEachCall])
+    );
+}
+
+#[test]
+fn every_invariant_about_a_part_is_not_applicable_without_it() {
+    for capability in Capability::ALL {
+        let about_it: Vec<_> = tep_conformance::invariants::CATALOG
+            .iter()
+            .filter(|i| i.requires == Some(capability))
+            .collect();
+        assert!(!about_it.is_empty(), "no invariant needs {capability}");
+        for invariant in about_it {
+            let revision = Revision::ALL
+                .into_iter()
+                .find(|&r| invariant.applies_to(r))
+                .unwrap();
+            let with = |capabilities| CheckOptions {
+                capabilities,
+                ..CheckOptions::new(revision)
+            };
+            let without = with(Some(BTreeSet::new())).status(invariant.id);
+            assert_eq!(
+                without,
+                InvariantStatus::NotApplicable(format!(
+                    "the implementation does not declare {capability}"
+                )),
+                "{}",
+                invariant.id
+            );
+            let declared = with(Some(BTreeSet::from([capability]))).status(invariant.id);
+            assert!(
+                !matches!(declared, InvariantStatus::NotApplicable(_)),
+                "{}: {declared:?}",
+                invariant.id
+            );
+            assert_eq!(
+                with(None).status(invariant.id),
+                declared,
+                "{}",
+                invariant.id
+            );
         }
     }
 }
