@@ -611,6 +611,25 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     let failed = report["summary"]["failed"].as_u64().unwrap() as usize;
     assert!(failed > 0);
     assert_eq!(junit(&dir.join("1.xml")), (corpus_len(), failed, 0, 1));
+    // A failure's message is its first violation: the invariant, then the sentence.
+    let row = report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "pre-deny-skips-body")
+        .unwrap();
+    let first = &row["violations"][0];
+    assert_eq!(
+        junit_case(&dir.join("1.xml"), "pre-deny-skips-body").unwrap(),
+        (
+            "failure".to_owned(),
+            format!(
+                "{}: {}",
+                first["invariant"].as_str().unwrap(),
+                first["message"].as_str().unwrap()
+            )
+        )
+    );
     assert!(stderr(&o).contains("baseline entries to"), "{}", stderr(&o));
 
     // 2. The written baseline expects exactly those failures: exit 0, and they are skipped

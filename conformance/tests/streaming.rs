@@ -4,6 +4,7 @@
 
 use tep_conformance::checker::{CheckOptions, Checker, check_records, scanned};
 use tep_conformance::generate::{Shape, records};
+use tep_conformance::invariants::InvariantId;
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
 use tep_conformance::trace_io::repeat_batches;
@@ -88,4 +89,41 @@ fn per_record_work_does_not_grow_with_the_batch_or_the_program() {
             wide.name()
         );
     }
+}
+
+#[test]
+fn a_breach_is_reported_when_the_record_that_shows_it_is_fed() {
+    let scenario = corpus()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == "allow-runs-body")
+        .unwrap();
+    let mut records = run_reference(&scenario, Revision::Rev2, &[]).unwrap();
+    let call = records
+        .iter()
+        .position(|r| matches!(r, TraceRecord::Event(e) if e.event.body.type_name() == "tool/call"))
+        .unwrap();
+    // The call logged again, two records later.
+    records.insert(call + 2, records[call].clone());
+    let mut checker = Checker::new(CheckOptions::new(Revision::Rev2));
+    for (i, record) in records.iter().enumerate() {
+        checker.feed(i + 1, record).unwrap();
+        let seen: Vec<_> = checker.violations().iter().map(|v| v.invariant).collect();
+        if i < call + 2 {
+            assert!(
+                seen.is_empty(),
+                "before the repeat, at line {}: {seen:?}",
+                i + 1
+            );
+        } else {
+            assert!(
+                seen.contains(&InvariantId::ToolCallOnce),
+                "line {}: {seen:?}",
+                i + 1
+            );
+        }
+    }
+    let streamed = checker.violations().to_vec();
+    let report = checker.finish().unwrap();
+    assert_eq!(report.violations[..streamed.len()], streamed[..]);
 }
