@@ -512,7 +512,12 @@ impl Checker {
                 .into_iter()
                 .find(|f| !present(f))
         {
-            let mut message = format!("stage `{node}` needs a `{field}`");
+            let article = if field.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            let mut message = format!("stage `{node}` needs {article} `{field}`");
             if field == "outcome" {
                 let outcomes: Vec<&str> = match node {
                     NodeId::FsGate => vec!["allow", "deny"],
@@ -1388,6 +1393,112 @@ mod tests {
             checker.feed(i + 1, record).unwrap();
         }
         checker.finish().unwrap()
+    }
+
+    /// The rest of a trace after a one-call batch's `model` line: the error it is refused with.
+    fn refusal(rest: &[&str]) -> String {
+        let model = r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#;
+        let text = [&[model][..], rest].concat().join("\n");
+        match crate::trace_io::check_reader(&CheckOptions::new(Revision::Rev2), text.as_bytes()) {
+            Ok(report) => panic!("accepted: {:?}", report.violations),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_placed_is_refused_in_words_naming_its_line() {
+        let call = r#"{"kind":"event","call":"c1","event":{"seq":1,"time":0,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1","name":"t","arguments":"{}"}}}"#;
+        let pre = r#"{"kind":"stage","node":"pre","call":"c1","outcome":"allow"}"#;
+        let body = r#"{"kind":"stage","node":"toolBody","call":"c1"}"#;
+        let intent = r#""intent":{"intent":"write","target":"a.txt"}"#;
+        let cases: Vec<(Vec<String>, &str)> = vec![
+            (
+                vec![r#"{"kind":"stage","node":"toolCall","call":"c1"}"#.into()],
+                "line 2: stage `toolCall` is observed through its session event, not as a stage record",
+            ),
+            (
+                vec![r#"{"kind":"stage","node":"owned","call":"c1"}"#.into()],
+                "line 2: stage `owned` is observed through its session event",
+            ),
+            (
+                vec![r#"{"kind":"stage","node":"context"}"#.into()],
+                "line 2: stage `context` is observed through its session event",
+            ),
+            (
+                vec![r#"{"kind":"stage","node":"dispatched","call":"c1"}"#.into()],
+                "line 2: stage `dispatched` is observed through its session event",
+            ),
+            (
+                vec![r#"{"kind":"stage","node":"dispatchStart","call":"c1"}"#.into()],
+                "line 2: stage `dispatchStart` is observed through its session event",
+            ),
+            (
+                vec![r#"{"kind":"stage","node":"runCode","call":"c1"}"#.into()],
+                "line 2: stage `runCode` is observed through a binding mark",
+            ),
+            (
+                vec![r#"{"kind":"stage","node":"allResults","call":"c1"}"#.into()],
+                "line 2: stage `allResults` is per batch and takes no `call`",
+            ),
+            (
+                vec![r#"{"kind":"stage","node":"presentCall"}"#.into()],
+                "line 2: stage `presentCall` needs a `call`",
+            ),
+            (
+                vec![
+                    call.into(),
+                    r#"{"kind":"stage","node":"pre","call":"c1"}"#.into(),
+                ],
+                "line 3: stage `pre` needs an `outcome` (one of: allow, deny, ask, throw)",
+            ),
+            (
+                vec![
+                    call.into(),
+                    r#"{"kind":"stage","node":"final","call":"c1"}"#.into(),
+                ],
+                "line 3: stage `final` needs a `result`",
+            ),
+            (
+                vec![
+                    call.into(),
+                    pre.into(),
+                    body.into(),
+                    format!(r#"{{"kind":"stage","node":"fsGate","call":"c1",{intent}}}"#),
+                ],
+                "line 5: stage `fsGate` needs an `outcome` (one of: allow, deny)",
+            ),
+            (
+                vec![
+                    call.into(),
+                    pre.into(),
+                    body.into(),
+                    r#"{"kind":"stage","node":"fsGate","call":"c1","outcome":"allow"}"#.into(),
+                ],
+                "line 5: stage `fsGate` needs an `intent`",
+            ),
+        ];
+        for (rest, words) in cases {
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            let error = refusal(&rest);
+            assert!(error.starts_with(words), "{rest:?}: {error}");
+        }
+        // With the field, each record is read and placed.
+        for rest in [
+            vec![call, pre],
+            vec![
+                call,
+                r#"{"kind":"stage","node":"final","call":"c1","result":{"isError":false,"content":[]}}"#,
+            ],
+        ] {
+            let text = [&[r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#][..], &rest].concat().join("\n");
+            crate::trace_io::check_reader(&CheckOptions::new(Revision::Rev2), text.as_bytes())
+                .unwrap_or_else(|e| panic!("{rest:?}: {e}"));
+        }
+        let gated =
+            format!(r#"{{"kind":"stage","node":"fsGate","call":"c1","outcome":"allow",{intent}}}"#);
+        let text = [r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#, call, pre, body, &gated].join("\n");
+        crate::trace_io::check_reader(&CheckOptions::new(Revision::Rev2), text.as_bytes())
+            .unwrap_or_else(|e| panic!("fsGate: {e}"));
     }
 
     #[test]
