@@ -12,7 +12,9 @@ use common::{is_event, is_stage, move_record, options, position, scenario, trace
 
 use std::collections::BTreeSet;
 
-use tep_conformance::checker::{CheckOptions, InvariantStatus, ScenarioFacts, check_records};
+use tep_conformance::checker::{
+    CheckOptions, CheckReport, Checker, InvariantStatus, ScenarioFacts, check_records,
+};
 use tep_conformance::invariants::InvariantId;
 use tep_conformance::observation::thin;
 use tep_conformance::runner::{Coverage, judge};
@@ -524,6 +526,88 @@ fn reword(records: &mut [TraceRecord], call: &str, text: &str) {
             _ => {}
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// An event that names its own call needs no `call` beside it.
+
+/// Checks `records` keeping every step.
+fn checked_with_steps(options: &CheckOptions, records: &[TraceRecord]) -> CheckReport {
+    let mut checker = Checker::new(options.clone()).keep_steps();
+    for (i, record) in records.iter().enumerate() {
+        checker.feed(i + 1, record).unwrap();
+    }
+    checker.finish().unwrap()
+}
+
+#[test]
+fn events_that_name_their_call_are_placed_without_the_records_call() {
+    // The events whose data names the call (or the sub-call) they belong to.
+    const NAMING: [&str; 7] = [
+        "tool/call",
+        "tool/result",
+        "approval/asked",
+        "tool/code-dispatch-start",
+        "tool/code-dispatch",
+        "user/message",
+        "context/message",
+    ];
+    let mut stripped_types = BTreeSet::new();
+    for s in corpus().unwrap() {
+        for revision in Revision::ALL.into_iter().filter(|&r| s.applies_to(r)) {
+            let records = run_reference(&s, revision, &[]).unwrap();
+            let mut bare = records.clone();
+            for record in &mut bare {
+                if let TraceRecord::Event(e) = record
+                    && NAMING.contains(&e.event.body.type_name())
+                    && e.call.take().is_some()
+                {
+                    stripped_types.insert(e.event.body.type_name());
+                }
+            }
+            let options = CheckOptions {
+                facts: Some(ScenarioFacts::of(&s)),
+                ..CheckOptions::new(revision)
+            };
+            let (with, without) = (
+                checked_with_steps(&options, &records),
+                checked_with_steps(&options, &bare),
+            );
+            assert_eq!(without.violations, with.violations, "{} {revision}", s.id);
+            assert_eq!(without.steps, with.steps, "{} {revision}", s.id);
+        }
+    }
+    // The corpus holds each kind, so each was placed by its own id.
+    assert_eq!(stripped_types, BTreeSet::from(NAMING));
+}
+
+#[test]
+fn an_event_attributed_to_another_call_than_it_names() {
+    let id = "mixed-batch";
+    let mut records = trace(id);
+    let call = position(&records, is_event("tool/call", "c1"));
+    let result = position(&records, is_event("tool/result", "c1"));
+    let other = CallId::from("c2");
+    // A result filed under another call is that call's fault to report, not an unreadable trace.
+    if let TraceRecord::Event(e) = &mut records[result] {
+        e.call = Some(other.clone());
+    }
+    assert!(
+        violations(&options(id, ObservationLevel::Full), &records)
+            .contains(&InvariantId::ResultNamesItsCall)
+    );
+    // A call logged under another id cannot be placed.
+    if let TraceRecord::Event(e) = &mut records[call] {
+        e.call = Some(other);
+    }
+    let error = check_records(&options(id, ObservationLevel::Full), &records).unwrap_err();
+    assert_eq!(error.line, call + 1);
+    assert!(
+        error
+            .message
+            .contains("attributed to call c2 but its tool/call names call c1"),
+        "{error}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
