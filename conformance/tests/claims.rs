@@ -214,6 +214,26 @@ fn a_misnumbered_sub_call_is_reported_at_its_first_record() {
 }
 
 #[test]
+fn a_sub_call_named_freely_is_placed_by_its_parent_and_reported_once() {
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let records = renamed(&trace(id), "c1:code:1", "first-sub-call");
+    let first = position(&records, |r| {
+        r.call().map(tep_reference::identity::CallId::as_str) == Some("first-sub-call")
+    });
+    // Its first record is the dispatch log, which names the parent.
+    assert!(is_event("tool/code-dispatch-start", "first-sub-call")(
+        &records[first]
+    ));
+    let found = findings(&full(id), &records);
+    assert_eq!(
+        found.iter().map(|v| v.invariant).collect::<Vec<_>>(),
+        [InvariantId::SubCallIdScheme],
+        "{found:#?}"
+    );
+    assert_eq!(found[0].lines, [first + 1]);
+}
+
+#[test]
 fn a_rejection_naming_another_tool_is_caught() {
     let id = "code-mode-rejection-fails-the-program";
     let mut records = trace(id);

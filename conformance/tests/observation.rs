@@ -610,6 +610,25 @@ fn an_event_attributed_to_another_call_than_it_names() {
     );
 }
 
+#[test]
+fn a_result_that_names_no_call_and_is_given_none_is_refused() {
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    let result = position(&records, is_event("tool/result", "c1"));
+    let TraceRecord::Event(e) = &mut records[result] else {
+        unreachable!()
+    };
+    e.call = None;
+    let EventBody::ToolResult(ToolResultData::Message(m)) = &mut e.event.body else {
+        panic!("a rev2 result")
+    };
+    // Its message carries no tool-result block, so nothing in it names the call.
+    m.message.content.clear();
+    let error = check_records(&options(id, ObservationLevel::Full), &records).unwrap_err();
+    assert_eq!(error.line, result + 1);
+    assert_eq!(error.message, "a `tool/result` event needs a call id");
+}
+
 // ---------------------------------------------------------------------------------------------
 // A part the implementation does not declare is not judged.
 
