@@ -9,10 +9,19 @@
 
 mod common;
 
-use common::{findings, is_event, is_stage, move_record, options, position, trace};
+use std::collections::BTreeSet;
+
+use common::{
+    findings, is_event, is_stage, move_record, options, position, scenario, trace, violations,
+};
 use tep_conformance::checker::Violation;
+use tep_conformance::checker::{CheckOptions, ScenarioFacts};
 use tep_conformance::invariants::InvariantId;
+use tep_conformance::observation::thin;
+use tep_conformance::scripted::run_reference;
 use tep_reference::graph::NodeId;
+use tep_reference::graph::Revision;
+use tep_reference::identity::CallId;
 use tep_reference::trace::{ObservationLevel, TraceRecord};
 
 fn of(found: &[Violation], id: InvariantId) -> Vec<&Violation> {
@@ -204,7 +213,7 @@ fn a_misnumbered_sub_call_is_reported_at_its_first_record() {
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
     let records = renamed(&trace(id), "c1:code:2", "c1:code:9");
     let first = position(&records, |r| {
-        r.call().map(tep_reference::identity::CallId::as_str) == Some("c1:code:9")
+        r.call().map(CallId::as_str) == Some("c1:code:9")
     });
     let found = findings(&full(id), &records);
     let reported = of(&found, InvariantId::SubCallIdScheme);
@@ -218,7 +227,7 @@ fn a_sub_call_named_freely_is_placed_by_its_parent_and_reported_once() {
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
     let records = renamed(&trace(id), "c1:code:1", "first-sub-call");
     let first = position(&records, |r| {
-        r.call().map(tep_reference::identity::CallId::as_str) == Some("first-sub-call")
+        r.call().map(CallId::as_str) == Some("first-sub-call")
     });
     // Its first record is the dispatch log, which names the parent.
     assert!(is_event("tool/code-dispatch-start", "first-sub-call")(
@@ -231,6 +240,25 @@ fn a_sub_call_named_freely_is_placed_by_its_parent_and_reported_once() {
         "{found:#?}"
     );
     assert_eq!(found[0].lines, [first + 1]);
+    // In a rev1 session log, the dispatch log is all there is of a sub-call.
+    let rev1 = run_reference(&scenario(id), Revision::Rev1, &[]).unwrap();
+    let log = renamed(
+        &thin(&rev1, ObservationLevel::Events),
+        "c1:code:1",
+        "first-sub-call",
+    );
+    assert!(is_event("tool/code-dispatch", "first-sub-call")(
+        &log[position(&log, |r| r.call().map(CallId::as_str)
+            == Some("first-sub-call"))]
+    ));
+    let options = CheckOptions {
+        facts: Some(ScenarioFacts::of(&scenario(id))),
+        ..CheckOptions::new(Revision::Rev1).observed(ObservationLevel::Events)
+    };
+    assert_eq!(
+        violations(&options, &log),
+        BTreeSet::from([InvariantId::SubCallIdScheme])
+    );
 }
 
 #[test]
