@@ -24,6 +24,8 @@ enum Step {
     Call(&'static str),
     All(Vec<&'static str>),
     CallRunCode,
+    /// Logs the tools the bindings offer.
+    ListTools,
 }
 
 /// A program that calls tools in order and logs what each binding did.
@@ -62,6 +64,7 @@ impl Program for Script {
                     Step::CallRunCode => {
                         note("run_code", bindings.call("run_code", json!({})).await)
                     }
+                    Step::ListTools => note("tools", Ok(json!(bindings.tools().join(", ")))),
                 }
             }
             Ok(ProgramOutput { logs, value: None })
@@ -231,6 +234,15 @@ async fn programs_cannot_call_run_code() {
             .all(|r| r.call().map(CallId::as_str) != Some("c1:code:2"))
     );
     assert!(!sub_walk(&records, "c1:code:1").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn programs_are_offered_every_registered_tool_but_run_code() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let reg = registry(vec![Step::ListTools], seen.clone());
+    reg.run_batch(vec![ModelCall::new("c1", "run_code", "{}")])
+        .await;
+    assert_eq!(*seen.lock().unwrap(), ["tools -> note, read, rm"]);
 }
 
 #[tokio::test(start_paused = true)]
