@@ -1395,14 +1395,11 @@ mod tests {
         checker.finish().unwrap()
     }
 
-    /// The rest of a trace after a one-call batch's `model` line: the error it is refused with.
-    fn refusal(rest: &[&str]) -> String {
+    /// Checks a one-call batch: its `model` line, then `rest`.
+    fn check_batch(rest: &[String]) -> Result<CheckReport, TraceError> {
         let model = r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#;
-        let text = [&[model][..], rest].concat().join("\n");
-        match crate::trace_io::check_reader(&CheckOptions::new(Revision::Rev2), text.as_bytes()) {
-            Ok(report) => panic!("accepted: {:?}", report.violations),
-            Err(e) => e.to_string(),
-        }
+        let text = [&[model.to_owned()][..], rest].concat().join("\n");
+        crate::trace_io::check_reader(&CheckOptions::new(Revision::Rev2), text.as_bytes())
     }
 
     #[test]
@@ -1410,95 +1407,80 @@ mod tests {
         let call = r#"{"kind":"event","call":"c1","event":{"seq":1,"time":0,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1","name":"t","arguments":"{}"}}}"#;
         let pre = r#"{"kind":"stage","node":"pre","call":"c1","outcome":"allow"}"#;
         let body = r#"{"kind":"stage","node":"toolBody","call":"c1"}"#;
-        let intent = r#""intent":{"intent":"write","target":"a.txt"}"#;
+        // Inside a body: the call's records so far, then `last`.
+        let in_body = |last: &str| vec![call.into(), pre.into(), body.into(), last.to_owned()];
+        let after_call = |last: &str| vec![call.into(), last.to_owned()];
+        let alone = |only: &str| vec![only.to_owned()];
         let cases: Vec<(Vec<String>, &str)> = vec![
             (
-                vec![r#"{"kind":"stage","node":"toolCall","call":"c1"}"#.into()],
+                alone(r#"{"kind":"stage","node":"toolCall","call":"c1"}"#),
                 "line 2: stage `toolCall` is observed through its session event, not as a stage record",
             ),
             (
-                vec![r#"{"kind":"stage","node":"owned","call":"c1"}"#.into()],
+                alone(r#"{"kind":"stage","node":"owned","call":"c1"}"#),
                 "line 2: stage `owned` is observed through its session event",
             ),
             (
-                vec![r#"{"kind":"stage","node":"context"}"#.into()],
+                alone(r#"{"kind":"stage","node":"context"}"#),
                 "line 2: stage `context` is observed through its session event",
             ),
             (
-                vec![r#"{"kind":"stage","node":"dispatched","call":"c1"}"#.into()],
+                alone(r#"{"kind":"stage","node":"dispatched","call":"c1"}"#),
                 "line 2: stage `dispatched` is observed through its session event",
             ),
             (
-                vec![r#"{"kind":"stage","node":"dispatchStart","call":"c1"}"#.into()],
+                alone(r#"{"kind":"stage","node":"dispatchStart","call":"c1"}"#),
                 "line 2: stage `dispatchStart` is observed through its session event",
             ),
             (
-                vec![r#"{"kind":"stage","node":"runCode","call":"c1"}"#.into()],
+                alone(r#"{"kind":"stage","node":"runCode","call":"c1"}"#),
                 "line 2: stage `runCode` is observed through a binding mark",
             ),
             (
-                vec![r#"{"kind":"stage","node":"allResults","call":"c1"}"#.into()],
+                alone(r#"{"kind":"stage","node":"allResults","call":"c1"}"#),
                 "line 2: stage `allResults` is per batch and takes no `call`",
             ),
             (
-                vec![r#"{"kind":"stage","node":"presentCall"}"#.into()],
+                alone(r#"{"kind":"stage","node":"presentCall"}"#),
                 "line 2: stage `presentCall` needs a `call`",
             ),
             (
-                vec![
-                    call.into(),
-                    r#"{"kind":"stage","node":"pre","call":"c1"}"#.into(),
-                ],
+                after_call(r#"{"kind":"stage","node":"pre","call":"c1"}"#),
                 "line 3: stage `pre` needs an `outcome` (one of: allow, deny, ask, throw)",
             ),
             (
-                vec![
-                    call.into(),
-                    r#"{"kind":"stage","node":"final","call":"c1"}"#.into(),
-                ],
+                after_call(r#"{"kind":"stage","node":"final","call":"c1"}"#),
                 "line 3: stage `final` needs a `result`",
             ),
             (
-                vec![
-                    call.into(),
-                    pre.into(),
-                    body.into(),
-                    format!(r#"{{"kind":"stage","node":"fsGate","call":"c1",{intent}}}"#),
-                ],
+                in_body(
+                    r#"{"kind":"stage","node":"fsGate","call":"c1","intent":{"intent":"write","target":"a.txt"}}"#,
+                ),
                 "line 5: stage `fsGate` needs an `outcome` (one of: allow, deny)",
             ),
             (
-                vec![
-                    call.into(),
-                    pre.into(),
-                    body.into(),
-                    r#"{"kind":"stage","node":"fsGate","call":"c1","outcome":"allow"}"#.into(),
-                ],
+                in_body(r#"{"kind":"stage","node":"fsGate","call":"c1","outcome":"allow"}"#),
                 "line 5: stage `fsGate` needs an `intent`",
             ),
         ];
         for (rest, words) in cases {
-            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-            let error = refusal(&rest);
-            assert!(error.starts_with(words), "{rest:?}: {error}");
+            match check_batch(&rest) {
+                Ok(report) => panic!("{rest:?} accepted: {:?}", report.violations),
+                Err(e) => assert!(e.to_string().starts_with(words), "{rest:?}: {e}"),
+            }
         }
         // With the field, each record is read and placed.
         for rest in [
-            vec![call, pre],
-            vec![
-                call,
+            after_call(pre),
+            after_call(
                 r#"{"kind":"stage","node":"final","call":"c1","result":{"isError":false,"content":[]}}"#,
-            ],
+            ),
+            in_body(
+                r#"{"kind":"stage","node":"fsGate","call":"c1","outcome":"allow","intent":{"intent":"write","target":"a.txt"}}"#,
+            ),
         ] {
-            let text = [&[r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#][..], &rest].concat().join("\n");
-            crate::trace_io::check_reader(&CheckOptions::new(Revision::Rev2), text.as_bytes())
-                .unwrap_or_else(|e| panic!("{rest:?}: {e}"));
+            check_batch(&rest).unwrap_or_else(|e| panic!("{rest:?}: {e}"));
         }
-        let gated =
-            format!(r#"{{"kind":"stage","node":"fsGate","call":"c1","outcome":"allow",{intent}}}"#);
-        let text = [r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#, call, pre, body, &gated].join("\n");
-        crate::trace_io::check_reader(&CheckOptions::new(Revision::Rev2), text.as_bytes())
-            .unwrap_or_else(|e| panic!("fsGate: {e}"));
     }
 
     #[test]
