@@ -967,6 +967,8 @@ async fn rev1_has_no_normalization_node_no_finalizer_and_buffers_context_message
         )
         .build()
         .unwrap();
+    // The graph the walks below are checked against.
+    assert_eq!(reg.revision(), Revision::Rev1);
     reg.run_batch(vec![call("c1", "a")]).await;
     assert_eq!(*finalized.lock().unwrap(), 0);
     let log = reg.recorder().session_log();
