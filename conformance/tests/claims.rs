@@ -12,15 +12,14 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    findings, is_event, is_stage, move_record, options, position, scenario, trace, violations,
+    drive_options, findings, is_event, is_stage, move_record, options, position, scenario, trace,
+    violations,
 };
 use tep_conformance::checker::Violation;
-use tep_conformance::checker::{CheckOptions, ScenarioFacts};
 use tep_conformance::invariants::InvariantId;
 use tep_conformance::observation::thin;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::NodeId;
-use tep_reference::graph::Revision;
+use tep_reference::graph::{NodeId, Revision};
 use tep_reference::identity::CallId;
 use tep_reference::trace::{ObservationLevel, TraceRecord};
 
@@ -251,10 +250,7 @@ fn a_sub_call_named_freely_is_placed_by_its_parent_and_reported_once() {
         &log[position(&log, |r| r.call().map(CallId::as_str)
             == Some("first-sub-call"))]
     ));
-    let options = CheckOptions {
-        facts: Some(ScenarioFacts::of(&scenario(id))),
-        ..CheckOptions::new(Revision::Rev1).observed(ObservationLevel::Events)
-    };
+    let options = drive_options(&scenario(id), Revision::Rev1, ObservationLevel::Events);
     assert_eq!(
         violations(&options, &log),
         BTreeSet::from([InvariantId::SubCallIdScheme])

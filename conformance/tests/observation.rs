@@ -8,13 +8,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-use common::{is_event, is_stage, move_record, options, position, scenario, trace, violations};
+use common::{
+    drive_options, is_event, is_stage, move_record, options, position, scenario, trace, violations,
+};
 
 use std::collections::BTreeSet;
 
-use tep_conformance::checker::{
-    CheckOptions, CheckReport, Checker, InvariantStatus, ScenarioFacts, check_records,
-};
+use tep_conformance::checker::{CheckOptions, Checker, InvariantStatus, check_records};
 use tep_conformance::invariants::InvariantId;
 use tep_conformance::observation::thin;
 use tep_conformance::runner::{Coverage, judge};
@@ -540,15 +540,6 @@ fn reword(records: &mut [TraceRecord], call: &str, text: &str) {
 // ---------------------------------------------------------------------------------------------
 // An event that names its own call needs no `call` beside it.
 
-/// Checks `records` keeping every step.
-fn checked_with_steps(options: &CheckOptions, records: &[TraceRecord]) -> CheckReport {
-    let mut checker = Checker::new(options.clone()).keep_steps();
-    for (i, record) in records.iter().enumerate() {
-        checker.feed(i + 1, record).unwrap();
-    }
-    checker.finish().unwrap()
-}
-
 #[test]
 fn events_that_name_their_call_are_placed_without_the_records_call() {
     // The events whose data names the call (or the sub-call) they belong to.
@@ -574,14 +565,14 @@ fn events_that_name_their_call_are_placed_without_the_records_call() {
                     stripped_types.insert(e.event.body.type_name());
                 }
             }
-            let options = CheckOptions {
-                facts: Some(ScenarioFacts::of(&s)),
-                ..CheckOptions::new(revision)
+            let options = drive_options(&s, revision, ObservationLevel::Full);
+            let checked = |records: &[TraceRecord]| {
+                Checker::new(options.clone())
+                    .keep_steps()
+                    .check(records)
+                    .unwrap()
             };
-            let (with, without) = (
-                checked_with_steps(&options, &records),
-                checked_with_steps(&options, &bare),
-            );
+            let (with, without) = (checked(&records), checked(&bare));
             assert_eq!(without.violations, with.violations, "{} {revision}", s.id);
             assert_eq!(without.steps, with.steps, "{} {revision}", s.id);
         }
@@ -721,10 +712,7 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
         for revision in Revision::ALL.into_iter().filter(|&r| s.applies_to(r)) {
             let records = run_reference(&s, revision, &[]).unwrap();
             for level in ObservationLevel::ALL {
-                let options = CheckOptions {
-                    facts: Some(ScenarioFacts::of(&s)),
-                    ..CheckOptions::new(revision).observed(level)
-                };
+                let options = drive_options(&s, revision, level);
                 let report = check_records(&options, &thin(&records, level)).unwrap();
                 assert!(
                     report.is_clean(),

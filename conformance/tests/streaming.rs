@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use tep_conformance::checker::{CheckOptions, Checker, check_records, scanned};
 use tep_conformance::generate::{Shape, records};
 use tep_conformance::invariants::InvariantId;
@@ -93,16 +95,8 @@ fn per_record_work_does_not_grow_with_the_batch_or_the_program() {
 
 #[test]
 fn a_breach_is_reported_when_the_record_that_shows_it_is_fed() {
-    let scenario = corpus()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.id == "allow-runs-body")
-        .unwrap();
-    let mut records = run_reference(&scenario, Revision::Rev2, &[]).unwrap();
-    let call = records
-        .iter()
-        .position(|r| matches!(r, TraceRecord::Event(e) if e.event.body.type_name() == "tool/call"))
-        .unwrap();
+    let mut records = common::trace("allow-runs-body");
+    let call = common::position(&records, common::is_event("tool/call", "c1"));
     // The call logged again, two records later.
     records.insert(call + 2, records[call].clone());
     let mut checker = Checker::new(CheckOptions::new(Revision::Rev2));

@@ -247,11 +247,7 @@ pub fn check_records(
     options: &CheckOptions,
     records: &[TraceRecord],
 ) -> Result<CheckReport, TraceError> {
-    let mut checker = Checker::new(options.clone());
-    for (i, record) in records.iter().enumerate() {
-        checker.feed(i + 1, record)?;
-    }
-    checker.finish()
+    Checker::new(options.clone()).check(records)
 }
 
 /// What holds across batches: the session log's last seq and what the agent observed of files.
@@ -445,6 +441,14 @@ impl Checker {
         });
         self.emit();
         self.escaped = true;
+    }
+
+    /// Feeds records already in memory (record `i` is line `i + 1`), then finishes.
+    pub fn check(mut self, records: &[TraceRecord]) -> Result<CheckReport, TraceError> {
+        for (i, record) in records.iter().enumerate() {
+            self.feed(i + 1, record)?;
+        }
+        self.finish()
     }
 
     /// Closes the last batch and returns the report.
@@ -1385,14 +1389,9 @@ mod tests {
     fn checked(id: &str, mutants: &[Mutant], keep: bool) -> CheckReport {
         let scenario = corpus().unwrap().into_iter().find(|s| s.id == id).unwrap();
         let records = run_reference(&scenario, Revision::Rev2, mutants).unwrap();
-        let mut checker = Checker::new(CheckOptions::new(Revision::Rev2));
-        if keep {
-            checker = checker.keep_steps();
-        }
-        for (i, record) in records.iter().enumerate() {
-            checker.feed(i + 1, record).unwrap();
-        }
-        checker.finish().unwrap()
+        let checker = Checker::new(CheckOptions::new(Revision::Rev2));
+        let checker = if keep { checker.keep_steps() } else { checker };
+        checker.check(&records).unwrap()
     }
 
     /// Checks a one-call batch: its `model` line, then `rest`.

@@ -27,11 +27,16 @@ pub fn trace(id: &str) -> Vec<TraceRecord> {
     run_reference(&scenario(id), Revision::Rev2, &[]).unwrap()
 }
 
-/// Drive mode's options for scenario `id` at `level`.
+/// Drive mode's options for scenario `id` at `level` (rev2).
 pub fn options(id: &str, level: ObservationLevel) -> CheckOptions {
+    drive_options(&scenario(id), Revision::Rev2, level)
+}
+
+/// Drive mode's options for a scenario in `revision` at `level`.
+pub fn drive_options(s: &Scenario, revision: Revision, level: ObservationLevel) -> CheckOptions {
     CheckOptions {
-        facts: Some(ScenarioFacts::of(&scenario(id))),
-        ..CheckOptions::new(Revision::Rev2).observed(level)
+        facts: Some(ScenarioFacts::of(s)),
+        ..CheckOptions::new(revision).observed(level)
     }
 }
 
