@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use tep_conformance::invariants::{CATALOG, InvariantId, Level, invariant};
 use tep_conformance::report;
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
 use tep_conformance::select::Selection;
-use tep_conformance::trace_io::for_each_record;
+use tep_conformance::trace_io::{for_each_record_parallel, parsing_workers};
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
@@ -173,6 +173,10 @@ enum Command {
         /// lines marked (from stdin, the trace is held in memory for it).
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// How many threads parse the trace while one checks it; 1 reads, parses and checks
+        /// on one thread. The verdict is the same. Default: the number of cores.
+        #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
     },
     /// List, show or export the scenario corpus.
     Scenarios {
@@ -331,6 +335,7 @@ fn dispatch(command: Command) -> Result<u8> {
             format,
             strict,
             html,
+            jobs,
         } => check(
             trace,
             CheckArgs {
@@ -340,6 +345,7 @@ fn dispatch(command: Command) -> Result<u8> {
                 format,
                 strict,
                 html,
+                jobs,
             },
         ),
         Command::Scenarios { action } => scenarios(action),
@@ -395,6 +401,18 @@ struct CheckArgs {
     format: Format,
     strict: bool,
     html: Option<PathBuf>,
+    /// `--jobs`: how many threads read the trace.
+    jobs: Option<u16>,
+}
+
+/// The size of a trace file; `None` for stdin, a pipe, or what cannot be read (opening it
+/// says why).
+fn trace_bytes(path: &Path) -> Option<u64> {
+    if path == Path::new("-") {
+        return None;
+    }
+    let meta = std::fs::metadata(path).ok()?;
+    meta.is_file().then_some(meta.len())
 }
 
 /// A reader that keeps a copy of what it reads (stdin, for the HTML report).
@@ -421,7 +439,14 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         format,
         strict,
         html,
+        jobs,
     } = args;
+    // Threads that parse while this one checks (none: it parses too).
+    let workers = match jobs {
+        Some(1) => 0,
+        Some(n) => usize::from(n),
+        None => parsing_workers(trace_bytes(&path)),
+    };
     if let Some(out) = &html {
         output::check_writable(out, "HTML report")?;
     }
@@ -455,9 +480,10 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         facts: None,
         body_marks: true,
     };
-    let result = for_each_record(reader, |line, record| {
+    // Parsing is most of the work: the other cores parse while this thread checks.
+    let result = for_each_record_parallel(reader, workers, |line, record| {
         let checker = checker.get_or_insert_with(|| {
-            let header = match &record {
+            let header = match record {
                 TraceRecord::Header(h) => Some(h),
                 _ => None,
             };
@@ -470,7 +496,7 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
                 checker
             }
         });
-        checker.feed(line, &record)
+        checker.feed(line, record)
     });
     let options = match &checker {
         Some(c) => c.options().clone(),
@@ -761,3 +787,8 @@ fn invariants(action: InvariantsAction) -> Result<u8> {
         }
     }
 }
+
+/// Records are parsed in bulk on worker threads (`tep check`); glibc's allocator frees them
+/// slowly (docs/architecture.md, "Reading a trace").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

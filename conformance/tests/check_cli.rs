@@ -190,3 +190,55 @@ fn the_html_report_of_a_check_quotes_the_trace_and_marks_its_witnesses() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// However many threads parse, `tep check` says the same: the same violations on the same
+/// lines, and the same first unreadable line.
+#[test]
+fn the_verdict_does_not_depend_on_how_many_threads_parse() {
+    use tep_reference::trace::{TraceRecord, to_jsonl};
+    let records: Vec<TraceRecord> = body_after_deny()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Long enough that several chunks are parsed at once.
+    let trace = to_jsonl(&tep_conformance::trace_io::repeat_batches(&records, 400));
+    assert!(trace.len() > 4 * 64 * 1024, "{} bytes", trace.len());
+    let broken = format!("{trace}{{oops\n{trace}");
+    let dir = std::env::temp_dir().join(format!("tep-check-jobs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |text: &str, jobs: &str| {
+        let path = dir.join("trace.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let o = Command::new(TEP)
+            .args(["check", "--format", "json", "-j", jobs])
+            .arg(&path)
+            .output()
+            .unwrap();
+        (o.status.code(), out(&o))
+    };
+    for (what, text, code) in [("violations", &trace, 1), ("a broken line", &broken, 2)] {
+        let one = run(text, "1");
+        assert_eq!(one.0, Some(code), "{what}: {}", one.1);
+        if code == 1 {
+            // Every copy breaches, in every chunk.
+            let report: serde_json::Value = serde_json::from_str(&one.1).unwrap();
+            assert!(
+                report["violations"].as_array().unwrap().len() >= 400,
+                "{}",
+                one.1
+            );
+        }
+        for jobs in ["2", "3"] {
+            assert_eq!(run(text, jobs), one, "{what} with -j {jobs}");
+        }
+    }
+    let line = trace.lines().count() + 1;
+    assert!(
+        run(&broken, "2")
+            .1
+            .contains(&format!("line {line}: invalid JSON")),
+        "{}",
+        run(&broken, "2").1
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
