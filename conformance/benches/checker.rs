@@ -9,14 +9,21 @@
 //!   Like `tep check` it reads from a `&str`, whose UTF-8 was checked once for the whole text;
 //!   the floor reads bytes and checks no UTF-8 at all;
 //! - `typed`: reading them into `TraceRecord`s the way `tep check` does ([`for_each_record`]);
-//! - `check`: the whole `tep check` pass ([`check_reader`]).
+//! - `check`: the whole `tep check` pass on one thread ([`check_reader`], `tep check -j 1`);
+//! - `threads`: the whole pass as `tep check` runs it by default, parsing on one worker thread
+//!   per core while this thread checks ([`check_reader_parallel`]). Its time is wall time (the
+//!   time a user waits), and its CPU time (every thread's) is reported beside it.
+//!
+//! The bench uses the allocator `tep` uses (mimalloc), so that it measures what ships.
 //!
 //! After the criterion groups it prints a table: nanoseconds per record (the median of the
 //! samples, in on-CPU time where Linux reports it, so that a busy machine's other processes do
 //! not count) and each pass's speed relative to the floor (1.0 = as fast as merely reading the
 //! JSON; the goal is at least 0.5 for `check` on the corpus mix; `walk`'s ratio is the ceiling
 //! of any reader that goes through serde's visitors), then the spread of `check`'s per-record
-//! cost across widths (max / min; it must stay within 1.5).
+//! cost across widths (max / min; it must stay within 1.5). The floor runs on one thread;
+//! `threads/floor` compares the parallel check's wall time with it, on as many cores as the
+//! machine has (printed with the table).
 //!
 //! Run with `cargo bench -p tep-conformance --bench checker`; add `-- corpus` (or `wide`,
 //! `program`, `contexts`, or several: `'wide|program'`) to run only those groups. The widest traces take a few seconds per iteration.
@@ -34,11 +41,19 @@ type BenchGroup = fn(&mut Criterion);
 use serde::de::IgnoredAny;
 use tep_conformance::checker::CheckOptions;
 use tep_conformance::generate::{Shape, jsonl};
-use tep_conformance::trace_io::{check_reader, for_each_record};
+use tep_conformance::trace_io::{
+    check_reader, check_reader_parallel, for_each_record, parsing_workers,
+};
 use tep_reference::graph::Revision;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The passes measured on every trace.
-const PASSES: [&str; 4] = ["floor", "walk", "typed", "check"];
+const PASSES: [&str; 5] = ["floor", "walk", "typed", "check", "threads"];
+
+/// The CPU time of the `threads` pass, per (trace, sample), in nanoseconds per iteration.
+const THREADS_CPU: &str = "threads-cpu";
 
 /// Per-iteration times of every (trace, pass), in nanoseconds, and each trace's record count.
 #[derive(Default)]
@@ -58,6 +73,21 @@ fn on_cpu() -> Option<Duration> {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let nanos = stat.split_whitespace().next()?.parse().ok()?;
     Some(Duration::from_nanos(nanos))
+}
+
+/// The CPU time of every thread of this process, those that ended included.
+#[cfg(unix)]
+fn process_cpu() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(Duration::new(
+        u64::try_from(t.tv_sec).ok()?,
+        u32::try_from(t.tv_nsec).ok()?,
+    ))
+}
+
+#[cfg(not(unix))]
+fn process_cpu() -> Option<Duration> {
+    None
 }
 
 /// The non-empty lines of a trace, found with memchr as `tep check` finds them.
@@ -157,6 +187,11 @@ fn check(text: &str, revision: Revision) -> usize {
     check_reader(&CheckOptions::new(revision), text.as_bytes()).map_or(0, |r| r.records)
 }
 
+fn threads(text: &str, revision: Revision) -> usize {
+    let options = CheckOptions::new(revision);
+    check_reader_parallel(&options, text.as_bytes(), parsing_workers(None)).map_or(0, |r| r.records)
+}
+
 /// Benches the three passes on one trace, recording each iteration's time.
 fn bench_trace(group: &mut Group<'_>, shape: Shape, times: usize) {
     let Ok(text) = jsonl(shape, times) else {
@@ -171,31 +206,47 @@ fn bench_trace(group: &mut Group<'_>, shape: Shape, times: usize) {
         records,
         "{name} must check whole"
     );
+    assert_eq!(
+        threads(&text, shape.revision()),
+        records,
+        "{name} must check whole in parallel"
+    );
     SAMPLES.with(|s| s.borrow_mut().records.insert(name.clone(), records));
     group.throughput(Throughput::Elements(records as u64));
     for pass in PASSES {
         group.bench_with_input(BenchmarkId::new(pass, &name), &text, |b, text| {
             b.iter_custom(|iters| {
-                let (start, cpu_start) = (Instant::now(), on_cpu());
+                let (start, cpu_start, all_start) = (Instant::now(), on_cpu(), process_cpu());
                 for _ in 0..iters {
                     black_box(match pass {
                         "floor" => floor(text),
                         "walk" => walk(text),
                         "typed" => typed(text),
-                        _ => check(text, shape.revision()),
+                        "check" => check(text, shape.revision()),
+                        _ => threads(text, shape.revision()),
                     });
                 }
                 let elapsed = start.elapsed();
                 let spent = match (cpu_start, on_cpu()) {
+                    // The parallel pass is timed as a user waits for it.
+                    _ if pass == "threads" => elapsed,
                     (Some(a), Some(b)) => b.saturating_sub(a),
                     _ => elapsed,
                 };
+                let per_iteration = |d: Duration| d.as_nanos() as f64 / iters as f64;
                 SAMPLES.with(|s| {
-                    s.borrow_mut()
-                        .times
+                    let mut s = s.borrow_mut();
+                    s.times
                         .entry((name.clone(), pass))
                         .or_default()
-                        .push(spent.as_nanos() as f64 / iters as f64);
+                        .push(per_iteration(spent));
+                    if let (true, Some(a), Some(b)) = (pass == "threads", all_start, process_cpu())
+                    {
+                        s.times
+                            .entry((name.clone(), THREADS_CPU))
+                            .or_default()
+                            .push(per_iteration(b.saturating_sub(a)));
+                    }
                 });
                 elapsed
             })
@@ -213,10 +264,12 @@ fn configure<'c>(c: &'c mut Criterion, name: &str) -> Group<'c> {
     group
 }
 
-/// The corpus mix, repeated to about 10⁵ records.
+/// The corpus mix, repeated to about 4 × 10⁵ records.
 fn corpus(c: &mut Criterion) {
     let mut group = configure(c, "corpus");
-    bench_trace(&mut group, Shape::CorpusMix(Revision::Rev2), 60);
+    // Long enough that starting the parallel pass's threads is a small part of it, as it is
+    // of `tep check` on a trace worth parallel parsing.
+    bench_trace(&mut group, Shape::CorpusMix(Revision::Rev2), 300);
     group.finish();
 }
 
@@ -271,34 +324,45 @@ fn report() {
         };
         println!();
         println!(
-            "ns per record (median of the samples), and speed relative to the IgnoredAny floor:"
+            "ns per record (median of the samples), and speed relative to the IgnoredAny floor;"
         );
         println!(
-            "{:<28} {:>9} {:>7} {:>7} {:>7} {:>7} {:>11} {:>11} {:>11}",
+            "`threads` is wall time with {} parsing thread(s) on {} core(s), `cpu` its CPU time:",
+            parsing_workers(None),
+            std::thread::available_parallelism().map_or(1, usize::from)
+        );
+        println!(
+            "{:<28} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>11} {:>11} {:>11} {:>13}",
             "trace",
             "records",
             "floor",
             "walk",
             "typed",
             "check",
+            "threads",
+            "cpu",
             "walk/floor",
             "typed/floor",
-            "check/floor"
+            "check/floor",
+            "threads/floor"
         );
         for (name, records) in &s.records {
-            let (Some(f), Some(w), Some(t), Some(c)) = (
+            let (Some(f), Some(w), Some(t), Some(c), Some(p), Some(cpu)) = (
                 per_record(name, "floor"),
                 per_record(name, "walk"),
                 per_record(name, "typed"),
                 per_record(name, "check"),
+                per_record(name, "threads"),
+                per_record(name, THREADS_CPU),
             ) else {
                 continue;
             };
             println!(
-                "{name:<28} {records:>9} {f:>7.0} {w:>7.0} {t:>7.0} {c:>7.0} {:>10.2}x {:>10.2}x {:>10.2}x",
+                "{name:<28} {records:>9} {f:>7.0} {w:>7.0} {t:>7.0} {c:>7.0} {p:>7.0} {cpu:>7.0} {:>10.2}x {:>10.2}x {:>10.2}x {:>12.2}x",
                 f / w,
                 f / t,
-                f / c
+                f / c,
+                f / p
             );
         }
         for family in ["wide-batch", "long-program"] {
