@@ -38,7 +38,7 @@ pub fn repeat_batches(records: &[TraceRecord], times: usize) -> Vec<TraceRecord>
     out
 }
 
-/// Lines longer than this are refused rather than buffered.
+/// Lines longer than this (not counting the newline) are refused rather than buffered.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How much of a trace is read at once.
@@ -489,7 +489,8 @@ fn parse_complete_lines(
     for i in memchr::memchr_iter(b'\n', bytes) {
         let end = i + 1;
         *line_no += 1;
-        if end - start > sizes.max_line {
+        // The limit is on the line without its newline, as on a last line that has none.
+        if i - start > sizes.max_line {
             return Err(too_long(*line_no, sizes));
         }
         match valid {
@@ -948,6 +949,55 @@ mod tests {
                 read_in_parallel(reader, workers, sizes, |line, record| f(line, record.clone()))
             });
             proptest::prop_assert_eq!(one, parallel);
+        }
+    }
+
+    #[test]
+    fn a_line_may_be_as_long_as_the_limit_with_or_without_its_newline() {
+        let line = r#"{"kind":"stage","node":"allResults"}"#;
+        let padded = |n: usize| format!("{line}{}", " ".repeat(n - line.len()));
+        for chunk in [8, 64, 4096] {
+            let sizes = Sizes {
+                chunk,
+                max_line: 100,
+            };
+            for (text, longest_ok) in [
+                (format!("{}\n{}", padded(100), padded(100)), true),
+                (format!("{}\n{}\n", padded(100), padded(100)), true),
+                (format!("{}\n{}", padded(100), padded(101)), false),
+                (format!("{}\n{}\n", padded(100), padded(101)), false),
+                (format!("{}\r\n{}", padded(99), padded(100)), true),
+            ] {
+                let want = if longest_ok {
+                    Ok(2)
+                } else {
+                    Err("line 2: line longer than 100 bytes".to_owned())
+                };
+                let mut read = 0;
+                let one = read_sequentially(text.as_bytes(), sizes, |_, _| {
+                    read += 1;
+                    Ok(())
+                });
+                assert_eq!(one.map(|()| read).map_err(|e| e.to_string()), want.clone());
+                let mut read = 0;
+                let parallel = read_in_parallel(text.as_bytes(), 2, sizes, |_, _| {
+                    read += 1;
+                    Ok(())
+                });
+                assert_eq!(parallel.map(|()| read).map_err(|e| e.to_string()), want);
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_trace_is_read_on_one_thread_and_a_long_one_on_a_thread_per_core() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(parsing_workers(Some(0)), 0);
+        assert_eq!(parsing_workers(Some(PARALLEL_FROM_BYTES - 1)), 0);
+        for long in [Some(PARALLEL_FROM_BYTES), None] {
+            assert_eq!(parsing_workers(long), parsing_workers(Some(u64::MAX)));
+            assert_eq!(parsing_workers(long) > 0, cores > 1, "{cores} cores");
+            assert!(parsing_workers(long) <= cores.min(MAX_WORKERS));
         }
     }
 
