@@ -174,7 +174,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
         /// How many threads parse the trace while one checks it; 1 reads, parses and checks
-        /// on one thread. The verdict is the same. Default: the number of cores.
+        /// on one thread. The verdict is the same. Default: one per core for a trace of 4 MiB
+        /// or more or one read from a pipe, else 1.
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
     },

@@ -6,6 +6,7 @@
 //! - Every error is typed and placed: a `TraceError` names a line of the input (or the line after
 //!   the last, for the end of input); a violation's witness lines are lines of the input; a
 //!   scenario error names the scenario.
+//! - `tep check`'s parallel reader reports exactly what the one-thread reader does.
 //! - The reference never produces a malformed trace for a scenario the decoder accepts.
 //! - The reference adapter only ever writes protocol messages.
 //! - The checker's memory does not grow with the length of a trace made of one garbage chunk
@@ -19,7 +20,9 @@ use tep_conformance::protocol::{Ready, RunAnswer, RunOutcome};
 use tep_conformance::scenario::Scenario;
 use tep_conformance::scripted::run_reference;
 use tep_conformance::serve::serve_reference_with_notes;
-use tep_conformance::trace_io::{check_reader, for_each_record, parse_record};
+use tep_conformance::trace_io::{
+    check_reader, check_reader_parallel, for_each_record, parse_record,
+};
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{Capability, ObservationLevel};
@@ -95,7 +98,13 @@ fn trace(input: &[u8]) -> Result<String, Broken> {
             level: level(input),
             ..CheckOptions::new(revision)
         };
-        match check_reader(&options, input) {
+        let report = check_reader(&options, input);
+        if check_reader_parallel(&options, input, 2) != report {
+            return Err(format!(
+                "read on worker threads, the trace gets another report than on one ({revision})"
+            ));
+        }
+        match report {
             Err(e) => {
                 if e.line == 0 || e.line > lines + 1 {
                     return Err(format!(
