@@ -94,6 +94,16 @@ fn ids(report: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A scenario's row in a JSON report.
+fn row<'r>(report: &'r Value, id: &str) -> &'r Value {
+    report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no row for {id}"))
+}
+
 /// A JSON report without what differs between two runs of the same thing: times.
 fn without_times(mut report: Value) -> Value {
     let object = report.as_object_mut().unwrap();
@@ -576,10 +586,7 @@ fn the_json_report_counts_each_edge_and_places_each_violation_on_the_graph() {
     assert_eq!(model_to_tool_call["edge"], "model --> toolCall");
     assert_eq!(model_to_tool_call["scenarios"], scenarios.len() as u64);
     // The denied call's body ran: a step from `denied` to `around` the graph does not have.
-    let failing = scenarios
-        .iter()
-        .find(|s| s["id"] == "pre-deny-skips-body")
-        .unwrap();
+    let failing = row(&report, "pre-deny-skips-body");
     let violation = failing["violations"]
         .as_array()
         .unwrap()
@@ -612,13 +619,7 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     assert!(failed > 0);
     assert_eq!(junit(&dir.join("1.xml")), (corpus_len(), failed, 0, 1));
     // A failure's message is its first violation: the invariant, then the sentence.
-    let row = report["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "pre-deny-skips-body")
-        .unwrap();
-    let first = &row["violations"][0];
+    let first = &row(&report, "pre-deny-skips-body")["violations"][0];
     assert_eq!(
         junit_case(&dir.join("1.xml"), "pre-deny-skips-body").unwrap(),
         (
