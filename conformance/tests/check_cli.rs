@@ -242,3 +242,33 @@ fn the_verdict_does_not_depend_on_how_many_threads_parse() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_report_past_the_cap_says_how_many_violations_it_left_out() {
+    use tep_reference::trace::{TraceRecord, to_jsonl};
+    let mut records: Vec<TraceRecord> = body_after_deny()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // At least one fault per batch: the batch never settles.
+    records.retain(|r| r.node() != Some(tep_reference::graph::NodeId::AllResults));
+    let cap = tep_conformance::checker::MAX_VIOLATIONS;
+    let trace = to_jsonl(&tep_conformance::trace_io::repeat_batches(
+        &records,
+        cap + 50,
+    ));
+    let json = check(&trace, &["--format", "json"]);
+    assert_eq!(json.status.code(), Some(1), "{}", out(&json));
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let shown = report["violations"].as_array().unwrap().len();
+    let omitted = report["omitted"].as_u64().unwrap() as usize;
+    assert_eq!(shown, cap);
+    assert!(omitted >= 50, "{omitted} omitted");
+    let text = check(&trace, &[]);
+    assert_eq!(text.status.code(), Some(1));
+    assert!(
+        out(&text).contains(&format!("... and {omitted} more violations not shown")),
+        "{}",
+        out(&text)
+    );
+}

@@ -367,3 +367,77 @@ fn at_hooks_contexts_are_matched_to_the_announced_outcomes_and_each_fault_told_o
     assert_eq!(reported.len(), 1, "{found:#?}");
     assert!(reported[0].contains("the next context in FIFO order is \"c1 tool\""));
 }
+
+#[test]
+fn a_context_injected_between_two_results_is_one_fault() {
+    // The batch completes at c3's tool/result, not at the first: a context before it is
+    // contexts-after-all-results and nothing else (not also an allResults after contexts, nor a
+    // FIFO breach, nor owed again at the end). The one moved is c1's second, "wrapper note",
+    // which c2 and c3 carry too: c1's first is still owed, and comes in its place.
+    let found = contexts_at_hooks(|records| {
+        let context = position(records, is_event("user/message", "c1")) + 1;
+        assert!(is_event("user/message", "c1")(&records[context]));
+        let result = position(records, is_event("tool/result", "c1"));
+        move_record(records, context, result + 1);
+    });
+    let reported: BTreeSet<InvariantId> = found.iter().map(|v| v.invariant).collect();
+    assert_eq!(
+        reported,
+        // The moved context keeps its seq, so the log's order is broken too.
+        BTreeSet::from([
+            InvariantId::ContextsAfterAllResults,
+            InvariantId::SessionSeqIncreasing
+        ]),
+        "{found:#?}"
+    );
+    assert_eq!(found.len(), 2, "{found:#?}");
+}
+
+#[test]
+fn a_repeated_tool_call_does_not_redefine_the_call() {
+    // The call is the one its first tool/call logged: a repeat naming other arguments (or
+    // another tool) is reported as the repeat, and the stages that follow are judged against
+    // the first.
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    let call = position(&records, is_event("tool/call", "c1"));
+    let mut again = serde_json::to_value(&records[call]).unwrap();
+    again["event"]["data"]["arguments"] = serde_json::json!("{\"path\":\"elsewhere.txt\"}");
+    again["event"]["data"]["name"] = serde_json::json!("write");
+    records.insert(call + 2, serde_json::from_value(again).unwrap());
+    for level in ObservationLevel::ALL {
+        let found = findings(&options(id, level), &thin(&records, level));
+        let reported: BTreeSet<InvariantId> = found.iter().map(|v| v.invariant).collect();
+        // The repeat keeps the first one's seq, so the log's order is broken too.
+        assert_eq!(
+            reported,
+            BTreeSet::from([InvariantId::ToolCallOnce, InvariantId::SessionSeqIncreasing]),
+            "{level}: {found:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_repeated_tool_result_does_not_move_the_calls_outcome() {
+    // After a repeated tool/result, a stage of the call is reported against the first one.
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    let result = position(&records, is_event("tool/result", "c1"));
+    let last_stage = position(&records, is_stage(NodeId::Post, "c1"));
+    records.insert(result + 1, records[result].clone());
+    records.insert(result + 2, records[last_stage].clone());
+    let found = findings(&full(id), &records);
+    // Lines count from 1.
+    let first = result + 1;
+    let lines = |id| -> Vec<&Vec<usize>> { of(&found, id).into_iter().map(|v| &v.lines).collect() };
+    assert_eq!(
+        lines(InvariantId::OneResultPerCall),
+        [&vec![first + 1, first]],
+        "{found:#?}"
+    );
+    assert_eq!(
+        lines(InvariantId::NoStageAfterResult),
+        [&vec![first + 2, first]],
+        "{found:#?}"
+    );
+}

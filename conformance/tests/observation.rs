@@ -329,6 +329,39 @@ fn around_is_one_visit_across_retries_and_wrapper_throws() {
     );
 }
 
+#[test]
+fn a_retried_program_numbers_its_sub_calls_anew() {
+    // A retry wrapper around run_code runs the program twice: the second run's `c1:code:1` is
+    // a new sub-call (its records would be out of order as the first run's).
+    let s: tep_conformance::scenario::Scenario = serde_json::from_value(serde_json::json!({
+        "id": "code-mode-retried", "description": "", "spec": "", "exercises": [],
+        "requires": ["code-mode"],
+        "tools": [{"name": "read"}],
+        "calls": [{"callId": "c1", "tool": "run_code", "arguments": {"language": "data"},
+            "program": [{"call": {"tool": "read", "body": [{"return": "contents"}]}},
+                        {"throw": "boom"}]}],
+        "wrappers": [{"kind": "retry", "attempts": 2}],
+        "expect": {"calls": {}}
+    }))
+    .unwrap();
+    let records = run_reference(&s, Revision::Rev2, &[]).unwrap();
+    let starts = records
+        .iter()
+        .filter(|r| is_event("tool/code-dispatch-start", "c1:code:1")(r))
+        .count();
+    assert_eq!(starts, 2, "the program ran twice");
+    for level in ObservationLevel::ALL {
+        assert_eq!(
+            violations(
+                &drive_options(&s, Revision::Rev2, level),
+                &thin(&records, level)
+            ),
+            BTreeSet::new(),
+            "{level}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 5. A harness's own session log is checked at level `events`.
 

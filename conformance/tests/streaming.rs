@@ -121,3 +121,28 @@ fn a_breach_is_reported_when_the_record_that_shows_it_is_fed() {
     let report = checker.finish().unwrap();
     assert_eq!(report.violations[..streamed.len()], streamed[..]);
 }
+
+#[test]
+fn violations_past_the_cap_are_counted_not_kept() {
+    use tep_conformance::checker::MAX_VIOLATIONS;
+    // One fault per batch (the batch never settles), in more batches than the cap.
+    let mut one = common::trace("allow-runs-body");
+    one.retain(|r| r.node() != Some(tep_reference::graph::NodeId::AllResults));
+    let batches = MAX_VIOLATIONS + 234;
+    let report = check_records(
+        &CheckOptions::new(Revision::Rev2),
+        &repeat_batches(&one, batches),
+    )
+    .unwrap();
+    assert_eq!(report.violations.len(), MAX_VIOLATIONS);
+    assert_eq!(report.omitted, 234);
+    assert!(
+        report
+            .violations
+            .iter()
+            .all(|v| v.invariant == InvariantId::BatchSettles),
+        "{:?}",
+        report.violations.first()
+    );
+    assert!(!report.is_clean());
+}
