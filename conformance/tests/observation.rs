@@ -483,6 +483,27 @@ fn a_session_log_checked_at_hooks_is_refused_with_a_way_out() {
     .unwrap_err();
     assert_eq!(err.line, 2);
     assert!(err.message.contains("--observed events"), "{err}");
+
+    // A Code Mode log with the program's binding marks is still a log: the marks are not
+    // stage records. With one stage record it is a trace, judged as one.
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let records = trace(id);
+    let binding = |r: &TraceRecord| matches!(r, TraceRecord::Mark(m) if matches!(m.mark, MarkKind::BindingResolved | MarkKind::BindingRejected));
+    let log: Vec<TraceRecord> = records
+        .iter()
+        .filter(|r| {
+            matches!(r, TraceRecord::Event(_)) || r.node() == Some(NodeId::Model) || binding(r)
+        })
+        .cloned()
+        .collect();
+    assert!(log.iter().any(binding));
+    let hooks = options(id, ObservationLevel::Hooks);
+    let err = check_records(&hooks, &log).unwrap_err();
+    assert!(err.message.contains("--observed events"), "{err}");
+    let mut with_a_stage = log.clone();
+    let pre = position(&records, is_stage(NodeId::Pre, "c1"));
+    with_a_stage.insert(3, records[pre].clone());
+    assert!(check_records(&hooks, &with_a_stage).is_ok());
 }
 
 // ---------------------------------------------------------------------------------------------
