@@ -441,3 +441,36 @@ fn a_repeated_tool_result_does_not_move_the_calls_outcome() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn a_sub_call_handed_another_identity_once_is_reported_there_only() {
+    // The sub-call is what its dispatch start logged: one stage handed another tool name or
+    // other arguments is that stage's fault, and the stages after it, handed the logged
+    // identity again, are not.
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    for (field, value) in [
+        ("name", serde_json::json!("rm")),
+        ("arguments", serde_json::json!({"path": "elsewhere"})),
+    ] {
+        let mut records = trace(id);
+        let guards = position(&records, is_stage(NodeId::Guards, "c1:code:1"));
+        let mut edited = serde_json::to_value(&records[guards]).unwrap();
+        edited["identity"][field] = value;
+        records[guards] = serde_json::from_value(edited).unwrap();
+        for level in [ObservationLevel::Hooks, ObservationLevel::Full] {
+            let found = findings(&options(id, level), &thin(&records, level));
+            let lines: Vec<&Vec<usize>> = found.iter().map(|v| &v.lines).collect();
+            assert_eq!(
+                found.iter().map(|v| v.invariant).collect::<Vec<_>>(),
+                [InvariantId::IdentityUnchanged],
+                "{field} at {level}: {found:#?}"
+            );
+            let line = thin(&records, level)
+                .iter()
+                .position(is_stage(NodeId::Guards, "c1:code:1"))
+                .unwrap()
+                + 1;
+            assert_eq!(lines, [&vec![line]], "{field} at {level}");
+        }
+    }
+}
