@@ -474,3 +474,43 @@ fn a_sub_call_handed_another_identity_once_is_reported_there_only() {
         }
     }
 }
+
+#[test]
+fn a_body_resumed_after_the_fs_gate_runs_since_its_dispatch() {
+    // c1's body is dispatched, gated twice, resumed twice; c2's body starts while it runs. The
+    // overlap points at c1's dispatch, not at a resume (a resume is not a new dispatch).
+    let id = "fs-write-then-edit-a-new-file";
+    let mut records = trace(id);
+    let mut model = serde_json::to_value(&records[1]).unwrap();
+    let mut second = model["calls"][0].clone();
+    second["callId"] = serde_json::json!("c2");
+    model["calls"].as_array_mut().unwrap().push(second);
+    records[1] = serde_json::from_value(model).unwrap();
+    let dispatch = position(&records, is_stage(NodeId::ToolBody, "c1"));
+    let resumed = records
+        .iter()
+        .rposition(is_stage(NodeId::ToolBody, "c1"))
+        .unwrap();
+    assert!(resumed > dispatch + 1);
+    let c2: Vec<TraceRecord> = records[2..=dispatch]
+        .iter()
+        .filter(|r| r.call().map(CallId::as_str) == Some("c1"))
+        .map(|r| {
+            serde_json::from_str(
+                &serde_json::to_string(r)
+                    .unwrap()
+                    .replace("\"c1\"", "\"c2\"")
+                    .replace("tok-1", "tok-2"),
+            )
+            .unwrap()
+        })
+        .collect();
+    let at = resumed + 1;
+    records.splice(at..at, c2.iter().cloned());
+    let started = at + c2.len();
+    let found = findings(&full(id), &records);
+    let overlap = of(&found, InvariantId::OnlySafeBodiesOverlap);
+    assert_eq!(overlap.len(), 1, "{found:#?}");
+    // Lines count from 1.
+    assert_eq!(overlap[0].lines, [started, dispatch + 1], "{found:#?}");
+}
