@@ -514,3 +514,36 @@ fn a_body_resumed_after_the_fs_gate_runs_since_its_dispatch() {
     // Lines count from 1.
     assert_eq!(overlap[0].lines, [started, dispatch + 1], "{found:#?}");
 }
+
+#[test]
+fn a_stage_breaking_into_another_calls_lane_names_the_section() {
+    let id = "parallel-results-commit-in-model-order";
+    let records = trace(id);
+    // Prepare: c2's call logged while c1's prepare stages run.
+    let planted =
+        tep_conformance::mutation::plant(InvariantId::OrderedStagesSerial, &records).unwrap();
+    let found = findings(&full(id), &planted);
+    let words = said(&found, InvariantId::OrderedStagesSerial);
+    assert!(
+        words[0].ends_with("while call c1's prepare stages are still running (since line 3)"),
+        "{found:#?}"
+    );
+    // Commit: c2's post between c1's post and its final.
+    let mut records = records;
+    let c1_post = position(&records, is_stage(NodeId::Post, "c1"));
+    let c2_post = position(&records, is_stage(NodeId::Post, "c2"));
+    assert!(c2_post > c1_post + 1);
+    move_record(&mut records, c2_post, c1_post + 1);
+    let found = findings(&full(id), &records);
+    let words = said(&found, InvariantId::OrderedStagesSerial);
+    // Lines count from 1: c1's post, then c2's.
+    let line = c1_post + 1;
+    assert_eq!(
+        words[0],
+        format!(
+            "line {} (post accept, call c2) while call c1's commit stages are still running (since line {line})",
+            line + 1
+        ),
+        "{found:#?}"
+    );
+}

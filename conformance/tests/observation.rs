@@ -362,6 +362,27 @@ fn a_retried_program_numbers_its_sub_calls_anew() {
     }
 }
 
+#[test]
+fn a_binding_may_resolve_while_the_next_sub_call_runs() {
+    // Sub-calls of a group run one at a time; the program learns of the first one's outcome
+    // whenever its scheduler gets to it, which may be while the second one runs.
+    let id = "code-mode-group-runs-one-at-a-time";
+    let mut records = trace(id);
+    let resolved = position(
+        &records,
+        |r| matches!(r, TraceRecord::Mark(m) if m.mark == MarkKind::BindingResolved && m.call.as_str() == "c1:code:1"),
+    );
+    let second = position(&records, is_stage(NodeId::Pre, "c1:code:2"));
+    move_record(&mut records, resolved, second + 1);
+    for level in [ObservationLevel::Hooks, ObservationLevel::Full] {
+        assert_eq!(
+            violations(&options(id, level), &thin(&records, level)),
+            BTreeSet::new(),
+            "{level}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 5. A harness's own session log is checked at level `events`.
 

@@ -118,15 +118,6 @@ impl<T> std::ops::Index<usize> for Counted<T> {
     }
 }
 
-/// The items from a start on, uncounted: for what a batch's end reads once.
-impl<T> std::ops::Index<std::ops::RangeFrom<usize>> for Counted<T> {
-    type Output = [T];
-
-    fn index(&self, range: std::ops::RangeFrom<usize>) -> &[T] {
-        &self.0[range]
-    }
-}
-
 impl<T> std::ops::IndexMut<usize> for Counted<T> {
     fn index_mut(&mut self, i: usize) -> &mut T {
         &mut self.0[i]
