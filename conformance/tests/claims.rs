@@ -21,7 +21,7 @@ use tep_conformance::observation::thin;
 use tep_conformance::scripted::run_reference;
 use tep_reference::graph::{NodeId, Revision};
 use tep_reference::identity::CallId;
-use tep_reference::trace::{ObservationLevel, TraceRecord};
+use tep_reference::trace::{MarkKind, ObservationLevel, TraceRecord};
 
 fn of(found: &[Violation], id: InvariantId) -> Vec<&Violation> {
     found.iter().filter(|v| v.invariant == id).collect()
@@ -544,6 +544,44 @@ fn a_stage_breaking_into_another_calls_lane_names_the_section() {
             "line {} (post accept, call c2) while call c1's commit stages are still running (since line {line})",
             line + 1
         ),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_passed_over_context_that_comes_late_is_matched_by_call_and_text() {
+    // c1's first context is lost and its second ("wrapper note", which c2 and c3 carry too)
+    // comes last: the one never injected is "c1 tool", not another passed-over one.
+    let found = contexts_at_hooks(|records| {
+        let first = position(records, is_event("user/message", "c1"));
+        records.remove(first);
+        let late = records.remove(first);
+        records.push(late);
+    });
+    let never: Vec<&str> = said(&found, InvariantId::ContextsFifo)
+        .into_iter()
+        .filter(|m| m.ends_with("was never injected"))
+        .collect();
+    assert_eq!(never.len(), 1, "{found:#?}");
+    assert!(never[0].contains("\"c1 tool\" of call c1"), "{found:#?}");
+}
+
+#[test]
+fn a_sub_calls_fault_found_at_the_batch_end_names_the_sub_call() {
+    // The second sub-call's binding never settles: reported when the batch ends, under it.
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let mut records = trace(id);
+    let settled = position(&records, |r| {
+        matches!(r, TraceRecord::Mark(m) if m.call.as_str() == "c1:code:2"
+            && matches!(m.mark, MarkKind::BindingResolved | MarkKind::BindingRejected))
+    });
+    records.remove(settled);
+    let found = findings(&full(id), &records);
+    let unsettled = of(&found, InvariantId::BindingSettles);
+    assert_eq!(unsettled.len(), 1, "{found:#?}");
+    assert_eq!(
+        unsettled[0].call.as_ref().map(CallId::as_str),
+        Some("c1:code:2"),
         "{found:#?}"
     );
 }
