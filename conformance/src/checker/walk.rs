@@ -689,6 +689,35 @@ mod tests {
     }
 
     #[test]
+    fn every_lane_answer_is_its_own_whatever_was_asked_before() {
+        // One walker asked everything in turn agrees with a fresh walker asked one thing: the
+        // memo gives each (node, outcome, facts) its own slot.
+        for level in ObservationLevel::ALL {
+            let shared = walker(level);
+            let mut held = 0;
+            for &n in &NodeId::ALL {
+                let Some(section) = shared.tables.section(n) else {
+                    continue;
+                };
+                for o in std::iter::once(None).chain(ALL_OUTCOMES.map(Some)) {
+                    for f in 0..FACTS {
+                        let facts = facts_of(f);
+                        let fresh = walker(level).lane_stops(n, o, facts, section);
+                        assert_eq!(
+                            shared.lane_stops(n, o, facts, section),
+                            fresh,
+                            "{level}: {n} {o:?} {facts:?}"
+                        );
+                        held += usize::from(fresh != 0);
+                    }
+                }
+            }
+            // Some answers hold the lane, so a wrong slot would show.
+            assert!(held > 0, "{level}");
+        }
+    }
+
+    #[test]
     fn every_step_is_the_graph_s_asked_twice() {
         for level in ObservationLevel::ALL {
             let w = walker(level);
