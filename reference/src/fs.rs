@@ -183,4 +183,20 @@ mod tests {
         assert_eq!(fs.version("new.txt"), Some(v));
         assert_eq!(fs.gate(FsIntentKind::Edit, "new.txt", true), Ok(()));
     }
+
+    #[test]
+    fn a_snapshot_holds_every_file_as_it_is_now() {
+        let fs = VirtualFs::with_files([("a.txt", "one"), ("b.txt", "two")]);
+        fs.put("a.txt", "changed");
+        fs.commit_write("c.txt", "three");
+        assert_eq!(
+            fs.snapshot(),
+            BTreeMap::from([
+                ("a.txt".to_owned(), "changed".to_owned()),
+                ("b.txt".to_owned(), "two".to_owned()),
+                ("c.txt".to_owned(), "three".to_owned()),
+            ])
+        );
+        assert_eq!(VirtualFs::new().snapshot(), BTreeMap::new());
+    }
 }
