@@ -76,7 +76,9 @@ impl<'a, L: ?Sized + Named> Chain<'a, L> {
     }
 }
 
-/// Anything registered under an id (the id appears in traces).
+/// Anything registered under an id. The ids of `tools/pre-execute` and `tools/post-execute`
+/// listeners and of guards appear in traces (`listeners`, `verdicts`); the trace format has no
+/// place for an execute wrapper's or a result observer's.
 pub trait Named {
     fn id(&self) -> &str;
 }
