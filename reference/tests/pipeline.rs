@@ -1046,3 +1046,147 @@ async fn a_retry_wrapper_for_other_tools_does_not_retry() {
     let n = nodes(&reg.recorder().records(), "c1");
     assert_eq!(n.iter().filter(|&&x| x == NodeId::ToolBody).count(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_retry_wrapper_stops_at_the_first_success_and_metrics_count_failures() {
+    let metrics = MetricsWrapper::new();
+    let flaky = TestTool::new("flaky", Body::FlakyThenOk(1));
+    let dispatches = flaky.dispatches.clone();
+    let reg = ToolRegistry::builder()
+        .tool(flaky)
+        .tool(TestTool::new("broken", Body::Fail("no".into())))
+        .wrap(Arc::new(metrics.clone()))
+        .wrap(Arc::new(
+            RetryWrapper::new(5, Duration::from_millis(5)).for_tools(["flaky".to_owned()]),
+        ))
+        .build()
+        .unwrap();
+    let report = reg
+        .run_batch(vec![call("c1", "flaky"), call("c2", "broken")])
+        .await;
+    assert!(!report.outcomes[0].result.is_error);
+    assert_eq!(*dispatches.lock().unwrap(), 2, "one failure, one success");
+    assert!(report.outcomes[1].result.is_error);
+    let stats = metrics.snapshot();
+    assert_eq!((stats["flaky"].calls, stats["flaky"].errors), (1, 0));
+    assert_eq!((stats["broken"].calls, stats["broken"].errors), (1, 1));
+}
+
+/// A tool written against the public API alone: no declared timeout, a finalizer that is a
+/// plain function, and a body that uses what its context offers.
+struct Scribe {
+    finalizer: fn(&Execution, &ToolResult) -> Result<Option<Vec<ContentBlock>>, Failure>,
+}
+
+impl tep_reference::pipeline::Tool for Scribe {
+    fn name(&self) -> &str {
+        "scribe"
+    }
+
+    fn execute<'a>(
+        &'a self,
+        ctx: tep_reference::pipeline::ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<serde_json::Value, Failure>> {
+        use tep_reference::session::{HookInvoked, HookResult, Todo, TodoStatus};
+        Box::pin(async move {
+            ctx.write_todos(vec![Todo {
+                content: "write it down".into(),
+                status: TodoStatus::Pending,
+            }]);
+            ctx.record_hook(
+                HookInvoked {
+                    turn: 1,
+                    point: "PreToolUse".into(),
+                    dialect: "claude-code".into(),
+                    matcher: None,
+                    handler_id: "h1".into(),
+                },
+                HookResult {
+                    turn: 1,
+                    point: "PreToolUse".into(),
+                    handler_id: "h1".into(),
+                    decision: "allow".into(),
+                    exit_code: None,
+                    stderr_summary: None,
+                    duration_ms: 0,
+                },
+            );
+            // Far past any deadline: the tool declares none, so no timeout applies.
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(ctx.arguments().clone())
+        })
+    }
+
+    fn finalizer(&self) -> Option<&dyn tep_reference::pipeline::FinalizeContent> {
+        Some(&self.finalizer)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_on_the_public_api_alone_runs_untimed_owns_its_events_and_is_finalized() {
+    fn shout(_: &Execution, candidate: &ToolResult) -> Result<Option<Vec<ContentBlock>>, Failure> {
+        Ok(Some(vec![ContentBlock::text(
+            candidate.text().to_uppercase(),
+        )]))
+    }
+    let started = tokio::time::Instant::now();
+    let reg = ToolRegistry::builder()
+        .tool(Scribe { finalizer: shout })
+        .wrap(Arc::new(TimeoutWrapper::new()))
+        .build()
+        .unwrap();
+    let report = reg.run_batch(vec![call("c1", "scribe")]).await;
+    assert_eq!(started.elapsed(), Duration::from_secs(3600));
+    let result = &report.outcomes[0].result;
+    assert!(!result.is_error, "{}", result.text());
+    // The arguments the model sent, rendered as JSON, then finalized.
+    assert_eq!(result.text(), "{\n  \"PATH\": \"A.TXT\"\n}");
+    let records = reg.recorder().records();
+    let body = positions(&records, is_stage(NodeId::ToolBody, "c1"))[0];
+    let back = positions(&records, is_stage(NodeId::Around, "c1"))[1];
+    for ty in ["todo/write", "hook/invoked", "hook/result"] {
+        let at = positions(&records, is_event(ty, "c1"));
+        assert_eq!(at.len(), 1, "{ty}");
+        assert!(body < at[0] && at[0] < back, "{ty} inside the body");
+    }
+    assert_walks(&reg, &["c1"]);
+}
+
+/// A body that stops only when its cancellation signal fires.
+struct Patient;
+
+impl tep_reference::pipeline::Tool for Patient {
+    fn name(&self) -> &str {
+        "patient"
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(Duration::from_millis(100))
+    }
+
+    fn execute<'a>(
+        &'a self,
+        ctx: tep_reference::pipeline::ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<serde_json::Value, Failure>> {
+        Box::pin(async move {
+            ctx.cancellation().cancelled().await;
+            Err(tep_reference::pipeline::cancelled_failure())
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_watching_its_cancellation_signal_stops_at_the_deadline() {
+    let reg = ToolRegistry::builder()
+        .tool(Patient)
+        .wrap(Arc::new(TimeoutWrapper::new()))
+        .build()
+        .unwrap();
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        reg.run_batch(vec![call("c1", "patient")]),
+    )
+    .await
+    .expect("the signal reached the body");
+    assert_eq!(report.outcomes[0].result.error_code(), Some("TOOL_TIMEOUT"));
+}
