@@ -177,6 +177,23 @@ mod tests {
     }
 
     #[test]
+    fn same_as_is_one_execution_not_equal_fields() {
+        let make = || {
+            Execution::new(
+                Token(1),
+                CallId::from("c1"),
+                CallId::from("c1"),
+                "read".into(),
+                serde_json::json!({}),
+                None,
+            )
+        };
+        let one = make();
+        assert!(one.same_as(&one.clone()));
+        assert!(!one.same_as(&make()), "equal fields, another execution");
+    }
+
+    #[test]
     fn sub_call_ids_count_from_one() {
         assert_eq!(CallId::from("c1").code_sub_call(1).as_str(), "c1:code:1");
     }

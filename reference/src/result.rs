@@ -253,6 +253,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_failure_reads_with_its_error_name_and_code() {
+        assert_eq!(Failure::new("boom").to_string(), "boom");
+        let coded = Failure::coded(ErrorCode::ToolTimeout, "too slow");
+        let info = coded
+            .info
+            .clone()
+            .unwrap_or_else(|| panic!("a coded failure has info"));
+        assert_eq!(
+            coded.to_string(),
+            format!("{} ({}): too slow", info.name, info.code)
+        );
+        assert!(coded.to_string().contains("TOOL_TIMEOUT"));
+    }
+
+    #[test]
+    fn context_origins_are_spelled_as_traces_spell_them() {
+        for origin in [
+            ContextOrigin::Tool,
+            ContextOrigin::Wrapper,
+            ContextOrigin::Post,
+        ] {
+            assert_eq!(
+                serde_json::to_value(origin).ok(),
+                Some(serde_json::Value::String(origin.as_str().to_owned()))
+            );
+        }
+    }
+
+    #[test]
     fn value_is_never_serialized() {
         let r = ToolResult::success(
             serde_json::json!({"secret": 1}),
