@@ -1072,10 +1072,13 @@ async fn the_retry_wrapper_stops_at_the_first_success_and_metrics_count_failures
     assert_eq!((stats["broken"].calls, stats["broken"].errors), (1, 1));
 }
 
+/// `finalizeContent` as a plain function.
+type FinalizeFn = fn(&Execution, &ToolResult) -> Result<Option<Vec<ContentBlock>>, Failure>;
+
 /// A tool written against the public API alone: no declared timeout, a finalizer that is a
 /// plain function, and a body that uses what its context offers.
 struct Scribe {
-    finalizer: fn(&Execution, &ToolResult) -> Result<Option<Vec<ContentBlock>>, Failure>,
+    finalizer: FinalizeFn,
 }
 
 impl tep_reference::pipeline::Tool for Scribe {
