@@ -585,3 +585,81 @@ fn a_sub_calls_fault_found_at_the_batch_end_names_the_sub_call() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn a_stage_before_the_tool_call_is_named_as_such() {
+    // c1's tool/call logged after its pre-execute: the first stage before it is the fault.
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    let call = position(&records, is_event("tool/call", "c1"));
+    let pre = position(&records, is_stage(NodeId::Pre, "c1"));
+    move_record(&mut records, call, pre + 1);
+    let found = findings(&full(id), &records);
+    assert_eq!(
+        said(&found, InvariantId::ToolCallFirst),
+        [format!(
+            "line {} (presentCall, call c1) before the call's tool/call",
+            call + 1
+        )],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_completed_card_shown_before_the_result_says_so() {
+    // (A pending card before the tool/call is tool-call-first's, which claims it first.)
+    let id = "allow-runs-body";
+    let mut records = trace(id);
+    let card = position(&records, is_stage(NodeId::PresentResult, "c1"));
+    let result = position(&records, is_event("tool/result", "c1"));
+    move_record(&mut records, card, result);
+    assert_reported(
+        id,
+        &records,
+        InvariantId::UiPresentsEachCall,
+        "(presentResult, call c1) before the call's tool/result",
+    );
+}
+
+#[test]
+fn a_sub_calls_stage_after_its_binding_settled_is_named_as_such() {
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let mut records = trace(id);
+    let settled = position(&records, |r| {
+        matches!(r, TraceRecord::Mark(m) if m.call.as_str() == "c1:code:1"
+            && matches!(m.mark, MarkKind::BindingResolved | MarkKind::BindingRejected))
+    });
+    let post = position(&records, is_stage(NodeId::Post, "c1:code:1"));
+    records.insert(settled + 1, records[post].clone());
+    let found = findings(&full(id), &records);
+    assert_eq!(
+        said(&found, InvariantId::NoStageAfterResult),
+        [format!(
+            "line {} (post accept, call c1:code:1) after the call's binding settled at line {}",
+            settled + 2,
+            settled + 1
+        )],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn an_owned_event_after_the_result_is_the_owned_events_rule_not_a_stage_after_it() {
+    let id = "owned-events-inside-the-body";
+    let mut records = trace(id);
+    let owned = records
+        .iter()
+        .position(|r| r.node() == Some(NodeId::Owned))
+        .unwrap();
+    let result = position(&records, is_event("tool/result", "c1"));
+    move_record(&mut records, owned, result + 1);
+    let found = findings(&full(id), &records);
+    assert!(
+        !of(&found, InvariantId::OwnedEventsInsideBody).is_empty(),
+        "{found:#?}"
+    );
+    assert!(
+        of(&found, InvariantId::NoStageAfterResult).is_empty(),
+        "{found:#?}"
+    );
+}
