@@ -663,3 +663,35 @@ fn an_owned_event_after_the_result_is_the_owned_events_rule_not_a_stage_after_it
         "{found:#?}"
     );
 }
+
+#[test]
+fn finalize_faults_are_told_where_they_are_and_only_for_a_finalizer() {
+    // A finalize after the announcement is finalize-before-notification's.
+    let id = "finalize-content-runs-last";
+    let mut records = trace(id);
+    let finalize = position(&records, is_stage(NodeId::Finalize, "c1"));
+    let announced = position(&records, is_stage(NodeId::Final, "c1"));
+    move_record(&mut records, finalize, announced + 1);
+    // Lines count from 1: the final now stands at line `announced`, the finalize after it.
+    assert_reported(
+        id,
+        &records,
+        InvariantId::FinalizeBeforeNotification,
+        &format!(
+            "line {} (finalize, call c1): finalizeContent ran after tools/result announced the outcome at line {announced}",
+            announced + 1
+        ),
+    );
+    // A tool without finalizeContent: a misplaced final is no finalize fault.
+    let id = "unknown-tool-is-an-error-result";
+    let mut records = trace(id);
+    let post = position(&records, is_stage(NodeId::Post, "c1"));
+    let last = position(&records, is_stage(NodeId::Final, "c1"));
+    move_record(&mut records, last, post);
+    let found = findings(&full(id), &records);
+    assert!(!found.is_empty());
+    assert!(
+        of(&found, InvariantId::FinalizeOnce).is_empty(),
+        "{found:#?}"
+    );
+}
