@@ -695,3 +695,93 @@ fn finalize_faults_are_told_where_they_are_and_only_for_a_finalizer() {
         "{found:#?}"
     );
 }
+
+/// `records` with the JSON of the record at `at` edited by `edit`.
+fn edited(
+    records: &[TraceRecord],
+    at: usize,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> Vec<TraceRecord> {
+    let mut records = records.to_vec();
+    let mut json = serde_json::to_value(&records[at]).unwrap();
+    edit(&mut json);
+    records[at] = serde_json::from_value(json).unwrap();
+    records
+}
+
+#[test]
+fn a_recorded_outcome_differing_in_any_one_part_is_not_the_frozen_one() {
+    let id = "allow-runs-body";
+    let records = trace(id);
+    let result = position(&records, is_event("tool/result", "c1"));
+    let frozen = |records: &[TraceRecord]| {
+        let found = findings(&full(id), records);
+        !of(&found, InvariantId::FrozenOutcome).is_empty()
+    };
+    assert!(!frozen(&records));
+    // Only isError differs.
+    assert!(frozen(&edited(&records, result, |j| {
+        j["event"]["data"]["message"]["content"][0]["isError"] = serde_json::json!(true);
+    })));
+    // Only the error code differs.
+    assert!(frozen(&edited(&records, result, |j| {
+        j["event"]["data"]["error"] = serde_json::json!({"name": "Error", "code": "OOPS"});
+    })));
+
+    // A sub-call's dispatch log: only isError, or only the content.
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let records = trace(id);
+    let logged = position(&records, is_event("tool/code-dispatch", "c1:code:1"));
+    let frozen = |records: &[TraceRecord]| {
+        let found = findings(&full(id), records);
+        !of(&found, InvariantId::FrozenOutcome).is_empty()
+    };
+    assert!(!frozen(&records));
+    assert!(frozen(&edited(&records, logged, |j| {
+        let e = &mut j["event"]["data"]["isError"];
+        *e = serde_json::json!(!e.as_bool().unwrap());
+    })));
+    assert!(frozen(&edited(&records, logged, |j| {
+        j["event"]["data"]["content"] = serde_json::json!([{"type": "text", "text": "other"}]);
+    })));
+}
+
+#[test]
+fn a_rev1_result_summary_may_hold_200_characters_and_no_more() {
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let records = run_reference(&scenario(id), Revision::Rev1, &[]).unwrap();
+    let logged = position(&records, is_event("tool/code-dispatch", "c1:code:1"));
+    let options = drive_options(&scenario(id), Revision::Rev1, ObservationLevel::Full);
+    let summary = |n: usize| {
+        let records = edited(&records, logged, |j| {
+            j["event"]["data"]["resultSummary"] = serde_json::json!("x".repeat(n));
+        });
+        violations(&options, &records).contains(&InvariantId::CodeDispatchSummaryShape)
+    };
+    assert!(!summary(200));
+    assert!(summary(201));
+}
+
+#[test]
+fn a_throw_that_goes_on_to_a_stage_no_throw_leads_to_is_named_as_such() {
+    let id = "pre-throws";
+    let records = trace(id);
+    let pre = position(&records, is_stage(NodeId::Pre, "c1"));
+    // The denial branch, which no throw leads to.
+    let post: TraceRecord = serde_json::from_value(serde_json::json!(
+        {"kind": "stage", "node": "denied", "call": "c1", "reason": "boom"}
+    ))
+    .unwrap();
+    let mut records = records;
+    records.insert(pre + 1, post);
+    assert_reported(
+        id,
+        &records,
+        InvariantId::ThrowIsNormalized,
+        &format!(
+            "line {} (denied, call c1) after line {} (pre threw), instead of outer normalization",
+            pre + 2,
+            pre + 1
+        ),
+    );
+}
