@@ -46,6 +46,29 @@ fn assert_reported(id: &str, records: &[TraceRecord], invariant: InvariantId, wo
     );
 }
 
+/// Whether scenario `id`'s altered trace breaks `invariant`.
+fn reports(id: &str, records: &[TraceRecord], invariant: InvariantId) -> bool {
+    !of(&findings(&full(id), records), invariant).is_empty()
+}
+
+/// `record` with its JSON edited by `edit`.
+fn rewritten(record: &TraceRecord, edit: impl FnOnce(&mut serde_json::Value)) -> TraceRecord {
+    let mut json = serde_json::to_value(record).unwrap();
+    edit(&mut json);
+    serde_json::from_value(json).unwrap()
+}
+
+/// `records` with the record at `at` rewritten by `edit`.
+fn edited(
+    records: &[TraceRecord],
+    at: usize,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> Vec<TraceRecord> {
+    let mut records = records.to_vec();
+    records[at] = rewritten(&records[at], edit);
+    records
+}
+
 #[test]
 fn a_body_no_around_dispatched_is_named_as_such() {
     let id = "allow-runs-body";
@@ -401,10 +424,11 @@ fn a_repeated_tool_call_does_not_redefine_the_call() {
     let id = "allow-runs-body";
     let mut records = trace(id);
     let call = position(&records, is_event("tool/call", "c1"));
-    let mut again = serde_json::to_value(&records[call]).unwrap();
-    again["event"]["data"]["arguments"] = serde_json::json!("{\"path\":\"elsewhere.txt\"}");
-    again["event"]["data"]["name"] = serde_json::json!("write");
-    records.insert(call + 2, serde_json::from_value(again).unwrap());
+    let again = rewritten(&records[call], |j| {
+        j["event"]["data"]["arguments"] = serde_json::json!("{\"path\":\"elsewhere.txt\"}");
+        j["event"]["data"]["name"] = serde_json::json!("write");
+    });
+    records.insert(call + 2, again);
     for level in ObservationLevel::ALL {
         let found = findings(&options(id, level), &thin(&records, level));
         let reported: BTreeSet<InvariantId> = found.iter().map(|v| v.invariant).collect();
@@ -452,11 +476,9 @@ fn a_sub_call_handed_another_identity_once_is_reported_there_only() {
         ("name", serde_json::json!("rm")),
         ("arguments", serde_json::json!({"path": "elsewhere"})),
     ] {
-        let mut records = trace(id);
+        let records = trace(id);
         let guards = position(&records, is_stage(NodeId::Guards, "c1:code:1"));
-        let mut edited = serde_json::to_value(&records[guards]).unwrap();
-        edited["identity"][field] = value;
-        records[guards] = serde_json::from_value(edited).unwrap();
+        let records = edited(&records, guards, |j| j["identity"][field] = value);
         for level in [ObservationLevel::Hooks, ObservationLevel::Full] {
             let found = findings(&options(id, level), &thin(&records, level));
             let lines: Vec<&Vec<usize>> = found.iter().map(|v| &v.lines).collect();
@@ -481,11 +503,11 @@ fn a_body_resumed_after_the_fs_gate_runs_since_its_dispatch() {
     // overlap points at c1's dispatch, not at a resume (a resume is not a new dispatch).
     let id = "fs-write-then-edit-a-new-file";
     let mut records = trace(id);
-    let mut model = serde_json::to_value(&records[1]).unwrap();
-    let mut second = model["calls"][0].clone();
-    second["callId"] = serde_json::json!("c2");
-    model["calls"].as_array_mut().unwrap().push(second);
-    records[1] = serde_json::from_value(model).unwrap();
+    records[1] = rewritten(&records[1], |model| {
+        let mut second = model["calls"][0].clone();
+        second["callId"] = serde_json::json!("c2");
+        model["calls"].as_array_mut().unwrap().push(second);
+    });
     let dispatch = position(&records, is_stage(NodeId::ToolBody, "c1"));
     let resumed = records
         .iter()
@@ -696,28 +718,12 @@ fn finalize_faults_are_told_where_they_are_and_only_for_a_finalizer() {
     );
 }
 
-/// `records` with the JSON of the record at `at` edited by `edit`.
-fn edited(
-    records: &[TraceRecord],
-    at: usize,
-    edit: impl FnOnce(&mut serde_json::Value),
-) -> Vec<TraceRecord> {
-    let mut records = records.to_vec();
-    let mut json = serde_json::to_value(&records[at]).unwrap();
-    edit(&mut json);
-    records[at] = serde_json::from_value(json).unwrap();
-    records
-}
-
 #[test]
 fn a_recorded_outcome_differing_in_any_one_part_is_not_the_frozen_one() {
     let id = "allow-runs-body";
     let records = trace(id);
     let result = position(&records, is_event("tool/result", "c1"));
-    let frozen = |records: &[TraceRecord]| {
-        let found = findings(&full(id), records);
-        !of(&found, InvariantId::FrozenOutcome).is_empty()
-    };
+    let frozen = |records: &[TraceRecord]| reports(id, records, InvariantId::FrozenOutcome);
     assert!(!frozen(&records));
     // Only isError differs.
     assert!(frozen(&edited(&records, result, |j| {
@@ -732,10 +738,7 @@ fn a_recorded_outcome_differing_in_any_one_part_is_not_the_frozen_one() {
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
     let records = trace(id);
     let logged = position(&records, is_event("tool/code-dispatch", "c1:code:1"));
-    let frozen = |records: &[TraceRecord]| {
-        let found = findings(&full(id), records);
-        !of(&found, InvariantId::FrozenOutcome).is_empty()
-    };
+    let frozen = |records: &[TraceRecord]| reports(id, records, InvariantId::FrozenOutcome);
     assert!(!frozen(&records));
     assert!(frozen(&edited(&records, logged, |j| {
         let e = &mut j["event"]["data"]["isError"];
