@@ -12,8 +12,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{
-    drive_options, findings, is_event, is_stage, move_record, options, position, scenario, trace,
-    violations,
+    drive_options, findings, is_binding_settled, is_event, is_stage, move_record, options,
+    position, scenario, trace, violations,
 };
 use tep_conformance::checker::Violation;
 use tep_conformance::invariants::InvariantId;
@@ -21,7 +21,7 @@ use tep_conformance::observation::thin;
 use tep_conformance::scripted::run_reference;
 use tep_reference::graph::{NodeId, Revision};
 use tep_reference::identity::CallId;
-use tep_reference::trace::{MarkKind, ObservationLevel, TraceRecord};
+use tep_reference::trace::{ObservationLevel, TraceRecord};
 
 fn of(found: &[Violation], id: InvariantId) -> Vec<&Violation> {
     found.iter().filter(|v| v.invariant == id).collect()
@@ -514,19 +514,12 @@ fn a_body_resumed_after_the_fs_gate_runs_since_its_dispatch() {
         .rposition(is_stage(NodeId::ToolBody, "c1"))
         .unwrap();
     assert!(resumed > dispatch + 1);
-    let c2: Vec<TraceRecord> = records[2..=dispatch]
+    let c1: Vec<TraceRecord> = records[2..=dispatch]
         .iter()
         .filter(|r| r.call().map(CallId::as_str) == Some("c1"))
-        .map(|r| {
-            serde_json::from_str(
-                &serde_json::to_string(r)
-                    .unwrap()
-                    .replace("\"c1\"", "\"c2\"")
-                    .replace("tok-1", "tok-2"),
-            )
-            .unwrap()
-        })
+        .cloned()
         .collect();
+    let c2 = renamed(&renamed(&c1, "c1", "c2"), "tok-1", "tok-2");
     let at = resumed + 1;
     records.splice(at..at, c2.iter().cloned());
     let started = at + c2.len();
@@ -593,10 +586,7 @@ fn a_sub_calls_fault_found_at_the_batch_end_names_the_sub_call() {
     // The second sub-call's binding never settles: reported when the batch ends, under it.
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
     let mut records = trace(id);
-    let settled = position(&records, |r| {
-        matches!(r, TraceRecord::Mark(m) if m.call.as_str() == "c1:code:2"
-            && matches!(m.mark, MarkKind::BindingResolved | MarkKind::BindingRejected))
-    });
+    let settled = position(&records, is_binding_settled("c1:code:2"));
     records.remove(settled);
     let found = findings(&full(id), &records);
     let unsettled = of(&found, InvariantId::BindingSettles);
@@ -647,10 +637,7 @@ fn a_completed_card_shown_before_the_result_says_so() {
 fn a_sub_calls_stage_after_its_binding_settled_is_named_as_such() {
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
     let mut records = trace(id);
-    let settled = position(&records, |r| {
-        matches!(r, TraceRecord::Mark(m) if m.call.as_str() == "c1:code:1"
-            && matches!(m.mark, MarkKind::BindingResolved | MarkKind::BindingRejected))
-    });
+    let settled = position(&records, is_binding_settled("c1:code:1"));
     let post = position(&records, is_stage(NodeId::Post, "c1:code:1"));
     records.insert(settled + 1, records[post].clone());
     let found = findings(&full(id), &records);
@@ -768,15 +755,14 @@ fn a_rev1_result_summary_may_hold_200_characters_and_no_more() {
 #[test]
 fn a_throw_that_goes_on_to_a_stage_no_throw_leads_to_is_named_as_such() {
     let id = "pre-throws";
-    let records = trace(id);
+    let mut records = trace(id);
     let pre = position(&records, is_stage(NodeId::Pre, "c1"));
     // The denial branch, which no throw leads to.
-    let post: TraceRecord = serde_json::from_value(serde_json::json!(
+    let denied: TraceRecord = serde_json::from_value(serde_json::json!(
         {"kind": "stage", "node": "denied", "call": "c1", "reason": "boom"}
     ))
     .unwrap();
-    let mut records = records;
-    records.insert(pre + 1, post);
+    records.insert(pre + 1, denied);
     assert_reported(
         id,
         &records,

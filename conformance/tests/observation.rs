@@ -9,7 +9,8 @@
 
 mod common;
 use common::{
-    drive_options, is_event, is_stage, move_record, options, position, scenario, trace, violations,
+    drive_options, is_binding_settled, is_event, is_stage, move_record, options, position,
+    scenario, trace, violations,
 };
 
 use std::collections::BTreeSet;
@@ -69,9 +70,7 @@ fn a_binding_may_settle_before_its_dispatch_is_logged() {
     let mut records = trace(id);
     for n in 1..=4 {
         let sub = format!("c1:code:{n}");
-        let Some(mark) = records.iter().position(|r| {
-            matches!(r, TraceRecord::Mark(m) if m.call.as_str() == sub && matches!(m.mark, MarkKind::BindingResolved | MarkKind::BindingRejected))
-        }) else {
+        let Some(mark) = records.iter().position(is_binding_settled(&sub)) else {
             continue;
         };
         let logged = position(&records, is_event("tool/code-dispatch", &sub));

@@ -165,7 +165,7 @@ mod tests {
         assert!(is_known("fs/*"));
         assert!(!is_known("tools/pre-exec"));
         assert!(!is_known("zz/*"));
-        // Each source alone: an event type, a capability, a decisive outcome, a node id.
+        // A name from each source: an event type, a capability, a decisive outcome, a node id.
         assert!(is_known("todo/write"));
         assert!(is_known("owned-events"));
         assert!(is_known("allowed-once"));

@@ -12,7 +12,7 @@ use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;
 use tep_reference::graph::{NodeId, Revision};
 use tep_reference::identity::CallId;
-use tep_reference::trace::{ObservationLevel, TraceRecord};
+use tep_reference::trace::{MarkKind, ObservationLevel, TraceRecord};
 
 pub fn scenario(id: &str) -> Scenario {
     corpus()
@@ -63,6 +63,14 @@ pub fn is_stage(node: NodeId, call: &str) -> impl Fn(&TraceRecord) -> bool + '_ 
 
 pub fn is_event<'a>(ty: &'a str, call: &'a str) -> impl Fn(&TraceRecord) -> bool + 'a {
     move |r| matches!(r, TraceRecord::Event(e) if e.event.body.type_name() == ty && r.call().map(CallId::as_str) == Some(call))
+}
+
+/// The mark of a sub-call's binding settling in the program (resolved or rejected).
+pub fn is_binding_settled(call: &str) -> impl Fn(&TraceRecord) -> bool + '_ {
+    move |r| {
+        matches!(r, TraceRecord::Mark(m) if m.call.as_str() == call
+            && matches!(m.mark, MarkKind::BindingResolved | MarkKind::BindingRejected))
+    }
 }
 
 /// Moves the record at `from` to stand before the record now at `to`.
