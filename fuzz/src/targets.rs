@@ -7,6 +7,8 @@
 //!   the last, for the end of input); a violation's witness lines are lines of the input; a
 //!   scenario error names the scenario.
 //! - `tep check`'s parallel reader reports exactly what the one-thread reader does.
+//! - The single pass (`TraceRecord::from_json_tag_first`) reads a line only as serde's derived
+//!   reader does.
 //! - The reference never produces a malformed trace for a scenario the decoder accepts.
 //! - The reference adapter only ever writes protocol messages.
 //! - The checker's memory does not grow with the length of a trace made of one garbage chunk
@@ -25,7 +27,7 @@ use tep_conformance::trace_io::{
 };
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{Capability, ObservationLevel};
+use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
 use crate::Target;
 
@@ -138,13 +140,24 @@ fn trace(input: &[u8]) -> Result<String, Broken> {
             }
         }
     }
-    // Line by line, `parse_record` places its errors on the line it was given.
+    // Line by line, `parse_record` places its errors on the line it was given, and the single
+    // pass reads a line only as serde's derived reader (the general path) reads it.
     for (i, line) in input.split(|&b| b == b'\n').enumerate().take(64) {
-        if let Ok(text) = std::str::from_utf8(line)
-            && let Err(e) = parse_record(i + 1, text)
+        let Ok(text) = std::str::from_utf8(line) else {
+            continue;
+        };
+        if let Err(e) = parse_record(i + 1, text)
             && e.line != i + 1
         {
             return Err(format!("parse_record({}) blamed line {}", i + 1, e.line));
+        }
+        if let Some(fast) = TraceRecord::from_json_tag_first(text)
+            && serde_json::from_str::<TraceRecord>(text).ok().as_ref() != Some(&fast)
+        {
+            return Err(format!(
+                "the single pass reads line {} otherwise than the general path",
+                i + 1
+            ));
         }
     }
     Ok(signature.join(" | "))
