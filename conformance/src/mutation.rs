@@ -6,6 +6,8 @@
 //! claims to exercise and require the checker to report exactly that id; the property tests use
 //! the structural mutations ([`Structural`]) at random.
 
+use std::sync::Arc;
+
 use serde_json::json;
 use tep_reference::graph::{NodeId, Outcome};
 use tep_reference::identity::CallId;
@@ -357,7 +359,8 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             let g = find(&r, |x| {
                 stage(x).is_some_and(|o| o.node == NodeId::Post && o.identity.is_some())
             })?;
-            stage_mut(&mut r[g])?.identity.as_mut()?.arguments = json!({"rewritten": true});
+            Arc::make_mut(stage_mut(&mut r[g])?.identity.as_mut()?).arguments =
+                json!({"rewritten": true});
         }
         I::FinalizeOnce => {
             let f = find(&r, |x| is_stage(x, NodeId::Finalize))?;
@@ -663,7 +666,7 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             let at = find(&r, |x| {
                 stage(x).is_some_and(|o| o.parent.is_some() && o.identity.is_some())
             })?;
-            stage_mut(&mut r[at])?.identity.as_mut()?.name = "run_code".to_owned();
+            Arc::make_mut(stage_mut(&mut r[at])?.identity.as_mut()?).name = "run_code".to_owned();
         }
         I::CodeDispatchInsideBody => {
             // The first sub-call runs after its run_code call left its body.
@@ -696,7 +699,8 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             let at = find(&r, |x| {
                 stage(x).is_some_and(|o| o.parent.is_some() && o.identity.is_some())
             })?;
-            stage_mut(&mut r[at])?.identity.as_mut()?.parent_token = Some("tok-forged".to_owned());
+            Arc::make_mut(stage_mut(&mut r[at])?.identity.as_mut()?).parent_token =
+                Some("tok-forged".to_owned());
         }
         I::SubCallIdScheme => {
             // The first sub-call is numbered as if others had started before it.
@@ -708,7 +712,7 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
                     TraceRecord::Stage(o) => {
                         o.call = Some(renamed.clone());
                         if let Some(identity) = o.identity.as_mut() {
-                            identity.call_id = renamed.clone();
+                            Arc::make_mut(identity).call_id = renamed.clone();
                         }
                     }
                     TraceRecord::Event(e) => {

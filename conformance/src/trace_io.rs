@@ -532,7 +532,8 @@ fn parse_text(
     f: &mut impl FnMut(usize, TraceRecord) -> Result<(), TraceError>,
 ) -> Result<(), TraceError> {
     let text = text.trim_end_matches(['\n', '\r']);
-    if text.trim().is_empty() {
+    // A record starts with `{`: the whitespace test is for everything else.
+    if !text.starts_with('{') && text.trim().is_empty() {
         return Ok(());
     }
     f(line_no, parse_record(line_no, text)?)
@@ -840,6 +841,12 @@ mod tests {
         r#""\u00g0""#,
         "\"a\u{1}b\"",
         "\"caf\u{e9} \u{1F600}\"",
+        // Longer than a word, with the byte that ends a plain run at each offset within one.
+        "\"0123456\u{1}89abcdefgh\"",
+        "\"01234567\u{1f}9abcdefgh\"",
+        r#""0123456789abcde\u0041\n""#,
+        "\"\u{e9}\u{e9}\u{e9}\u{e9}\u{7f}\u{1}\u{e9}\"",
+        "\"\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\"",
         "01",
         "-0",
         "1e2",

@@ -141,7 +141,7 @@ impl Execution {
 
 /// What a stage saw of a call's identity, as recorded in a trace. Every stage of one call must
 /// record the same identity (`identity-unchanged`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Identity {
     /// The execution's opaque token.

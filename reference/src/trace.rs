@@ -259,9 +259,10 @@ pub struct Observation {
     /// The reason of a denial or refusal, or the message of a throw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The call identity the stage was handed.
+    /// The call identity the stage was handed. Shared: a call's stages all record one identity,
+    /// and a reader hands out one copy of it for every stage that repeats its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub identity: Option<Identity>,
+    pub identity: Option<Arc<Identity>>,
     /// Waterfall listeners (or guards) that ran, in the order they were entered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listeners: Option<Vec<String>>,
@@ -316,7 +317,7 @@ impl Observation {
     }
 
     pub fn identity(mut self, identity: Identity) -> Self {
-        self.identity = Some(identity);
+        self.identity = Some(Arc::new(identity));
         self
     }
 
@@ -547,6 +548,36 @@ mod tests {
         assert!(jsonl.starts_with(
             r#"{"kind":"stage","node":"pre","call":"c1","outcome":"deny","reason":"no"}"#
         ));
+    }
+
+    #[test]
+    fn a_repeated_identity_is_read_once_and_shared() {
+        let line = |arguments: &str| {
+            format!(
+                r#"{{"kind":"stage","node":"around","call":"c1","identity":{{"token":"tok-1","callId":"c1","name":"read","arguments":{arguments}}}}}"#
+            )
+        };
+        let identity = |line: &str| match TraceRecord::from_json_tag_first(line) {
+            Some(TraceRecord::Stage(o)) => o.identity.unwrap_or_else(|| panic!("{line}")),
+            other => panic!("{other:?}: {line}"),
+        };
+        let (a, b) = (line(r#"{"path":"a"}"#), line(r#"{"path":"ab"}"#));
+        let first = identity(&a);
+        // The same text again (after another call's identity): the same value, not a copy.
+        let other = identity(&b);
+        let again = identity(&a);
+        assert!(Arc::ptr_eq(&first, &again));
+        assert!(!Arc::ptr_eq(&first, &other));
+        // Each as the general path reads it: a text that shares a long prefix is not a hit.
+        for (line, read) in [(&a, &first), (&b, &other)] {
+            let general: TraceRecord =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            let TraceRecord::Stage(o) = general else {
+                panic!("{line}");
+            };
+            assert_eq!(o.identity.as_ref(), Some(read));
+        }
+        assert_eq!(other.arguments, serde_json::json!({"path": "ab"}));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
 use tep_reference::graph::{NodeId, Outcome, StageGraph};
@@ -169,7 +170,7 @@ pub(crate) struct Call {
     pub started: Option<(usize, u64)>,
     /// The arguments the model sent (parsed), or a sub-call's first identity's.
     pub args: Option<Value>,
-    pub first_identity: Option<(Identity, usize)>,
+    pub first_identity: Option<(Arc<Identity>, usize)>,
     pub pre: Option<usize>,
     /// The decision that denied the call.
     pub denied: Option<usize>,

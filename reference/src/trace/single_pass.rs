@@ -12,6 +12,8 @@
 //! else declines the whole line.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::de::value::BorrowedStrDeserializer;
@@ -50,6 +52,50 @@ const ENDS_A_RUN: [bool; 256] = {
 /// A value serde hands over this deep is left to the general path, so that serde's recursion
 /// limit (128 levels for the whole line) is met where the general path meets it.
 const MAX_DELEGATED_DEPTH: usize = 64;
+
+thread_local! {
+    /// The identities this thread read last, by their text: the stages of a call repeat its
+    /// identity, and reading it again would build the same value.
+    static RECENT_IDENTITIES: RefCell<Recent> = const { RefCell::new(Recent::new()) };
+}
+
+/// How many identities [`RECENT_IDENTITIES`] keeps: enough for the calls of a batch whose
+/// stages interleave, few enough that a miss costs little.
+const RECENT: usize = 4;
+
+/// Values read from a text, the last [`RECENT`] of them.
+struct Recent {
+    entries: [(String, Option<Arc<Identity>>); RECENT],
+    next: usize,
+}
+
+impl Recent {
+    const fn new() -> Self {
+        Recent {
+            entries: [const { (String::new(), None) }; RECENT],
+            next: 0,
+        }
+    }
+
+    /// The value whose text `rest` starts with, and the text's length. A text is one whole JSON
+    /// value, which ends where it ends whatever follows it, so a line that starts with it holds
+    /// that value.
+    fn find(&self, rest: &[u8]) -> Option<(usize, Arc<Identity>)> {
+        self.entries.iter().find_map(|(text, value)| {
+            let value = value.as_ref()?;
+            rest.starts_with(text.as_bytes())
+                .then(|| (text.len(), Arc::clone(value)))
+        })
+    }
+
+    fn remember(&mut self, text: &str, value: &Arc<Identity>) {
+        let (kept, slot) = &mut self.entries[self.next];
+        kept.clear();
+        kept.push_str(text);
+        *slot = Some(Arc::clone(value));
+        self.next = (self.next + 1) % RECENT;
+    }
+}
 
 /// A line being read, and the byte the next token starts at (or whitespace before it).
 struct Line<'a> {
@@ -175,10 +221,31 @@ impl<'a> Line<'a> {
 
     /// Where the run of plain string bytes from `from` ends: at a quote, a backslash, a control
     /// character (which JSON forbids in a string) or the end of the line. Strings in traces are
-    /// short, so one table lookup a byte beats a vectorized search's setup.
+    /// short: eight bytes at a time in a `u64` beats a vectorized search's setup.
     fn plain_run(&self, from: usize) -> usize {
+        const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+        const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+        /// The high bit of each byte of `x` that is zero, and maybe of bytes above the first such
+        /// byte (never below it, so the lowest set bit is exact).
+        fn zero_bytes(x: u64) -> u64 {
+            x.wrapping_sub(ONES) & !x & HIGHS
+        }
         let bytes = self.bytes();
         let mut at = from;
+        while let Some(word) = bytes.get(at..at + 8) {
+            let mut eight = [0; 8];
+            eight.copy_from_slice(word);
+            let x = u64::from_le_bytes(eight);
+            let stops = zero_bytes(x ^ (ONES * u64::from(b'"')))
+                | zero_bytes(x ^ (ONES * u64::from(b'\\')))
+                // A byte below 0x20: subtracting 0x20 borrows into its high bit (bytes of 0x80
+                // and up are masked off by `!x`).
+                | (x.wrapping_sub(ONES * 0x20) & !x & HIGHS);
+            if stops != 0 {
+                return at + (stops.trailing_zeros() / 8) as usize;
+            }
+            at += 8;
+        }
         while let Some(&b) = bytes.get(at) {
             if ENDS_A_RUN[usize::from(b)] {
                 break;
@@ -463,7 +530,7 @@ impl<'a> Line<'a> {
                     8
                 }
                 b"identity" => {
-                    obs.identity = line.optional(|l| l.or_serde(Line::identity))?;
+                    obs.identity = line.optional(Line::shared_identity)?;
                     16
                 }
                 b"listeners" => {
@@ -496,6 +563,21 @@ impl<'a> Line<'a> {
             first_time(&mut seen, bit)
         })?;
         (seen & 1 != 0).then_some(obs)
+    }
+
+    /// An identity, shared with the last ones read on this thread when its text is theirs.
+    fn shared_identity(&mut self) -> Option<Arc<Identity>> {
+        self.skip_whitespace();
+        let start = self.at;
+        let rest = &self.bytes()[start..];
+        if let Some((len, identity)) = RECENT_IDENTITIES.with_borrow(|recent| recent.find(rest)) {
+            self.at += len;
+            return Some(identity);
+        }
+        let identity = Arc::new(self.or_serde(Line::identity)?);
+        let text = self.text.get(start..self.at)?;
+        RECENT_IDENTITIES.with_borrow_mut(|recent| recent.remember(text, &identity));
+        Some(identity)
     }
 
     fn identity(&mut self) -> Option<Identity> {
