@@ -5,10 +5,12 @@
 //! - `floor`: reading the JSON Lines into `serde::de::IgnoredAny` (the least any reader can do);
 //! - `walk`: visiting every key, string and number of those lines through serde's visitor
 //!   callbacks, borrowing every string and building nothing: the least a typed reader built on
-//!   serde_json can do (serde_json reads `IgnoredAny` in a tighter loop than any visitor gets).
+//!   serde's visitors can do (serde_json reads `IgnoredAny` in a tighter loop than any visitor
+//!   gets; `tep`'s own reader walks the bytes by hand and is not bound by it).
 //!   Like `tep check` it reads from a `&str`, whose UTF-8 was checked once for the whole text;
 //!   the floor reads bytes and checks no UTF-8 at all;
-//! - `typed`: reading them into `TraceRecord`s the way `tep check` does ([`for_each_record`]);
+//! - `typed`: reading them into `TraceRecord`s the way `tep check` does ([`for_each_record`]:
+//!   the hand-written single pass);
 //! - `check`: the whole `tep check` pass on one thread ([`check_reader`], `tep check -j 1`);
 //! - `threads`: the whole pass as `tep check` runs it by default, parsing on one worker thread
 //!   per core while this thread checks ([`check_reader_parallel`]). Its time is wall time (the
@@ -20,7 +22,7 @@
 //! samples, in on-CPU time where Linux reports it, so that a busy machine's other processes do
 //! not count) and each pass's speed relative to the floor (1.0 = as fast as merely reading the
 //! JSON; the goal is at least 0.5 for `check` on the corpus mix; `walk`'s ratio is the ceiling
-//! of any reader that goes through serde's visitors), then the spread of `check`'s per-record
+//! of a reader that goes through serde's visitors), then the spread of `check`'s per-record
 //! cost across widths (max / min; it must stay within 1.5). The floor runs on one thread;
 //! `threads/floor` compares the parallel check's wall time with it, on as many cores as the
 //! machine has (printed with the table).

@@ -259,8 +259,9 @@ pub struct Observation {
     /// The reason of a denial or refusal, or the message of a throw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The call identity the stage was handed. Shared: a call's stages all record one identity,
-    /// and a reader hands out one copy of it for every stage that repeats its text.
+    /// The call identity the stage was handed.
+    // Shared: a call's stages all record one identity, and the single-pass reader hands out
+    // one copy of it for every stage that repeats its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Arc<Identity>>,
     /// Waterfall listeners (or guards) that ran, in the order they were entered.

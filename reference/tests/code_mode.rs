@@ -176,7 +176,8 @@ async fn sub_calls_re_enter_the_pipeline_one_at_a_time_with_the_parent_token() {
             _ => None,
         })
         .unwrap()
-        .token;
+        .token
+        .clone();
     for r in &records {
         if let TraceRecord::Stage(o) = r
             && o.call
