@@ -56,44 +56,44 @@ const MAX_DELEGATED_DEPTH: usize = 64;
 thread_local! {
     /// The identities this thread read last, by their text: the stages of a call repeat its
     /// identity, and reading it again would build the same value.
-    static RECENT_IDENTITIES: RefCell<Recent> = const { RefCell::new(Recent::new()) };
+    /// Four: enough for the calls of a batch whose stages interleave, few enough that a miss
+    /// costs little. (Call ids are not shared so: an `Arc<str>`'s atomic counts cost more than
+    /// copying a short id, measured.)
+    static RECENT_IDENTITIES: RefCell<Recent<Arc<Identity>, 4>> =
+        const { RefCell::new(Recent::new()) };
 }
 
-/// How many identities [`RECENT_IDENTITIES`] keeps: enough for the calls of a batch whose
-/// stages interleave, few enough that a miss costs little.
-const RECENT: usize = 4;
-
-/// Values read from a text, the last [`RECENT`] of them.
-struct Recent {
-    entries: [(String, Option<Arc<Identity>>); RECENT],
+/// Values read from a text, the last `N` of them; a clone of one shares it (an `Arc`).
+struct Recent<T, const N: usize> {
+    entries: [(String, Option<T>); N],
     next: usize,
 }
 
-impl Recent {
+impl<T: Clone, const N: usize> Recent<T, N> {
     const fn new() -> Self {
         Recent {
-            entries: [const { (String::new(), None) }; RECENT],
+            entries: [const { (String::new(), None) }; N],
             next: 0,
         }
     }
 
     /// The value whose text `rest` starts with, and the text's length. A text is one whole JSON
-    /// value, which ends where it ends whatever follows it, so a line that starts with it holds
+    /// object, which ends where it ends whatever follows it, so a line that starts with it holds
     /// that value.
-    fn find(&self, rest: &[u8]) -> Option<(usize, Arc<Identity>)> {
+    fn find(&self, rest: &[u8]) -> Option<(usize, T)> {
         self.entries.iter().find_map(|(text, value)| {
             let value = value.as_ref()?;
             rest.starts_with(text.as_bytes())
-                .then(|| (text.len(), Arc::clone(value)))
+                .then(|| (text.len(), value.clone()))
         })
     }
 
-    fn remember(&mut self, text: &str, value: &Arc<Identity>) {
+    fn remember(&mut self, text: &str, value: &T) {
         let (kept, slot) = &mut self.entries[self.next];
         kept.clear();
         kept.push_str(text);
-        *slot = Some(Arc::clone(value));
-        self.next = (self.next + 1) % RECENT;
+        *slot = Some(value.clone());
+        self.next = (self.next + 1) % N;
     }
 }
 
@@ -664,26 +664,40 @@ impl<'a> Line<'a> {
     /// Content blocks: `[{"type": "text", "text": ...}]`, each block's fields in either order.
     fn content(&mut self) -> Option<Vec<ContentBlock>> {
         self.array(|line| {
-            let mut text = None;
-            let mut seen = 0;
-            line.object(|line, key| {
-                let bit = match key {
-                    b"type" => {
-                        if line.string()? != "text" {
-                            return None;
-                        }
-                        1
-                    }
-                    b"text" => {
-                        text = Some(line.owned_string()?);
-                        2
-                    }
-                    _ => return None,
-                };
-                first_time(&mut seen, bit)
-            })?;
-            (seen == 3).then_some(ContentBlock::Text { text: text? })
+            let text = line.tagged(b"type", "text", b"text", Line::owned_string)?;
+            Some(ContentBlock::Text { text })
         })
+    }
+
+    /// An object of exactly two fields in either order: a tag `tag` whose value is `variant`,
+    /// and `field`, read by `read` (an internally tagged variant with one field).
+    fn tagged<T>(
+        &mut self,
+        tag: &[u8],
+        variant: &str,
+        field: &[u8],
+        read: impl Fn(&mut Self) -> Option<T>,
+    ) -> Option<T> {
+        let mut value = None;
+        let mut seen = 0;
+        self.object(|line, key| {
+            let bit = if key == tag {
+                if line.string()? != variant {
+                    return None;
+                }
+                1
+            } else if key == field {
+                value = Some(read(line)?);
+                2
+            } else {
+                return None;
+            };
+            first_time(&mut seen, bit)
+        })?;
+        if seen != 3 {
+            return None;
+        }
+        value
     }
 
     fn result_error(&mut self) -> Option<ResultError> {
@@ -1068,25 +1082,8 @@ impl<'a> Line<'a> {
     /// tagged reader ignores unknown fields, so anything else is its to read).
     fn message_source(&mut self) -> Option<MessageSource> {
         self.or_serde(|line| {
-            let mut call_id = None;
-            let mut seen = 0;
-            line.object(|line, key| {
-                let bit = match key {
-                    b"kind" => {
-                        if line.string()? != "tool" {
-                            return None;
-                        }
-                        1
-                    }
-                    b"callId" => {
-                        call_id = Some(line.call_id()?);
-                        2
-                    }
-                    _ => return None,
-                };
-                first_time(&mut seen, bit)
-            })?;
-            (seen == 3).then_some(MessageSource::Tool { call_id: call_id? })
+            let call_id = line.tagged(b"kind", "tool", b"callId", Line::call_id)?;
+            Some(MessageSource::Tool { call_id })
         })
     }
 
