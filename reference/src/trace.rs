@@ -581,6 +581,46 @@ mod tests {
         assert_eq!(other.arguments, serde_json::json!({"path": "ab"}));
     }
 
+    /// A raw control character, a quote or a backslash is found wherever it stands: in the eight
+    /// bytes read at once, in the bytes after the last eight, and at the end of the line.
+    #[test]
+    fn every_byte_that_ends_a_plain_string_is_found_at_every_offset() {
+        let line = |reason: &str, tail: &str| {
+            format!(r#"{{"kind":"stage","node":"pre","call":"c1","reason":"{reason}"{tail}"#)
+        };
+        for tail in ["}", r#","outcome":"deny"}"#] {
+            for len in 0..20 {
+                let plain = "r".repeat(len);
+                let read = TraceRecord::from_json_tag_first(&line(&plain, tail));
+                let Some(TraceRecord::Stage(o)) = read else {
+                    panic!("{len}: {read:?}");
+                };
+                assert_eq!(o.reason.as_deref(), Some(plain.as_str()));
+                for at in 0..=len {
+                    for (bad, general_reads_it) in [
+                        ("\u{1}", false),
+                        ("\u{1f}", false),
+                        ("\"", false),
+                        ("\\n", true),
+                        ("\\\"", true),
+                        ("\\\\", true),
+                    ] {
+                        let reason = format!("{}{bad}{}", &plain[..at], &plain[at..]);
+                        let text = line(&reason, tail);
+                        let fast = TraceRecord::from_json_tag_first(&text);
+                        let general = serde_json::from_str::<TraceRecord>(&text).ok();
+                        assert_eq!(general.is_some(), general_reads_it, "{text}");
+                        // An escape is read (or declined); a raw control character never is.
+                        assert!(fast.is_none() || fast == general, "{text}");
+                        if !general_reads_it {
+                            assert!(fast.is_none(), "{text}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn unknown_fields_are_rejected() {
         let line = r#"{"kind":"stage","node":"pre","call":"c1","outcom":"deny"}"#;
