@@ -1,6 +1,7 @@
 //! The single-pass reader behind [`TraceRecord::from_json_tag_first`]: one walk over a line's
-//! bytes straight into the typed record, with no `serde_json::Value` and none of serde's buffering
-//! of tagged or flattened enums.
+//! bytes straight into the typed record, with no intermediate `serde_json::Value` and none of
+//! serde's buffering of tagged or flattened enums. A call's stages repeat its identity byte for
+//! byte, so each thread remembers the last few identity texts it read and shares their value.
 //!
 //! It reads the shapes traces hold (the record's `kind` first, an event's `type` before its
 //! `data`) and declines everything else, so that the general path, which also words the errors,
