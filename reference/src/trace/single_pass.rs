@@ -56,45 +56,47 @@ const MAX_DELEGATED_DEPTH: usize = 64;
 
 thread_local! {
     /// The identities this thread read last, by their text: the stages of a call repeat its
-    /// identity, and reading it again would build the same value.
-    /// Four: enough for the calls of a batch whose stages interleave, few enough that a miss
-    /// costs little. (Call ids are not shared so: an `Arc<str>`'s atomic counts cost more than
-    /// copying a short id, measured.)
-    static RECENT_IDENTITIES: RefCell<Recent<Arc<Identity>, 4>> =
-        const { RefCell::new(Recent::new()) };
+    /// identity, and reading it again would build the same value. (Call ids are not shared
+    /// so: an `Arc<str>`'s atomic counts cost more than copying a short id, measured.)
+    static RECENT_IDENTITIES: RefCell<RecentIdentities> =
+        const { RefCell::new(RecentIdentities::new()) };
 }
 
-/// Values read from a text, the last `N` of them; a clone of one shares it (an `Arc`).
-struct Recent<T, const N: usize> {
-    entries: [(String, Option<T>); N],
+/// How many identities [`RECENT_IDENTITIES`] keeps: enough for the calls of a batch whose
+/// stages interleave, few enough that a miss costs little.
+const RECENT: usize = 4;
+
+/// The last [`RECENT`] identities read, each with its text.
+struct RecentIdentities {
+    entries: [(String, Option<Arc<Identity>>); RECENT],
     next: usize,
 }
 
-impl<T: Clone, const N: usize> Recent<T, N> {
+impl RecentIdentities {
     const fn new() -> Self {
-        Recent {
-            entries: [const { (String::new(), None) }; N],
+        RecentIdentities {
+            entries: [const { (String::new(), None) }; RECENT],
             next: 0,
         }
     }
 
-    /// The value whose text `rest` starts with, and the text's length. A text is one whole JSON
-    /// object, which ends where it ends whatever follows it, so a line that starts with it holds
-    /// that value.
-    fn find(&self, rest: &[u8]) -> Option<(usize, T)> {
-        self.entries.iter().find_map(|(text, value)| {
-            let value = value.as_ref()?;
+    /// The identity whose text `rest` starts with, and the text's length. A text is one whole
+    /// JSON value (an object or an array), which ends where it ends whatever follows it, so a
+    /// line that starts with it holds that value.
+    fn find(&self, rest: &[u8]) -> Option<(usize, Arc<Identity>)> {
+        self.entries.iter().find_map(|(text, identity)| {
+            let identity = identity.as_ref()?;
             rest.starts_with(text.as_bytes())
-                .then(|| (text.len(), value.clone()))
+                .then(|| (text.len(), Arc::clone(identity)))
         })
     }
 
-    fn remember(&mut self, text: &str, value: &T) {
+    fn remember(&mut self, text: &str, identity: &Arc<Identity>) {
         let (kept, slot) = &mut self.entries[self.next];
         kept.clear();
         kept.push_str(text);
-        *slot = Some(value.clone());
-        self.next = (self.next + 1) % N;
+        *slot = Some(Arc::clone(identity));
+        self.next = (self.next + 1) % RECENT;
     }
 }
 
@@ -166,24 +168,46 @@ impl<'a> Line<'a> {
         taken
     }
 
-    /// Reads an object, handing each key to `field`, which reads the value.
-    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+    /// Reads an object of fields, handing each key (as its raw bytes) to `field`, which reads
+    /// the value.
+    fn object(&mut self, field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+        self.object_keyed(Line::key, field)
+    }
+
+    /// Reads an object whose keys `key` reads, handing each to `member`, which reads the value.
+    fn object_keyed<K>(
+        &mut self,
+        key: impl Fn(&mut Self) -> Option<K>,
+        mut member: impl FnMut(&mut Self, K) -> Option<()>,
+    ) -> Option<()> {
         self.expect(b'{')?;
         if self.take_if(b'}') {
             return Some(());
         }
+        let first = key(self)?;
+        self.expect(b':')?;
+        member(self, first)?;
+        self.more_members(key, member)
+    }
+
+    /// The members of an object after one was read: `, key: value` until the closing `}`.
+    fn more_members<K>(
+        &mut self,
+        key: impl Fn(&mut Self) -> Option<K>,
+        mut member: impl FnMut(&mut Self, K) -> Option<()>,
+    ) -> Option<()> {
         loop {
-            let key = self.key()?;
-            self.expect(b':')?;
-            field(self, key)?;
             match self.peek()? {
-                b',' => self.at += 1,
                 b'}' => {
                     self.at += 1;
                     return Some(());
                 }
+                b',' => self.at += 1,
                 _ => return None,
             }
+            let k = key(self)?;
+            self.expect(b':')?;
+            member(self, k)?;
         }
     }
 
@@ -428,27 +452,18 @@ impl<'a> Line<'a> {
         Some(match self.peek()? {
             b'"' => Value::String(self.owned_string()?),
             b'{' => {
-                self.at += 1;
                 let mut map = Map::new();
-                if !self.take_if(b'}') {
-                    loop {
-                        let key = self.owned_string()?;
-                        // serde_json's own markers for raw values and exact numbers.
-                        if key.starts_with("$serde_json") {
-                            return None;
-                        }
-                        self.expect(b':')?;
-                        map.insert(key, self.json_value(depth + 1)?);
-                        match self.peek()? {
-                            b',' => self.at += 1,
-                            b'}' => {
-                                self.at += 1;
-                                break;
-                            }
-                            _ => return None,
-                        }
-                    }
-                }
+                self.object_keyed(
+                    // serde_json's own markers for raw values and exact numbers decline.
+                    |line| {
+                        line.owned_string()
+                            .filter(|k| !k.starts_with("$serde_json"))
+                    },
+                    |line, key| {
+                        map.insert(key, line.json_value(depth + 1)?);
+                        Some(())
+                    },
+                )?;
                 Value::Object(map)
             }
             b'[' => Value::Array(self.array(|line| line.json_value(depth + 1))?),
@@ -485,21 +500,9 @@ impl<'a> Line<'a> {
     /// The fields after a record's `kind`, handed to `field` as [`Line::object`] would.
     fn rest_of_record(
         &mut self,
-        mut field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+        field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
     ) -> Option<()> {
-        loop {
-            match self.peek()? {
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                b',' => self.at += 1,
-                _ => return None,
-            }
-            let key = self.key()?;
-            self.expect(b':')?;
-            field(self, key)?;
-        }
+        self.more_members(Line::key, field)
     }
 
     fn observation(&mut self) -> Option<Box<Observation>> {
@@ -999,12 +1002,7 @@ impl<'a> Line<'a> {
     /// `tool/result` data in its message shape (`turn`, `step`, `message`), read by hand;
     /// the flat shape, and any other spelling, by serde's untagged reader.
     fn tool_result_data(&mut self) -> Option<ToolResultData> {
-        let start = self.at;
-        if let Some(record) = self.tool_result_record() {
-            return Some(ToolResultData::Message(record));
-        }
-        self.at = start;
-        self.serde()
+        self.or_serde(|line| line.tool_result_record().map(ToolResultData::Message))
     }
 
     fn tool_result_record(&mut self) -> Option<ToolResultRecord> {
