@@ -1,28 +1,29 @@
 //! # tep-reference
 //!
 //! The reference implementation of the **tool execution pipeline** of AI coding-agent
-//! harnesses, and the **stage graph** the rest of the toolkit is derived from.
+//! harnesses. The spec's data (the stage graph, identities, results, session events, trace
+//! records) is `tep-model`'s, re-exported here under the same paths.
 //!
-//! - [`graph`]: the spec's flowchart as typed data (nodes, labeled and dotted edges, kinds,
-//!   phases) with a small query API, a Mermaid printer and reader. The single source of truth.
 //! - [`pipeline`]: a tokio [`pipeline::ToolRegistry`] that runs every box and arrow of the graph
 //!   and records each stage visit.
-//! - [`trace`], [`session`], [`result`], [`identity`]: the data a run produces, serializable
-//!   with serde: session events in the shapes of the reference semantics and stage observations.
+//! - [`trace`]: the [`trace::Recorder`] a run writes its trace with; [`identity`]: the frozen
+//!   [`identity::Execution`] every stage shares.
 //! - [`wrappers`]: timeout, retry and metrics `tools/execute` wrappers.
 //! - [`fs`]: an in-memory filesystem behind the read-before-edit intent gate.
 //! - [`code_mode`]: the reserved `run_code` transport; its programs' sub-calls re-enter the
 //!   pipeline.
 //! - [`mutant`]: deliberate breakages, to prove a conformance suite catches them.
+//!
+//! Architecture invariant: this crate never depends on the checker (`tep-check`): the
+//! pipeline does not know its judge.
 
 pub mod code_mode;
 pub mod fs;
-pub mod graph;
 pub mod identity;
 pub mod mutant;
 pub mod pipeline;
-pub mod result;
-pub mod session;
 pub mod trace;
-pub mod vocabulary;
 pub mod wrappers;
+
+// The spec's data lives in `tep-model`; these paths stay for the pipeline's users.
+pub use tep_model::{RUN_CODE, graph, result, session, vocabulary};

@@ -35,7 +35,7 @@ impl fmt::Display for UnknownName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}:{}: `{}` names no node, event, extension point or known term (reference/src/vocabulary.rs)",
+            "{}:{}: `{}` names no node, event, extension point or known term (model/src/vocabulary.rs)",
             self.file.display(),
             self.line,
             self.name
@@ -161,7 +161,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
         out.push(Generated {
             path: page.page.into(),
             contents: pages::header(&format!(
-                "{} and the `{}` graph of reference/src/graph/",
+                "{} and the `{}` graph of model/src/graph/",
                 page.template, page.block
             )) + &body,
         });

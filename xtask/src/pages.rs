@@ -592,7 +592,7 @@ fn graph_tables(graph: &StageGraph, by_edge: &EdgeScenarios) -> String {
 }
 
 pub fn stage_graph_page(corpus: &[Scenario]) -> Result<String, String> {
-    let mut out = header("the stage graph in reference/src/graph/ and the scenario corpus");
+    let mut out = header("the stage graph in model/src/graph/ and the scenario corpus");
     out.push_str("# The stage graph as tables\n\n");
     out.push_str(
         "The flowchart of [tool-execution-pipeline.md](tool-execution-pipeline.md), node by node and \
@@ -645,7 +645,7 @@ pub fn changes_page(corpus: &[Scenario]) -> String {
     let _ = writeln!(out, "# Changes from {old} to {new}\n");
     out.push_str(
         "Computed from the definitions: the stage graphs of both revisions (rev1 is derived from \
-         rev2 by the changes in `reference/src/graph/revisions.rs`), the revision windows of the \
+         rev2 by the changes in `model/src/graph/revisions.rs`), the revision windows of the \
          invariants, and those of the scenarios. The two pages: \
          [rev1](rev1/tool-execution-pipeline.md), [rev2](../tool-execution-pipeline.md).\n\n",
     );

@@ -36,8 +36,7 @@ use crate::session::{
 };
 use crate::trace::{DeclaredCall, GuardVerdictKind, GuardVerdictRecord, Observation, Recorder};
 
-/// The name of the reserved Code Mode transport.
-pub const RUN_CODE: &str = "run_code";
+pub use tep_model::RUN_CODE;
 
 /// The default cap of concurrently executing calls in one parallel pool.
 pub const DEFAULT_MAX_PARALLEL: usize = 10;
