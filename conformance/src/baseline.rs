@@ -13,9 +13,9 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::invariants::InvariantId;
 use crate::runner::{RunReport, ScenarioResult, Status};
 use crate::scenario::Scenario;
+use tep_check::invariants::InvariantId;
 
 /// The file format.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -28,8 +28,6 @@ use tep_reference::identity::CallId;
 use tep_reference::session::{Todo, TodoStatus};
 use tep_reference::trace::{Capability, TraceRecord};
 
-use crate::checker::{CheckOptions, Checker, ScenarioFacts, TraceError, Violation};
-use crate::invariants::{InvariantId, Level};
 use crate::runner::{Answer, Implementation};
 use crate::scenario::{
     AcceptSpec, ApprovalAnswer, ApprovalSpec, BindingCall, BlockSpec, BodyStep, CallExpectation,
@@ -38,6 +36,8 @@ use crate::scenario::{
     ToolSpec, WrapperSpec, WriteSpec,
 };
 use crate::scripted::{ReferenceRun, run_reference_to_the_end};
+use tep_check::checker::{CheckOptions, Checker, ScenarioFacts, TraceError, Violation};
+use tep_check::invariants::{InvariantId, Level};
 
 /// What the generated scenarios may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -721,7 +721,7 @@ fn run_one(
         Answer::Errored { message, .. } => return Verdict::Errored(message),
     };
     let options = CheckOptions {
-        facts: Some(ScenarioFacts::of(scenario)),
+        facts: Some(ScenarioFacts::from(scenario)),
         ..options.clone()
     };
     match judge_records(&options, &records, escaped.as_deref()) {

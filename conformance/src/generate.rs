@@ -538,8 +538,8 @@ impl<'g, 's, 'a> Batch<'g, 's, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::{CheckOptions, check_records};
-    use crate::trace_io::read_records;
+    use tep_check::checker::{CheckOptions, check_records};
+    use tep_check::trace_io::read_records;
 
     fn clean(shape: Shape) {
         let records = records(shape).unwrap_or_else(|e| panic!("{e}"));

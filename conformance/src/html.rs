@@ -21,13 +21,13 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use tep_reference::graph::{GraphKind, NodeId, Revision, StageGraph};
 
-use crate::invariants::{InvariantId, invariant};
 use crate::report::{
     EdgeCoverage, GraphName, InvariantCheck, JsonReport, RunContext, ScenarioReport,
     ViolationReport,
 };
 use crate::runner::Status;
 use crate::scenario::Scenario;
+use tep_check::invariants::{InvariantId, invariant};
 
 const STYLE: &str = include_str!("html/report.css");
 const SCRIPT: &str = include_str!("html/report.js");

@@ -12,15 +12,15 @@ use tep_reference::graph::{EdgeId, Revision, StageGraph};
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
-use crate::checker::{
-    CheckOptions, Checker, InvariantStatus, ScenarioFacts, StepRecord, Violation,
-};
-use crate::invariants::{InvariantId, Level};
-use crate::observation::thin;
+use crate::expectations::{Note, check_expectations};
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
-use crate::rules::expectations::{Note, check_expectations};
 use crate::scenario::Scenario;
 use crate::scripted::{ReferenceRun, implementation_name, run_reference_to_the_end};
+use tep_check::checker::{
+    CheckOptions, Checker, InvariantStatus, ScenarioFacts, StepRecord, Violation,
+};
+use tep_check::invariants::{InvariantId, Level};
+use tep_check::observation::thin;
 
 /// An implementation under test, however it is reached.
 pub trait Implementation {
@@ -842,7 +842,7 @@ pub fn judge(
 ) -> ScenarioResult {
     let mut result = ScenarioResult::new(&scenario.id, Status::Passed);
     let options = CheckOptions {
-        facts: Some(ScenarioFacts::of(scenario)),
+        facts: Some(ScenarioFacts::from(scenario)),
         ..options.clone()
     };
     let checked = (|| {

@@ -17,7 +17,7 @@ use tep_reference::identity::CallId;
 use tep_reference::session::Todo;
 use tep_reference::trace::Capability;
 
-use crate::invariants::{InvariantId, invariant};
+use tep_check::invariants::{InvariantId, invariant};
 
 /// One scenario of the corpus.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -705,4 +705,20 @@ pub fn corpus() -> Result<Vec<Scenario>, ScenarioError> {
 /// The raw JSON of each corpus file, by file name.
 pub fn corpus_files() -> &'static [(&'static str, &'static str)] {
     embedded::CORPUS
+}
+
+/// What a scenario's scripts say that its trace does not (which tools finalize, whether an
+/// approval prompt is mounted): the checker's [`ScenarioFacts`] in drive mode.
+impl From<&Scenario> for tep_check::checker::ScenarioFacts {
+    fn from(scenario: &Scenario) -> Self {
+        tep_check::checker::ScenarioFacts {
+            finalizers: scenario
+                .tools
+                .iter()
+                .filter(|t| t.finalize.is_some())
+                .map(|t| t.name.clone())
+                .collect(),
+            prompt: scenario.approval.is_some(),
+        }
+    }
 }

@@ -9,8 +9,8 @@
 use globset::{Glob, GlobMatcher};
 use tep_reference::trace::Capability;
 
-use crate::invariants::InvariantId;
 use crate::scenario::Scenario;
+use tep_check::invariants::InvariantId;
 
 /// What to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -289,7 +289,7 @@ fn violations_at(
     records: &[TraceRecord],
 ) -> Result<BTreeSet<InvariantId>, String> {
     let options = CheckOptions {
-        facts: Some(ScenarioFacts::of(scenario)),
+        facts: Some(ScenarioFacts::from(scenario)),
         ..CheckOptions::new(revision).observed(level)
     };
     check_records(&options, records)

@@ -13,7 +13,8 @@ use std::collections::BTreeSet;
 
 use tep_conformance::checker::CheckOptions;
 use tep_conformance::invariants::{CATALOG, InvariantId};
-use tep_conformance::mutation::{breaks, plant};
+use tep_conformance::mutants::breaks;
+use tep_conformance::mutation::plant;
 use tep_conformance::runner::{BuiltinReference, RunOptions, Status, judge, run_suite};
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use tep_conformance::fuzz::{FuzzOptions, Profile, fuzz, generate, size};
 use tep_conformance::invariants::InvariantId;
-use tep_conformance::mutation::breaks;
+use tep_conformance::mutants::breaks;
 use tep_conformance::runner::BuiltinReference;
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use tep_conformance::mutation::breaks;
+use tep_conformance::mutants::breaks;
 use tep_conformance::scenario::Scenario;
 use tep_reference::mutant::Mutant;
 

@@ -31,7 +31,7 @@ fn cross_check(produced: Revision, checked: Revision) -> BTreeSet<InvariantId> {
     for scenario in corpus().unwrap().iter().filter(|s| s.revisions.len() == 2) {
         let trace = run_reference(scenario, produced, &[]).unwrap();
         let options = CheckOptions {
-            facts: Some(ScenarioFacts::of(scenario)),
+            facts: Some(ScenarioFacts::from(scenario)),
             ..CheckOptions::new(checked)
         };
         let report = check_records(&options, &trace).unwrap();

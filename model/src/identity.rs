@@ -80,7 +80,6 @@ mod tests {
         assert_eq!(parse_arguments("{oops"), Value::String("{oops".into()));
     }
 
-
     #[test]
     fn sub_call_ids_count_from_one() {
         assert_eq!(CallId::from("c1").code_sub_call(1).as_str(), "c1:code:1");

@@ -4,7 +4,6 @@
 //! visit is an observation tagged with its graph node and call id; the nodes that *are* session
 //! events (`toolCall`, `toolResult`, `owned`, `context`) are observed through the event itself.
 
-
 use std::sync::Arc;
 
 use schemars::JsonSchema;

@@ -35,7 +35,7 @@ pub fn options(id: &str, level: ObservationLevel) -> CheckOptions {
 /// Drive mode's options for a scenario in `revision` at `level`.
 pub fn drive_options(s: &Scenario, revision: Revision, level: ObservationLevel) -> CheckOptions {
     CheckOptions {
-        facts: Some(ScenarioFacts::of(s)),
+        facts: Some(ScenarioFacts::from(s)),
         ..CheckOptions::new(revision).observed(level)
     }
 }

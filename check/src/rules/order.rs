@@ -4,8 +4,8 @@
 //! The doc orders none of this (its flowchart follows one call); the reference semantics do, so
 //! every rule here is SHOULD: reported, failing only a `--strict` run.
 
-use tep_reference::graph::NodeId as N;
-use tep_reference::trace::Capability;
+use tep_model::graph::NodeId as N;
+use tep_model::trace::Capability;
 
 use super::{Cx, Rule, Visit};
 use crate::invariants::{

@@ -1,7 +1,7 @@
 //! A call's life: logged once and first, pre-execute once, one outcome, nothing after it, and
 //! its UI cards.
 
-use tep_reference::graph::NodeId as N;
+use tep_model::graph::NodeId as N;
 
 use super::{Claim, Cx, Refused, Rule};
 use crate::invariants::{
@@ -13,7 +13,7 @@ use crate::invariants::{
     entry,
 };
 use crate::observation::ObservationLevel::{Events, Hooks};
-use tep_reference::trace::Capability;
+use tep_model::trace::Capability;
 
 pub(crate) const TOOL_CALL_FIRST: Rule = Rule::new(entry(
     I::ToolCallFirst,

@@ -7,9 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde_json::Value;
-use tep_reference::graph::{NodeId, Outcome, StageGraph};
-use tep_reference::identity::{CallId, Identity};
-use tep_reference::result::ToolResult;
+use tep_model::graph::{NodeId, Outcome, StageGraph};
+use tep_model::identity::{CallId, Identity};
+use tep_model::result::ToolResult;
 
 use crate::invariants::InvariantId;
 use crate::observation::CallFacts;

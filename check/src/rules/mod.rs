@@ -29,10 +29,10 @@ mod shapes;
 mod throws;
 mod walk;
 
-use tep_reference::graph::{NodeId, Outcome, StageGraph, StepError};
-use tep_reference::identity::CallId;
-use tep_reference::session::SessionEvent;
-use tep_reference::trace::{Mark, Observation};
+use tep_model::graph::{NodeId, Outcome, StageGraph, StepError};
+use tep_model::identity::CallId;
+use tep_model::session::SessionEvent;
+use tep_model::trace::{Mark, Observation};
 
 use crate::checker::state::{Batch, Call, at};
 use crate::checker::walk::Step;

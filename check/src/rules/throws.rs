@@ -1,7 +1,7 @@
 //! Throws (rev2): a throw skips post-execute, is caught by the registry's outer normalization,
 //! and ends as an error outcome.
 
-use tep_reference::graph::NodeId as N;
+use tep_model::graph::NodeId as N;
 
 use super::{Cx, Rule, Visit};
 use crate::invariants::{

@@ -1,9 +1,9 @@
 //! Code Mode: `run_code` is reserved, its sub-calls run inside its body one at a time with its
 //! token, are logged, settle their bindings, and keep their contexts out of the batch.
 
-use tep_reference::graph::NodeId as N;
-use tep_reference::session::EventBody;
-use tep_reference::trace::Capability;
+use tep_model::graph::NodeId as N;
+use tep_model::session::EventBody;
+use tep_model::trace::Capability;
 
 use super::{Claim, Cx, Rule, Visit};
 use crate::checker::state::Call;
@@ -37,7 +37,7 @@ const SUB_CALL_RECORDS: &[Read] = &[
     Read::Node(N::RunCode),
 ];
 
-const RUN_CODE: &str = tep_reference::pipeline::RUN_CODE;
+const RUN_CODE: &str = tep_model::RUN_CODE;
 
 pub(crate) const RUN_CODE_RESERVED: Rule = Rule::new(
     entry(
@@ -313,7 +313,7 @@ pub(crate) const BINDING_SETTLES: Rule = Rule::new(
     let Some((result, announced)) = &call.notified else {
         return;
     };
-    let rejected = mark.mark == tep_reference::trace::MarkKind::BindingRejected;
+    let rejected = mark.mark == tep_model::trace::MarkKind::BindingRejected;
     let problem = match (rejected, &mark.rejection) {
         (false, _) if result.is_error => Some("resolved, but the sub-call ended as an error".to_owned()),
         (true, _) if !result.is_error => Some("rejected, but the sub-call succeeded".to_owned()),
@@ -422,7 +422,7 @@ pub(crate) const SUB_CALL_CONTEXTS_OMITTED: Rule = Rule::new(
                     .iter()
                     .find(|c| {
                         result.additional_contexts.iter().any(|r| {
-                            r.text == c.text && r.origin == tep_reference::result::ContextOrigin::Tool
+                            r.text == c.text && r.origin == tep_model::result::ContextOrigin::Tool
                         })
                     })
                     .map(|c| (sub.id.clone(), c.text.clone(), *at))

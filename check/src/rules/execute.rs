@@ -1,8 +1,8 @@
 //! Dispatch: the body runs inside `tools/execute`, the fs gate inside the body, read-before-edit,
 //! and tool-owned events while the body runs.
 
-use tep_reference::graph::{NodeId as N, Outcome};
-use tep_reference::trace::Capability;
+use tep_model::graph::{NodeId as N, Outcome};
+use tep_model::trace::Capability;
 
 use super::{Cx, Rule, Visit};
 use crate::invariants::{

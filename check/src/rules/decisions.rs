@@ -1,9 +1,9 @@
 //! The decisions before dispatch: pre-execute, the approval prompt, the guards, and what a
 //! denial means (no body, post-execute still runs, an error outcome).
 
-use tep_reference::graph::{NodeId as N, Outcome};
-use tep_reference::session::EventBody;
-use tep_reference::trace::{Capability, GuardVerdictKind};
+use tep_model::graph::{NodeId as N, Outcome};
+use tep_model::session::EventBody;
+use tep_model::trace::{Capability, GuardVerdictKind};
 
 use super::{Claim, Cx, Rule, Visit};
 use crate::invariants::{

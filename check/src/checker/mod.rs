@@ -20,12 +20,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 use serde::Serialize;
-use tep_reference::graph::{
-    EdgeId, GraphKind, NodeId, NodeKind, Outcome, Revision, Scope, StageGraph,
-};
-use tep_reference::identity::{CallId, parse_arguments};
-use tep_reference::session::{EventBody, FileState, MessageSource, SessionEvent};
-use tep_reference::trace::{
+use tep_model::graph::{EdgeId, GraphKind, NodeId, NodeKind, Outcome, Revision, Scope, StageGraph};
+use tep_model::identity::{CallId, parse_arguments};
+use tep_model::session::{EventBody, FileState, MessageSource, SessionEvent};
+use tep_model::trace::{
     Capability, EventRecord, Mark, MarkKind, Observation, ObservationLevel, TraceRecord,
 };
 
@@ -82,21 +80,6 @@ pub struct ScenarioFacts {
     /// The tools whose definition has `finalizeContent`; every other call has none.
     pub finalizers: BTreeSet<String>,
     pub prompt: bool,
-}
-
-impl ScenarioFacts {
-    /// What a scenario's scripts say.
-    pub fn of(scenario: &crate::scenario::Scenario) -> Self {
-        ScenarioFacts {
-            finalizers: scenario
-                .tools
-                .iter()
-                .filter(|t| t.finalize.is_some())
-                .map(|t| t.name.clone())
-                .collect(),
-            prompt: scenario.approval.is_some(),
-        }
-    }
 }
 
 /// What to check a trace against.
@@ -885,7 +868,7 @@ impl Checker {
             // Contexts and tool-owned events are placed by their own rules.
             None | Some(NodeId::Context | NodeId::Owned) => Step::Side(None),
             Some(n) if !walker.tables.contains(n) => Step::Refused {
-                error: tep_reference::graph::StepError::NoEdge {
+                error: tep_model::graph::StepError::NoEdge {
                     from: call.position,
                     to: n,
                 },
@@ -1333,8 +1316,8 @@ fn fifo(batch: &Batch) -> Vec<(usize, String, usize)> {
 /// The text of an injected context event.
 pub(crate) fn context_text(body: &EventBody) -> Option<String> {
     match body {
-        EventBody::UserMessage(m) => Some(tep_reference::result::content_text(&m.content)),
-        EventBody::ContextMessage(m) => Some(tep_reference::result::content_text(&m.content)),
+        EventBody::UserMessage(m) => Some(tep_model::result::content_text(&m.content)),
+        EventBody::ContextMessage(m) => Some(tep_model::result::content_text(&m.content)),
         _ => None,
     }
 }
@@ -1382,8 +1365,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::scenario::corpus;
-    use crate::scripted::run_reference;
+    use tep_conformance::scenario::corpus;
+    use tep_conformance::scripted::run_reference;
     use tep_reference::mutant::Mutant;
 
     fn checked(id: &str, mutants: &[Mutant], keep: bool) -> CheckReport {

@@ -10,8 +10,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use tep_reference::graph::{NodeId, Revision};
-use tep_reference::trace::{Capability, ObservationLevel};
+use tep_model::graph::{NodeId, Revision};
+use tep_model::trace::{Capability, ObservationLevel};
 
 macro_rules! invariant_ids {
     ($( $variant:ident = $id:literal, )*) => {
@@ -392,7 +392,7 @@ mod tests {
                 };
                 for rev in inv.revisions() {
                     assert!(
-                        tep_reference::graph::StageGraph::of(rev)
+                        tep_model::graph::StageGraph::of(rev)
                             .edge(*from, *to)
                             .is_some(),
                         "{}: {rev} has no edge {from} --> {to}",

@@ -9,16 +9,14 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tep_reference::graph::{NodeId, Outcome};
-use tep_reference::identity::CallId;
-use tep_reference::result::{AdditionalContext, ContentBlock, ContextOrigin};
-use tep_reference::session::{
+use tep_model::graph::{NodeId, Outcome};
+use tep_model::identity::CallId;
+use tep_model::result::{AdditionalContext, ContentBlock, ContextOrigin};
+use tep_model::session::{
     ContextMessage, EventBody, FlatToolResult, MessageSource, Role, ToolResultData,
     ToolResultMessage, ToolResultRecord, UserMessage,
 };
-use tep_reference::trace::{MarkKind, Observation, TraceRecord};
-
-use tep_reference::mutant::Mutant;
+use tep_model::trace::{MarkKind, Observation, TraceRecord};
 
 use crate::invariants::InvariantId;
 
@@ -191,7 +189,7 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
                 o.identity = identity.clone();
                 TraceRecord::Stage(Box::new(o))
             };
-            let settled = TraceRecord::Mark(tep_reference::trace::Mark {
+            let settled = TraceRecord::Mark(tep_model::trace::Mark {
                 call: call.clone(),
                 mark: MarkKind::BodySettled,
                 by: "body".to_owned(),
@@ -479,8 +477,8 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
                     source: MessageSource::Tool {
                         call_id: f.call_id.clone(),
                     },
-                    content: vec![tep_reference::session::ToolResultBlock {
-                        kind: tep_reference::session::ToolResultBlockType::ToolResult,
+                    content: vec![tep_model::session::ToolResultBlock {
+                        kind: tep_model::session::ToolResultBlockType::ToolResult,
                         tool_call_id: f.call_id.clone(),
                         content: f.content.clone(),
                         is_error: f.is_error,
@@ -790,9 +788,9 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             };
             r.insert(
                 settled + 1,
-                TraceRecord::Event(Box::new(tep_reference::trace::EventRecord {
+                TraceRecord::Event(Box::new(tep_model::trace::EventRecord {
                     call: Some(sub),
-                    event: tep_reference::session::SessionEvent {
+                    event: tep_model::session::SessionEvent {
                         seq,
                         time: 0,
                         body,
@@ -805,7 +803,7 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
         I::DispatchNotModelFacing => {
             let at = find(&r, |x| event_type(x) == Some("tool/code-dispatch"))?;
             if let TraceRecord::Event(e) = &mut r[at] {
-                e.event.surface_op = Some(tep_reference::session::SurfaceOp::Append);
+                e.event.surface_op = Some(tep_model::session::SurfaceOp::Append);
             }
         }
         I::CodeDispatchContentShape | I::CodeDispatchSummaryShape => {
@@ -859,53 +857,6 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
         }
     }
     Some(r)
-}
-
-/// What a mutant of the reference breaks: the invariant named by the guarantee it breaks first,
-/// then any other guarantee its one fault also breaks (each reported under its own id). The
-/// suite must report a mutant under exactly these invariants.
-pub fn breaks(mutant: Mutant) -> &'static [InvariantId] {
-    use InvariantId as I;
-    match mutant {
-        Mutant::RunBodyAfterDeny => &[I::DenySkipsBody],
-        Mutant::SkipPostForDenials => &[I::DenialReachesPost],
-        Mutant::PostAfterThrow => &[I::ThrowSkipsPost],
-        // Committing in completion order also injects the contexts in that order.
-        Mutant::CommitInCompletionOrder => &[I::ModelOrderCommit, I::ContextsFifo],
-        Mutant::ContextsBeforeResults => &[I::ContextsAfterAllResults],
-        Mutant::ContextsReversed => &[I::ContextsFifo],
-        // Guards that run before approval also take the approval out of its place.
-        Mutant::GuardsBeforeApproval => &[
-            I::GuardsOnlyAfterAllow,
-            I::ApprovalOnlyAfterAsk,
-            I::ApprovalAudited,
-            I::StageGraphWalk,
-        ],
-        Mutant::GuardDenyIgnored => &[I::GuardDenyBinds],
-        Mutant::FinalizeTwice => &[I::FinalizeOnce],
-        Mutant::ResultBeforeNotification => &[I::NotificationBeforeResult],
-        Mutant::ResultDiffersFromNotification => &[I::FrozenOutcome],
-        // Exclusive calls in a pool both overlap bodies and break the barrier.
-        Mutant::ExclusiveInPool => &[I::OnlySafeBodiesOverlap, I::ExclusiveBarrier],
-        Mutant::LateToolCall => &[I::ToolCallFirst],
-        Mutant::BlockKeepsContexts => &[I::BlockDropsContexts],
-        Mutant::EditWithoutRead => &[I::ReadBeforeEdit],
-        Mutant::RewriteArguments => &[I::IdentityUnchanged],
-        Mutant::AbsentApprovalAllows => &[I::ApprovalAbsentDenies],
-        Mutant::DenialNotError => &[I::DenialIsError],
-        Mutant::SubCallsOverlap => &[I::SubCallsSerialized],
-        Mutant::SubCallContextsForwarded => &[I::SubCallContextsOmitted],
-        Mutant::NoDispatchEvent => &[I::SubCallLogsDispatch],
-        Mutant::GuardAllowOverridesDeny => &[I::GuardDenyBinds],
-        Mutant::ObserverMutatesOutcome => &[I::FrozenOutcome],
-        Mutant::PreRewritesArguments => &[I::IdentityUnchanged],
-        Mutant::TimeoutAbandonsBody => &[I::BodySettlesBeforeCommit],
-        Mutant::BodyThrowReachesWrappers => &[I::BodyThrowIsAResult],
-        Mutant::ApprovalUnaudited => &[I::ApprovalAudited],
-        Mutant::RejectionLeaksFields => &[I::RejectionIsToolCallError],
-        Mutant::ThrowEscapes => &[I::ThrowIsNormalized],
-        Mutant::FinalizeSkippedOnError => &[I::FinalizeOnce],
-    }
 }
 
 /// Structural mutations for property tests: what goes wrong when records are lost, repeated or

@@ -1,8 +1,8 @@
 //! The batch settles, then its contexts are injected: after every result, FIFO by call, in each
 //! call's order (tool-deferred, wrapper, post-execute), a block keeping only its own.
 
-use tep_reference::graph::NodeId as N;
-use tep_reference::result::ContextOrigin;
+use tep_model::graph::NodeId as N;
+use tep_model::result::ContextOrigin;
 
 use super::{Cx, Rule, Visit};
 use crate::checker::context_text;
@@ -245,7 +245,7 @@ pub(crate) const BLOCK_DROPS_CONTEXTS: Rule = Rule::new(entry(
         return;
     };
     let call = cx.call(v.call);
-    if let Some((tep_reference::graph::Outcome::Block, pl)) = call.post
+    if let Some((tep_model::graph::Outcome::Block, pl)) = call.post
         && result
             .additional_contexts
             .iter()

@@ -1,9 +1,9 @@
 //! The shapes of recorded events: what each revision records, seqs, and which events are model
 //! facing.
 
-use tep_reference::graph::NodeId as N;
-use tep_reference::session::{EventBody, SessionEvent, ToolResultData};
-use tep_reference::trace::Capability;
+use tep_model::graph::NodeId as N;
+use tep_model::session::{EventBody, SessionEvent, ToolResultData};
+use tep_model::trace::Capability;
 
 use super::{Cx, Rule, Visit};
 use crate::invariants::{

@@ -1,8 +1,8 @@
 //! The `tools/result` notification: before the recorded `tool/result`, synchronous in rev2 and
 //! awaited in rev1, and the frozen outcome is what gets recorded.
 
-use tep_reference::graph::NodeId as N;
-use tep_reference::session::EventBody;
+use tep_model::graph::NodeId as N;
+use tep_model::session::EventBody;
 
 use super::{Cx, Rule, Visit};
 use crate::invariants::{

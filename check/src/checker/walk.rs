@@ -8,9 +8,7 @@
 
 use std::cell::Cell;
 
-use tep_reference::graph::{
-    EdgeId, NodeId, NodeKind, Outcome, Phase, Scope, StageGraph, StepError,
-};
+use tep_model::graph::{EdgeId, NodeId, NodeKind, Outcome, Phase, Scope, StageGraph, StepError};
 
 use super::state::Section;
 use crate::observation::{CallFacts, Expectations, has_hook};
@@ -518,8 +516,8 @@ impl Walker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tep_reference::graph::Revision;
-    use tep_reference::trace::{Capability, ObservationLevel};
+    use tep_model::graph::Revision;
+    use tep_model::trace::{Capability, ObservationLevel};
 
     use NodeId as N;
 

@@ -1,7 +1,7 @@
 //! `stage-graph-walk`: every visit is a step of the graph. The core computes the step
 //! (`crate::checker::walk`); this rule names the refused steps nothing more specific explains.
 
-use tep_reference::graph::NodeId as N;
+use tep_model::graph::NodeId as N;
 
 use super::{Claim, Refused, Rule};
 use crate::invariants::{CheckKind::Step, InvariantId as I, Level::Must, Read, Source::Doc, entry};

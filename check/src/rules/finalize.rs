@@ -1,7 +1,7 @@
 //! `finalizeContent` (rev2): the definition's callback, when it has one, runs exactly once,
 //! before `tools/result`, and changes content only.
 
-use tep_reference::graph::NodeId as N;
+use tep_model::graph::NodeId as N;
 
 use super::{Claim, Cx, Rule, Visit};
 use crate::invariants::{

@@ -11,11 +11,11 @@
 
 use std::collections::BTreeSet;
 
-use tep_reference::graph::{NodeId, Outcome};
-use tep_reference::identity::CallId;
-use tep_reference::session::EventBody;
-pub use tep_reference::trace::ObservationLevel;
-use tep_reference::trace::{Capability, TraceRecord};
+use tep_model::graph::{NodeId, Outcome};
+use tep_model::identity::CallId;
+use tep_model::session::EventBody;
+pub use tep_model::trace::ObservationLevel;
+use tep_model::trace::{Capability, TraceRecord};
 
 use ObservationLevel::{Events, Full, Hooks};
 
@@ -393,7 +393,7 @@ pub fn thin(records: &[TraceRecord], level: ObservationLevel) -> Vec<TraceRecord
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tep_reference::graph::{Revision, StageGraph};
+    use tep_model::graph::{Revision, StageGraph};
 
     #[test]
     fn every_node_of_every_graph_has_a_contract() {

@@ -4,8 +4,8 @@
 use std::io::BufRead;
 
 use serde_json::Value;
-use tep_reference::graph::NodeId;
-use tep_reference::trace::TraceRecord;
+use tep_model::graph::NodeId;
+use tep_model::trace::TraceRecord;
 
 use crate::checker::{CheckOptions, CheckReport, Checker, TraceError};
 
@@ -607,8 +607,8 @@ mod tests {
 
     /// Every line this toolkit writes: the corpus mix of both revisions and each built shape.
     fn written_lines() -> Vec<String> {
-        use crate::generate::{Shape, records};
-        let mut shapes: Vec<Shape> = tep_reference::graph::Revision::ALL
+        use tep_conformance::generate::{Shape, records};
+        let mut shapes: Vec<Shape> = tep_model::graph::Revision::ALL
             .into_iter()
             .map(Shape::CorpusMix)
             .collect();
@@ -624,7 +624,7 @@ mod tests {
         for shape in shapes {
             let records = records(shape).unwrap_or_else(|e| panic!("{e}"));
             lines.extend(
-                tep_reference::trace::to_jsonl(&records)
+                tep_model::trace::to_jsonl(&records)
                     .lines()
                     .map(str::to_owned),
             );
@@ -1066,12 +1066,12 @@ mod tests {
 
     #[test]
     fn a_parallel_check_reports_what_a_sequential_one_does() {
-        let text = crate::generate::jsonl(
-            crate::generate::Shape::CorpusMix(tep_reference::graph::Revision::Rev2),
+        let text = tep_conformance::generate::jsonl(
+            tep_conformance::generate::Shape::CorpusMix(tep_model::graph::Revision::Rev2),
             3,
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let options = CheckOptions::new(tep_reference::graph::Revision::Rev2);
+        let options = CheckOptions::new(tep_model::graph::Revision::Rev2);
         let one = check_reader(&options, text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         for workers in 1..4 {
             let parallel = check_reader_parallel(&options, text.as_bytes(), workers)

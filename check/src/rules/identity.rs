@@ -1,7 +1,7 @@
 //! Identity protected: one token, the call id, the tool name and the arguments the model sent,
 //! handed to every stage.
 
-use tep_reference::graph::NodeId as N;
+use tep_model::graph::NodeId as N;
 
 use super::{Cx, Rule, Visit};
 use crate::invariants::{
