@@ -28,7 +28,6 @@ pub mod generate;
 pub mod html;
 pub mod limits;
 pub mod mutants;
-pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod runner;

@@ -27,6 +27,7 @@ use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecor
 
 mod fuzz_command;
 mod output;
+mod progress;
 mod run_command;
 
 use output::{Stdout, note};

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::progress::Live;
 use anyhow::{Context, Result, anyhow, bail};
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans};
 use tep_conformance::baseline::{self, Baseline};
 use tep_conformance::html::{self, TraceExcerpt};
-use tep_conformance::progress::Live;
 use tep_conformance::protocol::Ready;
 use tep_conformance::report::{self, RunContext, verdict};
 use tep_conformance::runner::{
