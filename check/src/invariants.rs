@@ -4,7 +4,7 @@
 //! the reference semantics pin down), one sentence, where it comes from (words of the doc, an
 //! edge of the flowchart, numbered items of `spec/reference-semantics.md`), the revisions it
 //! applies to, the optional capability it needs, and how the checker checks it.
-//! `docs/invariants.md` is generated from [`CATALOG`].
+//! `docs/invariants.md` is generated from [`crate::catalog::CATALOG`].
 
 use std::fmt;
 use std::str::FromStr;
@@ -276,15 +276,6 @@ impl Invariant {
     }
 }
 
-/// The catalog entry of `id`.
-pub fn invariant(id: InvariantId) -> &'static Invariant {
-    // Every id has an entry (tests::catalog_is_complete); the fallback is never taken.
-    CATALOG
-        .get(id as usize)
-        .filter(|i| i.id == id)
-        .unwrap_or(&CATALOG[0])
-}
-
 /// A catalog entry that applies to every revision and needs no capability.
 pub(crate) const fn entry(
     id: InvariantId,
@@ -329,13 +320,10 @@ impl Invariant {
     }
 }
 
-/// Every invariant, in the order the docs list them: the entries of the rules in
-/// [`crate::rules::RULES`].
-pub const CATALOG: &[Invariant] = &crate::rules::CATALOG;
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::{CATALOG, invariant};
 
     #[test]
     fn catalog_is_complete_and_in_id_order() {

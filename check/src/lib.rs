@@ -3,7 +3,7 @@
 //! The trace checker for tool execution pipelines, as a library: a harness written in Rust can
 //! check the traces it records in its own tests, in process.
 //!
-//! - [`invariants`] and [`rules`]: every documented invariant as data (id, level, statement,
+//! - [`invariants`], [`rules`] and [`catalog`]: every documented invariant as data (id, level, statement,
 //!   sources, revisions, capability, observation level, the records it reads) beside its check.
 //! - [`observation`]: the observation contract (which records each level holds, their windows).
 //! - [`checker`] and [`trace_io`]: one streaming pass over a JSON Lines trace, every violation
@@ -32,7 +32,9 @@
 //! Architecture invariant: this crate depends on `tep-model` and a few data crates only. No
 //! tokio, no `tep-reference`, no processes, no files; threads only in the parallel reader.
 
+pub mod catalog;
 pub mod checker;
+pub mod facts;
 pub mod invariants;
 pub mod mutation;
 pub mod observation;

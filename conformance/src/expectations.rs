@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use tep_check::catalog::invariant;
 use tep_check::checker::Violation;
-use tep_check::invariants::{InvariantId as I, invariant};
+use tep_check::invariants::InvariantId as I;
 use tep_model::graph::NodeId;
 use tep_model::identity::CallId;
 use tep_model::result::content_text;

@@ -27,7 +27,8 @@ use crate::report::{
 };
 use crate::runner::Status;
 use crate::scenario::Scenario;
-use tep_check::invariants::{InvariantId, invariant};
+use tep_check::catalog::invariant;
+use tep_check::invariants::InvariantId;
 
 const STYLE: &str = include_str!("html/report.css");
 const SCRIPT: &str = include_str!("html/report.js");

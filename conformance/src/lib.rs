@@ -26,7 +26,6 @@ pub mod expectations;
 pub mod fuzz;
 pub mod generate;
 pub mod html;
-pub mod limits;
 pub mod mutants;
 pub mod protocol;
 pub mod report;
@@ -37,5 +36,8 @@ pub mod select;
 pub mod serve;
 pub mod suite;
 
+/// How big a scenario may be: part of reading one.
+pub use scenario::limits;
+
 // The checker is `tep-check`'s; these paths stay for the suite's users.
-pub use tep_check::{checker, invariants, mutation, observation, rules, trace_io};
+pub use tep_check::{catalog, checker, invariants, mutation, observation, rules, trace_io};

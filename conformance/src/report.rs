@@ -17,8 +17,9 @@ use tep_reference::trace::{Capability, ObservationLevel, to_jsonl};
 use crate::baseline::{BaselineOutcome, ScenarioComparison, StaleEntry};
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
 use crate::runner::{Coverage, RunReport, ScenarioResult, Status, steps_pointed_at};
+use tep_check::catalog::invariant;
 use tep_check::checker::{CheckOptions, CheckReport, InvariantStatus, StepRecord, Violation};
-use tep_check::invariants::{InvariantId, Level, invariant};
+use tep_check::invariants::{InvariantId, Level};
 
 /// Exit code: conformant.
 pub const EXIT_CONFORMANT: u8 = 0;

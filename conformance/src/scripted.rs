@@ -98,7 +98,7 @@ pub fn run_reference_to_the_end(
                 )
             })?;
         // Let observers' unawaited work settle so their marks are in the trace. `validate`
-        // bounds `asyncMs` (crate::limits); saturate anyway, this runs unvalidated scenarios too.
+        // bounds `asyncMs` (crate::scenario::limits); saturate anyway, this runs unvalidated scenarios too.
         let settle = scenario
             .observers
             .iter()

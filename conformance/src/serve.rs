@@ -16,7 +16,7 @@ pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
 /// Serves requests from `input` until `stop` or end of input. A line that is not a request (not
 /// UTF-8, too long, not JSON, not a known command) has no seq to answer with: it is reported on
-/// stderr and skipped. A request whose scenario is not valid (crate::limits included) is answered
+/// stderr and skipped. A request whose scenario is not valid (crate::scenario::limits included) is answered
 /// `errored`. Only an I/O error on `input` or `output` ends the loop early.
 pub fn serve_reference(
     mutants: Vec<Mutant>,

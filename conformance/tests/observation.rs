@@ -738,7 +738,7 @@ fn an_implementation_without_a_ui_records_no_cards_and_is_not_failed_for_it() {
 #[test]
 fn every_invariant_about_a_part_is_not_applicable_without_it() {
     for capability in Capability::ALL {
-        let about_it: Vec<_> = tep_conformance::invariants::CATALOG
+        let about_it: Vec<_> = tep_conformance::catalog::CATALOG
             .iter()
             .filter(|i| i.requires == Some(capability))
             .collect();
@@ -807,7 +807,7 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
     };
     assert!(not_checkable(ObservationLevel::Events) > not_checkable(ObservationLevel::Hooks));
     // Without a scenario, only what reads the scenario cannot be checked at full.
-    let read_the_scenario = tep_conformance::invariants::CATALOG
+    let read_the_scenario = tep_conformance::catalog::CATALOG
         .iter()
         .filter(|i| {
             i.reads

@@ -9,8 +9,9 @@
 
 use std::collections::BTreeSet;
 
+use tep_conformance::catalog::CATALOG;
 use tep_conformance::checker::{CheckOptions, ScenarioFacts, check_records};
-use tep_conformance::invariants::{CATALOG, InvariantId};
+use tep_conformance::invariants::InvariantId;
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
 use tep_reference::graph::Revision;

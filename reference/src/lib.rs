@@ -17,7 +17,6 @@
 //! Architecture invariant: this crate never depends on the checker (`tep-check`): the
 //! pipeline does not know its judge.
 
-pub mod code_mode;
 pub mod fs;
 pub mod identity;
 pub mod mutant;
@@ -27,3 +26,5 @@ pub mod wrappers;
 
 // The spec's data lives in `tep-model`; these paths stay for the pipeline's users.
 pub use tep_model::{RUN_CODE, graph, result, session, vocabulary};
+// Code Mode's sub-calls re-enter the pipeline: it is a part of it, reachable where it was.
+pub use pipeline::code_mode;

@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
+use tep_conformance::catalog::CATALOG;
 use tep_conformance::checker::{CheckOptions, check_records, required_fields};
-use tep_conformance::invariants::{CATALOG, InvariantId};
+use tep_conformance::invariants::InvariantId;
 use tep_conformance::scenario::Scenario;
 use tep_conformance::scripted::run_reference;
 use tep_reference::graph::{EdgeId, EdgeStyle, NodeId, Revision, StageGraph};
@@ -389,7 +390,7 @@ pub fn observation_table() -> String {
 // invariants.md
 
 pub fn invariants_page(corpus: &[Scenario]) -> String {
-    let mut out = header("the rules in conformance/src/rules/");
+    let mut out = header("the rules in check/src/rules/");
     let _ = writeln!(out, "# Invariant catalog\n");
     let _ = writeln!(
         out,
@@ -399,7 +400,7 @@ pub fn invariants_page(corpus: &[Scenario]) -> String {
          optional part apply only to implementations that declare it. Each is checkable from an \
          observation level on ([conformance.md](conformance.md#observation-levels)): below it, \
          reports list it as not checkable. Each entry is printed from its rule in \
-         `conformance/src/rules/`; `tep invariants explain ID` prints the same entry.\n",
+         `check/src/rules/`; `tep invariants explain ID` prints the same entry.\n",
         CATALOG.len()
     );
     out.push_str("| invariant | level | revisions | needs | observed from | statement |\n|---|---|---|---|---|---|\n");

@@ -2,7 +2,7 @@
 //! that witness it.
 //!
 //! The core here tracks batches and calls: it reads each record, moves the call along its graph
-//! ([`walk`]), and keeps the facts every rule reads ([`state`]). The invariants themselves are
+//! ([`crate::facts::walk`]), and keeps the facts every rule reads ([`crate::facts`]). The invariants themselves are
 //! the rules of [`crate::rules`], one per invariant beside its catalog entry: the core asks them
 //! to name a step the graph does not allow (the most specific claim wins, so one fault is one
 //! violation), hands them each visit of the records they read, and calls them when a batch
@@ -13,26 +13,24 @@
 //! Memory is bounded by the calls of the open batch (plus one version per file the fs gate has
 //! seen): a batch's state is dropped when the next `model` observation opens the next batch.
 
-pub(crate) mod state;
-pub(crate) mod walk;
-
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::Serialize;
-use tep_model::graph::{EdgeId, GraphKind, NodeId, NodeKind, Outcome, Revision, Scope, StageGraph};
+use tep_model::graph::{EdgeId, GraphKind, NodeId, NodeKind, Outcome, Scope, StageGraph};
 use tep_model::identity::{CallId, parse_arguments};
 use tep_model::session::{EventBody, FileState, MessageSource, SessionEvent};
-use tep_model::trace::{
-    Capability, EventRecord, Mark, MarkKind, Observation, ObservationLevel, TraceRecord,
-};
+use tep_model::trace::{EventRecord, Mark, MarkKind, Observation, ObservationLevel, TraceRecord};
 
-use crate::invariants::{InvariantId, Level, invariant};
-use crate::observation::{CallFacts, Expectations};
+use crate::catalog::invariant;
+pub use crate::facts::state::scanned;
+use crate::facts::state::{Batch, Call, Section};
+use crate::facts::walk::{Step, Walker, bit};
+pub use crate::facts::{CheckOptions, InvariantStatus, ScenarioFacts};
+use crate::facts::{FsSeen, context_text};
+use crate::invariants::{InvariantId, Level};
+use crate::observation::Expectations;
 use crate::rules::{self, Claim, Cx, Finding, Read, Record, Refused, Rule, Visit};
-pub use state::scanned;
-use state::{Batch, Call, Section};
-use walk::{Step, Walker, bit};
 
 /// At most this many violations are kept; the rest are counted.
 pub const MAX_VIOLATIONS: usize = 1000;
@@ -73,65 +71,8 @@ impl TraceError {
     }
 }
 
-/// What a scenario says that a trace does not: which definitions have `finalizeContent`, and
-/// whether an approval prompt is mounted (drive mode knows; replay mode does not).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ScenarioFacts {
-    /// The tools whose definition has `finalizeContent`; every other call has none.
-    pub finalizers: BTreeSet<String>,
-    pub prompt: bool,
-}
-
-/// What to check a trace against.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckOptions {
-    pub revision: Revision,
-    /// The parts the implementation has; `None` means all. Invariants needing an absent part are
-    /// not applicable.
-    pub capabilities: Option<BTreeSet<Capability>>,
-    /// Which records the trace holds.
-    pub level: ObservationLevel,
-    pub facts: Option<ScenarioFacts>,
-    /// Whether bodies record `body-settled` marks (protocol 1 adapters did not); at level
-    /// `hooks` and above they are then required.
-    pub body_marks: bool,
-}
-
-/// Whether an invariant is checked on a trace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "status", content = "why", rename_all = "kebab-case")]
-pub enum InvariantStatus {
-    Checked,
-    /// The trace's observation level lacks the records the check reads.
-    NotCheckable(String),
-    /// Outside the revision, or about a part the implementation does not declare.
-    NotApplicable(String),
-}
-
+/// What the catalog says of an invariant under these options.
 impl CheckOptions {
-    /// Every record expected (`full`), every part present, no scenario facts.
-    pub fn new(revision: Revision) -> Self {
-        CheckOptions {
-            revision,
-            capabilities: None,
-            level: ObservationLevel::Full,
-            facts: None,
-            body_marks: true,
-        }
-    }
-
-    /// The same options at another observation level.
-    pub fn observed(mut self, level: ObservationLevel) -> Self {
-        self.level = level;
-        self
-    }
-
-    pub fn has(&self, capability: Capability) -> bool {
-        self.capabilities
-            .as_ref()
-            .is_none_or(|caps| caps.contains(&capability))
-    }
-
     pub fn status(&self, id: InvariantId) -> InvariantStatus {
         let inv = invariant(id);
         if !inv.applies_to(self.revision) {
@@ -164,17 +105,6 @@ impl CheckOptions {
             .iter()
             .map(|&id| (id, self.status(id)))
             .collect()
-    }
-
-    /// What the scenario says about a call of `tool`.
-    pub fn call_facts(&self, tool: &str) -> CallFacts {
-        match &self.facts {
-            None => CallFacts::default(),
-            Some(f) => CallFacts {
-                finalizer: Some(f.finalizers.contains(tool)),
-                prompt: Some(f.prompt),
-            },
-        }
     }
 }
 
@@ -231,14 +161,6 @@ pub fn check_records(
     records: &[TraceRecord],
 ) -> Result<CheckReport, TraceError> {
     Checker::new(options.clone()).check(records)
-}
-
-/// What holds across batches: the session log's last seq and what the agent observed of files.
-#[derive(Debug, Default)]
-pub(crate) struct FsSeen {
-    /// Per file, the version the agent last observed and the line.
-    pub files: HashMap<String, (u64, usize)>,
-    pub last_seq: Option<(u64, usize)>,
 }
 
 /// The rules that run on a trace, indexed by what they read.
@@ -1313,15 +1235,6 @@ fn fifo(batch: &Batch) -> Vec<(usize, String, usize)> {
         .collect()
 }
 
-/// The text of an injected context event.
-pub(crate) fn context_text(body: &EventBody) -> Option<String> {
-    match body {
-        EventBody::UserMessage(m) => Some(tep_model::result::content_text(&m.content)),
-        EventBody::ContextMessage(m) => Some(tep_model::result::content_text(&m.content)),
-        _ => None,
-    }
-}
-
 fn tool_source(source: &MessageSource) -> Option<&CallId> {
     match source {
         MessageSource::Tool { call_id } => Some(call_id),
@@ -1367,6 +1280,7 @@ mod tests {
     use super::*;
     use tep_conformance::scenario::corpus;
     use tep_conformance::scripted::run_reference;
+    use tep_model::graph::Revision;
     use tep_reference::mutant::Mutant;
 
     fn checked(id: &str, mutants: &[Mutant], keep: bool) -> CheckReport {

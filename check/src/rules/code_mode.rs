@@ -6,8 +6,8 @@ use tep_model::session::EventBody;
 use tep_model::trace::Capability;
 
 use super::{Claim, Cx, Rule, Visit};
-use crate::checker::state::Call;
-use crate::checker::walk::bit;
+use crate::facts::state::Call;
+use crate::facts::walk::bit;
 use crate::invariants::{
     CheckKind::{Batch, Stage, Step},
     InvariantId as I,

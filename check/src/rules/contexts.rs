@@ -5,8 +5,8 @@ use tep_model::graph::NodeId as N;
 use tep_model::result::ContextOrigin;
 
 use super::{Cx, Rule, Visit};
-use crate::checker::context_text;
-use crate::checker::state::ContextMatch;
+use crate::facts::context_text;
+use crate::facts::state::ContextMatch;
 use crate::invariants::{
     CheckKind::{BatchEnd, Stage, Step},
     InvariantId as I,

@@ -34,9 +34,9 @@ use tep_model::identity::CallId;
 use tep_model::session::SessionEvent;
 use tep_model::trace::{Mark, Observation};
 
-use crate::checker::state::{Batch, Call, at};
-use crate::checker::walk::Step;
-use crate::checker::{CheckOptions, FsSeen};
+use crate::facts::state::{Batch, Call, at};
+use crate::facts::walk::Step;
+use crate::facts::{CheckOptions, FsSeen};
 use crate::invariants::{Invariant, InvariantId};
 
 pub(crate) use crate::invariants::Read;

@@ -4,8 +4,10 @@
 //! - [`extension`] defines the extension points (waterfalls, approval, guards, wrappers,
 //!   observers, presenters) and their contracts;
 //! - [`tool`] defines tools and what a body may do (fs gate, owned events, deferred contexts);
-//! - [`registry`] drives a batch: ordered stages in model order, bodies in parallel pools.
+//! - [`registry`] drives a batch: ordered stages in model order, bodies in parallel pools;
+//! - [`code_mode`] is the reserved `run_code` tool, whose sub-calls re-enter the registry.
 
+pub mod code_mode;
 pub mod extension;
 pub mod registry;
 pub mod simple;

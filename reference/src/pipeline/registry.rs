@@ -99,7 +99,7 @@ pub struct RegistryBuilder {
     max_parallel: Option<usize>,
     mutants: BTreeSet<Mutant>,
     recorder: Option<Recorder>,
-    code_mode: Option<Arc<dyn crate::code_mode::ProgramLoader>>,
+    code_mode: Option<Arc<dyn crate::pipeline::code_mode::ProgramLoader>>,
 }
 
 impl std::fmt::Debug for RegistryBuilder {
@@ -193,7 +193,7 @@ impl RegistryBuilder {
     }
 
     /// Turns Code Mode on: the reserved `run_code` tool runs the programs `loader` provides.
-    pub fn code_mode(mut self, loader: Arc<dyn crate::code_mode::ProgramLoader>) -> Self {
+    pub fn code_mode(mut self, loader: Arc<dyn crate::pipeline::code_mode::ProgramLoader>) -> Self {
         self.code_mode = Some(loader);
         self
     }
@@ -229,9 +229,9 @@ impl RegistryBuilder {
             recorder: self.recorder.unwrap_or_default(),
             max_parallel: self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL),
             mutants: self.mutants,
-            run_code: self
-                .code_mode
-                .map(|loader| Arc::new(crate::code_mode::RunCode { loader }) as Arc<dyn Tool>),
+            run_code: self.code_mode.map(|loader| {
+                Arc::new(crate::pipeline::code_mode::RunCode { loader }) as Arc<dyn Tool>
+            }),
             tokens: AtomicU64::new(0),
             steps: AtomicU64::new(0),
             escaped: Mutex::new(None),
@@ -990,7 +990,7 @@ impl ToolRegistry {
         n: usize,
         tool: &str,
         arguments: Value,
-    ) -> Result<Value, crate::code_mode::ToolCallError> {
+    ) -> Result<Value, crate::pipeline::code_mode::ToolCallError> {
         let outer = parent.execution();
         let id = outer.call_id().code_sub_call(n);
         let plan = self.plan(ModelCall {
@@ -1067,7 +1067,7 @@ impl ToolRegistry {
                     serde_json::to_value(&frozen.content).unwrap_or_default(),
                 );
             }
-            Err(crate::code_mode::ToolCallError {
+            Err(crate::pipeline::code_mode::ToolCallError {
                 tool_name: tool.to_owned(),
                 message: frozen
                     .error

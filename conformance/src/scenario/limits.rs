@@ -4,7 +4,7 @@
 //! 4 body steps, 6 binding calls per program, 3 retry attempts, 500 ms of virtual time per step)
 //! and are checked by [`Scenario::validate`]. `docs/limits.md` lists them with every other limit.
 
-use crate::scenario::{BodyStep, ProgramStep, Scenario, ScenarioError, WrapperSpec};
+use super::{BodyStep, ProgramStep, Scenario, ScenarioError, WrapperSpec};
 
 /// Bytes of a scenario's id, which names files (`<id>.json`, `--traces DIR/<id>.jsonl`; most file
 /// systems allow 255 bytes) and starts every error about the scenario.

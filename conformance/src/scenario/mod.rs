@@ -17,7 +17,10 @@ use tep_reference::identity::CallId;
 use tep_reference::session::Todo;
 use tep_reference::trace::Capability;
 
-use tep_check::invariants::{InvariantId, invariant};
+use tep_check::catalog::invariant;
+use tep_check::invariants::InvariantId;
+
+pub mod limits;
 
 /// One scenario of the corpus.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -552,7 +555,7 @@ impl Scenario {
 
     /// Checks what serde cannot: references between fields.
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        crate::limits::check_scenario(self)?;
+        limits::check_scenario(self)?;
         let fail = |message: String| ScenarioError {
             id: self.id.clone(),
             message,

@@ -1,0 +1,106 @@
+//! What the checker's core knows of a trace, and every rule reads: the options it checks
+//! against, the open batch and its calls ([`state`]), each call's walk along its graph
+//! ([`walk`]), and what holds across batches.
+//!
+//! The core (`crate::checker`) writes these facts; the rules (`crate::rules`) read them. Both
+//! depend on this module, and it on neither.
+
+pub(crate) mod state;
+pub(crate) mod walk;
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+use tep_model::graph::Revision;
+use tep_model::session::EventBody;
+use tep_model::trace::{Capability, ObservationLevel};
+
+use crate::observation::CallFacts;
+
+/// What a scenario says that a trace does not: which definitions have `finalizeContent`, and
+/// whether an approval prompt is mounted (drive mode knows; replay mode does not).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScenarioFacts {
+    /// The tools whose definition has `finalizeContent`; every other call has none.
+    pub finalizers: BTreeSet<String>,
+    pub prompt: bool,
+}
+
+/// What to check a trace against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckOptions {
+    pub revision: Revision,
+    /// The parts the implementation has; `None` means all. Invariants needing an absent part are
+    /// not applicable.
+    pub capabilities: Option<BTreeSet<Capability>>,
+    /// Which records the trace holds.
+    pub level: ObservationLevel,
+    pub facts: Option<ScenarioFacts>,
+    /// Whether bodies record `body-settled` marks (protocol 1 adapters did not); at level
+    /// `hooks` and above they are then required.
+    pub body_marks: bool,
+}
+
+/// Whether an invariant is checked on a trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "why", rename_all = "kebab-case")]
+pub enum InvariantStatus {
+    Checked,
+    /// The trace's observation level lacks the records the check reads.
+    NotCheckable(String),
+    /// Outside the revision, or about a part the implementation does not declare.
+    NotApplicable(String),
+}
+
+impl CheckOptions {
+    /// Every record expected (`full`), every part present, no scenario facts.
+    pub fn new(revision: Revision) -> Self {
+        CheckOptions {
+            revision,
+            capabilities: None,
+            level: ObservationLevel::Full,
+            facts: None,
+            body_marks: true,
+        }
+    }
+
+    /// The same options at another observation level.
+    pub fn observed(mut self, level: ObservationLevel) -> Self {
+        self.level = level;
+        self
+    }
+
+    pub fn has(&self, capability: Capability) -> bool {
+        self.capabilities
+            .as_ref()
+            .is_none_or(|caps| caps.contains(&capability))
+    }
+
+    /// What the scenario says about a call of `tool`.
+    pub fn call_facts(&self, tool: &str) -> CallFacts {
+        match &self.facts {
+            None => CallFacts::default(),
+            Some(f) => CallFacts {
+                finalizer: Some(f.finalizers.contains(tool)),
+                prompt: Some(f.prompt),
+            },
+        }
+    }
+}
+
+/// What holds across batches: the session log's last seq and what the agent observed of files.
+#[derive(Debug, Default)]
+pub(crate) struct FsSeen {
+    /// Per file, the version the agent last observed and the line.
+    pub files: HashMap<String, (u64, usize)>,
+    pub last_seq: Option<(u64, usize)>,
+}
+
+/// The text of an injected context event: a user or context message.
+pub(crate) fn context_text(body: &EventBody) -> Option<String> {
+    match body {
+        EventBody::UserMessage(m) => Some(tep_model::result::content_text(&m.content)),
+        EventBody::ContextMessage(m) => Some(tep_model::result::content_text(&m.content)),
+        _ => None,
+    }
+}
