@@ -17,7 +17,7 @@ See README.md next to this package, and docs/adapter-protocol.md for the contrac
 """
 
 from .cancel import CancelSignal, Signal, cancelled_within
-from .dialect import Cancelled, Dialect, ProgramOutput
+from .dialect import BodyCancelledError, Cancelled, ContextOrigin, Dialect, GlueError, ProgramOutput
 from .protocol import (
     PROTOCOL_VERSION,
     Adapter,
@@ -37,18 +37,23 @@ from .records import (
     texts_of,
 )
 from .scenario import Scenario, ScenarioError, compact_json, decode_scenario
-from .scripts import Escaped, Run, ScriptedError, Skip
+from .scripts import GUARD_PROBE, CodeRun, Escaped, Run, ScriptedError, Skip
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ALL_CAPABILITIES",
+    "GUARD_PROBE",
     "PROTOCOL_VERSION",
     "Adapter",
+    "BodyCancelledError",
     "CancelSignal",
     "Cancelled",
+    "CodeRun",
+    "ContextOrigin",
     "Dialect",
     "Escaped",
+    "GlueError",
     "Identity",
     "Implementation",
     "ProgramOutput",

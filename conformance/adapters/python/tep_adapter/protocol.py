@@ -6,6 +6,13 @@ protocol: it answers `start` with `ready`, each `run` with a trace, a skip, an e
 pointed at stderr for the adapter's lifetime, so a stray `print()` (or a child process) cannot
 break the stream. Each scenario runs in a fresh event loop.
 
+Before it answers, the kit checks what it can of the adapter's own glue, so a mistake there is
+answered `errored` with a message that names the kit method to call, instead of a trace judged
+for it: a trace that does not start with the batch (`run.recorder.on_model`), a dialect method a
+scenario needs and the dialect lacks, a kit coroutine the pipeline never awaited (a synchronous
+hook: mount the `sync=True` form), a value that is not JSON (named by its field). Nothing an
+adapter records can make the answer unsendable.
+
 With `--scenario ID-or-FILE` it runs one scenario locally, prints its trace (JSON Lines) and the
 verdict of `tep check` on it, when a `tep` binary is found (`--tep`, `$TEP_BIN`, or `PATH`).
 """
@@ -14,13 +21,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import traceback
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -99,7 +110,11 @@ class Adapter:
             return self.implementation.ready()
         if cmd == "run":
             seq = request.get("seq")
-            return {"seq": seq, **self.run(request.get("scenario", {}), request.get("spec", "rev2"))}
+            try:
+                answer = self.run(request.get("scenario", {}), request.get("spec", "rev2"))
+            except Exception as error:  # the kit's own failure: still an answer to this seq
+                answer = {"errored": {"message": f"{type(error).__name__}: {error}", "context": traceback.format_exc()}}
+            return {"seq": seq, **answer}
         if cmd == "stop":
             return None
         raise ValueError(f"unknown command {cmd!r}")
@@ -114,7 +129,18 @@ class Adapter:
             scenario = decode_scenario(raw)
         except (ScenarioError, AttributeError, TypeError) as error:
             return {"errored": {"message": f"cannot decode the scenario: {error}"}}
-        return asyncio.run(self._run(Run(scenario, self.dialect, spec)))
+        run = Run(scenario, self.dialect, spec)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            answer = asyncio.run(self._run(run))
+            gc.collect()  # a coroutine nobody awaited warns when it is collected
+        for warning in caught:
+            hint = _unawaited_hint(str(warning.message))
+            if hint is not None:
+                run.fail(hint)
+            else:
+                warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+        return checked(run, answer)
 
     async def _run(self, run: Run) -> dict[str, Json]:
         header = self.implementation.header(run.spec)
@@ -143,9 +169,127 @@ class Adapter:
                 continue
             if answer is None:
                 break
-            out.write(json.dumps(answer, separators=(",", ":"), ensure_ascii=False) + "\n")
+            try:
+                line = json.dumps(answer, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as error:  # never a dead process: say why instead
+                seq = answer.get("seq")
+                line = json.dumps({"seq": seq, "errored": {"message": f"the answer cannot be sent: {error}"}})
+            out.write(line + "\n")
             out.flush()
         return 0
+
+
+_UNAWAITED = re.compile(r"coroutine '(?:tep_adapter:(?P<form>[^']*)|Run\.(?P<method>body|program))' was never awaited")
+
+
+def _unawaited_hint(warning: str) -> str | None:
+    """What to do about a kit coroutine the pipeline never awaited, or None (not the kit's)."""
+    found = _UNAWAITED.search(warning)
+    if found is None:
+        return None
+    if found["method"] is not None:
+        return f"your pipeline called run.{found['method']} without awaiting it: it is a coroutine function"
+    form = found["form"]
+    if form in ("run.pre_listeners()", "run.post_listeners()", "run.approval()", "run.guards()"):
+        return (
+            f"your pipeline called what {form} made without awaiting it: that hook of yours is synchronous, "
+            f"so mount {form[:-1]}sync=True) instead"
+        )
+    return f"your pipeline called what {form} made without awaiting it: that hook of yours must await it"
+
+
+def checked(run: Run, answer: dict[str, Json]) -> dict[str, Json]:
+    """`answer`, unless the kit found a mistake of the adapter's glue, or the answer would not
+    encode as JSON: then an `errored` answer that says what to fix."""
+    if "skipped" in answer:
+        return _sendable(answer)
+    problems = run.problems
+    if problems:
+        others = "" if len(problems) == 1 else f" (and {len(problems) - 1} more, below)"
+        context = "\n".join(problems)
+        if "errored" in answer:
+            context += "\n\n" + str(answer["errored"].get("message", ""))
+        return {"errored": {"message": problems[0] + others, "context": context}}
+    trace = answer.get("trace")
+    if isinstance(trace, list):
+        records = trace[1:]  # after the header
+        if not records:
+            return {"errored": {"message": "nothing was recorded: " + _ON_MODEL}}
+        first = records[0]
+        if not (first.get("kind") == "stage" and first.get("node") == "model"):
+            message = f"a record before the first model observation ({_described(first)}): {_ON_MODEL}"
+            return {"errored": {"message": message}}
+    return _sendable(answer)
+
+
+_ON_MODEL = (
+    "call run.recorder.on_model(calls) when the batch starts, before anything else is recorded, e.g. "
+    "run.recorder.on_model((c.call_id, c.tool) for c in run.scenario.calls)"
+)
+
+
+def _described(record: Any) -> str:
+    """A record in a few words: `stage final, call c1`."""
+    if not isinstance(record, Mapping):
+        return f"a {type(record).__name__}"
+    kind = record.get("kind")
+    what = record.get("node") or record.get("mark")
+    if kind == "event" and isinstance(record.get("event"), Mapping):
+        what = record["event"].get("type")
+    call = record.get("call")
+    return f"{kind} {what}" + (f", call {call}" if call is not None else "")
+
+
+def _sendable(answer: dict[str, Json]) -> dict[str, Json]:
+    """`answer` if it encodes as JSON, else an `errored` answer naming the first value that
+    does not: its record and field (`trace[7] (stage final, call c1): result.content[0]`)."""
+    try:
+        json.dumps(answer, allow_nan=False)
+        return answer
+    except (TypeError, ValueError):
+        pass
+    body = answer.get("escaped", answer)
+    trace = body.get("trace") if isinstance(body, Mapping) else None
+    found: tuple[str, Any] | None = None
+    for i, record in enumerate(trace if isinstance(trace, list) else ()):
+        inner = _unencodable(record)
+        if inner is not None:
+            found = (f"trace[{i}] ({_described(record)}): {inner[0] or 'the record'}", inner[1])
+            break
+    found = found or _unencodable(answer) or ("the answer", None)
+    where, value = found
+    return {
+        "errored": {
+            "message": f"the answer cannot be sent: {where} is not JSON (a {type(value).__name__!r} value; "
+            "the kit records plain JSON: make your dialect and the data you record give dicts, lists, "
+            "strings, finite numbers, booleans or None)",
+            "context": repr(value)[:500],
+        }
+    }
+
+
+def _unencodable(value: Any, path: str = "") -> tuple[str, Any] | None:
+    """The field (`result.content[0]`) and value of the first part of `value` that `json.dumps`
+    refuses, or None."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not (key is None or isinstance(key, (str, int, float, bool))):
+                return f"{path} key {key!r}".strip(), key
+            found = _unencodable(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _unencodable(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    return path, value
 
 
 def _claim_stdout() -> IO[str]:

@@ -14,13 +14,25 @@ docs/adapter-protocol.md ("Recording the trace"):
   `approval/decided` (logged once the prompt returned) sits inside the stage;
 - an `fsGate` visit is followed by the body resuming (`toolBody`);
 - listeners entered and guard verdicts are collected as the scripted parts run, and land on the
-  `pre`, `post` and `guards` records.
+  `pre`, `post` and `guards` records; a guard consulted after the deny (or throw) that recorded
+  a `guards` stage, before any other record of that call, is added to that stage's verdicts:
+  that is the evidence that a guard ran after a deny;
+- every event is numbered in the order it is recorded; an event from your harness's log keeps
+  its own number only as a key (`seq=`): the `source_seqs` it names are translated to the
+  trace's numbers, so your log's events and the recorder's helpers share one numbering;
+- results go through `Dialect.result`, and every value is turned into plain JSON (mappings,
+  sequences) as it is recorded.
 
-Nothing is sorted or rewritten after the fact: the order of calls is the evidence.
+Nothing is sorted or moved after the fact: the order of calls is the evidence.
+
+A mistake in the adapter's glue the recorder can see (a `tool/call` whose arguments are not the
+raw string, a result `Dialect.result` cannot read) is kept in `problems`: the kit then answers the
+scenario `errored` with it, rather than send a trace that would be judged for the glue's fault.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +43,8 @@ from .records import Identity, Record, ResultRecord, jsonable, text_block
 from .scenario import Json, TodoItem
 
 Spec = Literal["rev1", "rev2"]
+
+_UNKNOWN: Any = object()
 
 
 class Recorder:
@@ -55,7 +69,19 @@ class Recorder:
         self._held: dict[str, Record] = {}
         self._entered: dict[tuple[str, str], list[str]] = {}
         self._verdicts: dict[str, list[dict[str, str]]] = {}
+        self._guard_chains: dict[str, Record] = {}
+        self._dispatching: set[str] = set()
         self._contexts: dict[str, int] = {}
+        self._harness_seqs: dict[int, int] = {}
+        self._last_harness_seq: int | None = None
+        self.problems: list[str] = []
+        """Mistakes of the adapter's glue, in the order found (see the module docs)."""
+
+    def problem(self, message: str) -> None:
+        """Notes a mistake of the adapter's glue: the scenario is answered `errored` with it."""
+        with self._lock:
+            if message not in self.problems:
+                self.problems.append(message)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -73,6 +99,8 @@ class Recorder:
 
     def _append(self, record: Record) -> Record:
         with self._lock:
+            # Any other record of a call closes the guard chain its last guards stage ended.
+            self._guard_chains.pop(record.get("call"), None)  # type: ignore[arg-type]
             # A held approval stage goes right after its call's audit, else right before this.
             audit = record["kind"] == "event" and record["event"]["type"] == "approval/decided"
             after = self._held.pop(record["call"]) if audit and record.get("call") in self._held else None
@@ -96,7 +124,22 @@ class Recorder:
         return record
 
     def _result(self, result: Any) -> ResultRecord:
-        return result if _is_result_record(result) else self.dialect.result(result)
+        """`result` as the trace records it, through `Dialect.result`. A mapping already in the
+        trace's shape is still accepted when the dialect cannot read it (adapters written before
+        the recorder asked the dialect first)."""
+        try:
+            found: Any = self.dialect.result(result)
+        except Exception as error:
+            if not _is_result_record(result):
+                if isinstance(error, NotImplementedError):
+                    self.problem(str(error))
+                raise
+            found = result
+        record = jsonable(found)
+        shape = _result_shape_problem(record)
+        if shape is not None:
+            self.problem(f"Dialect.result returned {shape} for a {type(result).__name__}")
+        return record  # type: ignore[no-any-return]
 
     def now_ms(self) -> int:
         return int((self._clock() - self._start) * 1000)
@@ -111,12 +154,25 @@ class Recorder:
         *,
         surface_op: str | None = None,
         source_seqs: Sequence[int] | None = None,
+        seq: int | None = None,
     ) -> int:
         """A session event, from a log that already speaks the spec's event vocabulary. Returns
-        its `seq`. A `tool/call` is remembered so its `tool/result` can name it."""
+        its `seq` in the trace. A `tool/call` is remembered so its `tool/result` can name it.
+
+        `seq` is the number your log gave the event, if it numbers them: the trace numbers every
+        event itself (in the order recorded, shared with the helpers below), and `source_seqs` of
+        an event that has a `seq` are your log's numbers, translated to the trace's."""
         with self._lock:
             call_id = None if call is None else self.call_id(call)
             self._seq += 1
+            if seq is not None:
+                if self._last_harness_seq is not None and seq <= self._last_harness_seq:
+                    # The trace's numbering cannot show this (it is the kit's): say it here.
+                    _warn(f"your log numbered {type!r} {seq}, after {self._last_harness_seq}: not increasing")
+                self._last_harness_seq = seq
+                self._harness_seqs[seq] = self._seq
+                if source_seqs is not None:
+                    source_seqs = [self._harness_seqs.get(s, s) for s in source_seqs]
             event: dict[str, Json] = {"seq": self._seq, "time": self.now_ms(), "type": type, "data": jsonable(data)}
             if surface_op is None and type in ("tool/result", "user/message"):
                 surface_op = "append"
@@ -137,6 +193,11 @@ class Recorder:
     def on_tool_call(self, call: Any, name: str, arguments: str, *, turn: int = 1, step: int = 1) -> int:
         """The model's call is logged (`arguments`: the raw string the model wrote)."""
         call_id = self.call_id(call)
+        if not isinstance(arguments, str):
+            self.problem(
+                f"recorder.on_tool_call({call_id!r}, ...) was handed arguments as a {type(arguments).__name__}: "
+                "a tool/call records the raw string the model wrote (run.scenario.calls[i].raw_arguments)"
+            )
         data = {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}
         return self.on_event("tool/call", data, call_id)
 
@@ -306,14 +367,31 @@ class Recorder:
             self._append(record)
             return
         with self._lock:
+            earlier = self._held.pop(record["call"], None)
+            if earlier is not None:  # asked again before any other record: both answers stay
+                self.records.append(earlier)
             self._held[record["call"]] = record
 
     def guard_verdict(self, call: Any, guard: str, verdict: str, reason: str | None = None) -> None:
-        """A scripted guard gave a verdict: abstain, deny, allow (tried) or throw."""
+        """A scripted guard gave a verdict: abstain, deny, allow (tried) or throw. A guard
+        consulted after the chain's `guards` stage was recorded (at a deny or a throw), with no
+        other record of the call since, is added to that stage."""
         entry = {"guard": guard, "verdict": verdict}
         if reason is not None:
             entry["reason"] = reason
-        self._verdicts.setdefault(self.call_id(call), []).append(entry)
+        call_id = self.call_id(call)
+        with self._lock:
+            ended = self._guard_chains.get(call_id)
+            if ended is not None:
+                ended["verdicts"].append(entry)
+                ended["listeners"].append(guard)
+                return
+            self._verdicts.setdefault(call_id, []).append(entry)
+
+    def guards_ended(self, call: Any) -> bool:
+        """Whether the call's guard chain already recorded its `guards` stage at a deny or a
+        throw (and no other record of the call came since)."""
+        return self.call_id(call) in self._guard_chains
 
     def on_guards(
         self, call: Any, outcome: str, reason: str | None = None, *, verdicts: Sequence[Mapping[str, str]] | None = None
@@ -321,11 +399,13 @@ class Recorder:
         """The guards have run: allow, deny, or throw."""
         noted = self._verdicts.pop(self.call_id(call), [])
         found = [dict(v) for v in verdicts] if verdicts is not None else noted
-        self._append(
-            self._stage(
-                "guards", call, outcome=outcome, reason=reason, listeners=[v["guard"] for v in found], verdicts=found
-            )
+        record = self._stage(
+            "guards", call, outcome=outcome, reason=reason, listeners=[v["guard"] for v in found], verdicts=found
         )
+        with self._lock:
+            self._append(record)
+            if outcome in ("deny", "throw"):
+                self._guard_chains[record["call"]] = record
 
     def on_denied(self, call: Any, reason: str) -> None:
         """(full) The call is refused and its body skipped."""
@@ -333,11 +413,21 @@ class Recorder:
 
     def on_dispatch(self, call: Any) -> None:
         """Control enters the innermost `next()` of `tools/execute` (first `around` moment)."""
-        self._append(self._stage("around", call))
+        record = self._stage("around", call)
+        with self._lock:
+            self._append(record)
+            self._dispatching.add(record["call"])
+
+    def dispatch_pending(self, call: Any) -> bool:
+        """Whether the call's last dispatch (`on_dispatch`) has not started a body yet."""
+        return self.call_id(call) in self._dispatching
 
     def on_body_start(self, call: Any) -> None:
         """The body starts."""
-        self._append(self._stage("toolBody", call))
+        record = self._stage("toolBody", call)
+        with self._lock:
+            self._append(record)
+            self._dispatching.discard(record["call"])
 
     def on_fs_gate(
         self,
@@ -403,10 +493,12 @@ class Recorder:
         """(full) A throw was caught and turned into an isError result."""
         self._append(self._stage("normalized", self.call_id(call), reason=reason))
 
-    def on_finalize(self, call: Any, candidate: Any, *, error: BaseException | None = None) -> None:
-        """finalizeContent was called with `candidate` (and threw `error`)."""
+    def on_finalize(self, call: Any, candidate: Any = _UNKNOWN, *, error: BaseException | None = None) -> None:
+        """finalizeContent was called with `candidate` (and threw `error`). Leave `candidate`
+        out for a content-only finalizeContent: the record then has no `result`."""
         outcome, reason = ("throw", _message(error)) if error is not None else (None, None)
-        self._append(self._stage("finalize", call, outcome=outcome, reason=reason, result=self._result(candidate)))
+        result = None if candidate is _UNKNOWN else self._result(candidate)
+        self._append(self._stage("finalize", call, outcome=outcome, reason=reason, result=result))
 
     def on_tools_result(self, call: Any, outcome: Any) -> None:
         """`tools/result` is notified with the frozen outcome (the `final` stage)."""
@@ -460,3 +552,21 @@ def _message(error: BaseException) -> str:
 
 def _is_result_record(value: Any) -> bool:
     return isinstance(value, Mapping) and "isError" in value and "content" in value
+
+
+def _result_shape_problem(record: Any) -> str | None:
+    """What is wrong with a result record's shape, or None."""
+    if not isinstance(record, dict):
+        return f"a {type(record).__name__}, not a mapping"
+    if not isinstance(record.get("isError"), bool):
+        return f"isError {record.get('isError')!r} (a bool is needed)"
+    content = record.get("content")
+    if not isinstance(content, list) or not all(
+        isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content
+    ):
+        return f'content {content!r} (a list of {{"type": "text", "text": ...}} blocks is needed)'
+    return None
+
+
+def _warn(message: str) -> None:
+    print(f"[tep_adapter] {message}", file=sys.stderr, flush=True)

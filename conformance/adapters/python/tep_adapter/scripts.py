@@ -10,15 +10,30 @@ factory for every extension point. Mount the callables on your pipeline's hooks:
                            where next(signal) runs the rest
     tool body              async (ctx) -> value                      run.body
     finalizeContent        (call, candidate) -> content | None       run.finalizer(tool)
+                           (content) -> content | None               run.content_finalizer(tool)
     post-execute listener  async (call, result, next) -> decision    run.post_listeners()
     tools/result observer  (call, outcome) -> awaitable | None       run.observers()
     Code Mode program      async (call, bindings) -> output          run.program
+                           (or your own runner, reporting to)        run.code_run(call)
+
+Listeners, the prompt and guards also come synchronous (`sync=True`): `next()` then returns the
+decision itself. The asynchronous ones await what `next()` returns only when it is awaitable.
 
 The list factories include the recording probes at the right ends (a pre-execute listener and a
 post-execute listener outermost, a guard last, a wrapper outermost and one innermost, an
-observer first), so mounting them in the order given records every hook-level stage. Bodies,
-finalizers, observers and programs record their own moments (`toolBody`, `body-settled` in a
-`finally`, `finalize`, `observer-settled`, binding marks).
+observer first), so mounting them in the order given records every hook-level stage. Every
+probe records what happened, never what it expects next:
+
+- a waterfall's stage (`pre`, `post`) is recorded when the outermost of the kit's listeners
+  returns (or throws), whichever listener that is in the order your pipeline runs them;
+- the `guards` stage is recorded by the guard that denies or throws, or by the last guard when
+  every guard before it abstained; a guard your pipeline consults after a deny is added to that
+  stage (the evidence that a guard ran after a deny);
+- the end of `tools/execute` is recorded when the outermost of the kit's wrappers returns; a body
+  dispatched again below the innermost probe (by a wrapper of your own) records its dispatch.
+
+Bodies, finalizers, observers and programs record their own moments (`toolBody`,
+`body-settled` in a `finally`, `finalize`, `observer-settled`, binding marks).
 
 A script that throws raises `ScriptedError(message)`: your pipeline catches it like any throw.
 """
@@ -27,20 +42,24 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import warnings
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from types import TracebackType
+from typing import Any, Literal, cast
 
-from .cancel import CancelSignal, cancelled_within
-from .dialect import Dialect, ProgramOutput
+from .dialect import Dialect, GlueError, ProgramOutput
 from .recorder import Recorder, Spec
 from .records import Record, texts_of
 from .scenario import (
     Abstain,
+    Accept,
     AddContext,
     All,
     Allow,
+    Ask,
     BindingCall,
+    Block,
     BodyStep,
     Call,
     CallRunCode,
@@ -50,6 +69,7 @@ from .scenario import (
     Edit,
     ExternalWrite,
     FailUntilAttempt,
+    FinalizeAction,
     GuardAction,
     Hang,
     Hook,
@@ -68,6 +88,7 @@ from .scenario import (
     Replace,
     RetryWrapper,
     Return,
+    Rewrite,
     Scenario,
     Sleep,
     SlowStop,
@@ -81,15 +102,23 @@ from .scenario import (
     compact_json,
 )
 
-Next = Callable[[], Awaitable[Any]]
-ExecuteNext = Callable[[Any], Awaitable[Any]]
-PreListener = Callable[[Any, Next], Awaitable[Any]]
-Guard = Callable[[Any], Awaitable[Any]]
-Approver = Callable[[Any], Awaitable[Any]]
+Next = Callable[[], Any]
+"""A waterfall's `next`: returns the decision, or an awaitable of it."""
+ExecuteNext = Callable[..., Awaitable[Any]]
+PreListener = Callable[[Any, Next], Any]
+Guard = Callable[[Any], Any]
+Approver = Callable[[Any], Any]
 Wrapper = Callable[[Any, ExecuteNext], Awaitable[Any]]
-PostListener = Callable[[Any, Any, Next], Awaitable[Any]]
+PostListener = Callable[[Any, Any, Next], Any]
 Observer = Callable[[Any, Any], "Awaitable[None] | None"]
 Finalizer = Callable[[Any, Any], Any]
+ContentFinalizer = Callable[[Any], Any]
+
+GUARD_PROBE = "tep-adapter:last-guard"
+"""The id the last-guard probe records under when your pipeline consults it after a deny."""
+
+_Steps = Generator[Any, Any, Any]
+"""A script's steps: it yields what `next()` returned and is sent its value."""
 
 
 class ScriptedError(Exception):
@@ -117,6 +146,47 @@ def _shown(value: Json) -> str:
     return value if isinstance(value, str) else compact_json(value)
 
 
+def _message(error: BaseException) -> str:
+    return str(error) or type(error).__name__
+
+
+def _named(function: Any, form: str) -> Any:
+    """Names a kit callable after the factory that made it: a coroutine of it that your pipeline
+    never awaits is then reported with the factory to use instead."""
+    function.__qualname__ = f"tep_adapter:{form}"
+    return function
+
+
+class _NotingDialect:
+    """The adapter's dialect, noting every method it lacks that a scenario reached."""
+
+    def __init__(self, dialect: Dialect, note: Callable[[str], None]) -> None:
+        self._dialect = dialect
+        self._note = note
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._dialect, name)
+        if not callable(found):
+            return found
+
+        def noting(*args: Any, **kwargs: Any) -> Any:
+            try:
+                value = found(*args, **kwargs)
+            except (NotImplementedError, GlueError) as error:
+                self._note(str(error))
+                raise
+            return self._awaited(value) if inspect.iscoroutine(value) else value
+
+        return noting
+
+    async def _awaited(self, value: Awaitable[Any]) -> Any:
+        try:
+            return await value
+        except (NotImplementedError, GlueError) as error:
+            self._note(str(error))
+            raise
+
+
 class Run:
     """One scenario's run: its scripts as callables, and the recorder they record into."""
 
@@ -125,6 +195,8 @@ class Run:
         self.spec: Spec = spec
         self.dialect = dialect
         self.recorder = Recorder(spec, dialect)
+        self._d = cast(Dialect, _NotingDialect(dialect, self.recorder.problem))
+        self.recorder.dialect = self._d
         self._rec = self.recorder  # short for the scripts below
         self.attempts: Counter[str] = Counter()
         """How many times each call's body was dispatched."""
@@ -133,6 +205,12 @@ class Run:
         self._bodies = scenario.bodies()
         self._programs = scenario.programs()
         self._background: set[asyncio.Future[Any]] = set()
+        self._depth: Counter[tuple[str, str]] = Counter()
+        """How many of the kit's listeners (or wrappers) of a call are running, by waterfall."""
+        self._script_ids: dict[str, str] = {}
+        self._trace_ids: dict[str, str] = {}
+        self.batched = False
+        """Whether the adapter awaited its batch through `batch`."""
 
     # -- the batch -------------------------------------------------------------------------
 
@@ -140,6 +218,7 @@ class Run:
         """Awaits your pipeline's batch. Anything it raises escaped the pipeline: the run is
         answered `escaped`, with the trace so far, and judged as a breach of
         throw-is-normalized. (Anything your adapter raises outside this is `errored`.)"""
+        self.batched = True
         try:
             return await batch
         except Exception as error:
@@ -153,91 +232,239 @@ class Run:
     def trace(self) -> list[Record]:
         return self.recorder.trace()
 
+    @property
+    def problems(self) -> list[str]:
+        """Mistakes of the adapter's glue the kit noticed: the scenario is answered `errored`."""
+        return list(self.recorder.problems)
+
+    def fail(self, message: str) -> None:
+        """Notes a mistake of the adapter's glue: the scenario is answered `errored` with it."""
+        self.recorder.problem(message)
+
     def _spawn(self, work: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
 
-    # -- tools/pre-execute -----------------------------------------------------------------
+    # -- call names ------------------------------------------------------------------------
 
-    def pre_listeners(self) -> list[PreListener]:
-        """The probe (mount first: outermost), then every scripted listener in order."""
-        return [self.pre_probe(), *(self.pre_listener(spec) for spec in self.scenario.pre)]
+    def script_id(self, call: Any) -> str:
+        """The name the scenario's scripts give a call (what `decide`, `answers` and wrapper
+        `calls` use): its id, or for a sub-call your harness named otherwise, the
+        `<parent>:code:<n>` reported with `name_sub_call`."""
+        call_id = call if isinstance(call, str) else self._rec.call_id(call)
+        return self._script_ids.get(call_id, call_id)
 
-    def pre_probe(self) -> PreListener:
-        async def probe(call: Any, next: Next) -> Any:
+    def name_sub_call(self, sub_call: Any, parent: Any, n: int) -> str:
+        """Reports that `sub_call` (an id, or what a stage is handed) is the `n`-th binding call
+        (from 1, in the order the program issued them) of `parent`'s program. The trace records
+        your harness's id; the scripts' `<parent>:code:<n>` finds the sub-call's scripts. Returns
+        the script name."""
+        sub_id = sub_call if isinstance(sub_call, str) else self._rec.call_id(sub_call)
+        parent_id = parent if isinstance(parent, str) else self._rec.call_id(parent)
+        script = f"{self.script_id(parent_id)}:code:{n}"
+        self._script_ids[sub_id] = script
+        self._trace_ids[script] = sub_id
+        return script
+
+    def _trace_id(self, script: str) -> str:
+        return self._trace_ids.get(script, script)
+
+    # -- driving a script's steps, synchronously or not ------------------------------------
+
+    async def _drive(self, steps: _Steps) -> Any:
+        try:
+            request = steps.send(None)
+            while True:
+                try:
+                    value = await _maybe(request)
+                except Exception as error:
+                    request = steps.throw(error)
+                else:
+                    request = steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+
+    def _drive_sync(self, steps: _Steps, form: str) -> Any:
+        try:
+            request = steps.send(None)
+            while True:
+                if inspect.isawaitable(request):
+                    if inspect.iscoroutine(request):
+                        with warnings.catch_warnings():  # (it is reported below, by name)
+                            warnings.simplefilter("ignore", RuntimeWarning)
+                            request.close()
+                    message = (
+                        f"{form}(sync=True) is synchronous, and your pipeline's next() returned an awaitable: "
+                        f"your waterfall is asynchronous, so mount {form}() instead"
+                    )
+                    self.fail(message)
+                    request = steps.throw(TypeError(message))
+                else:
+                    request = steps.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    def _waterfall(
+        self,
+        waterfall: Literal["pre", "post"],
+        steps: Callable[..., _Steps],
+        sync: bool,
+        name: str,
+    ) -> Callable[..., Any]:
+        """A listener of the kit: runs `steps` and, when it is the outermost of the kit's
+        listeners of the call, records the waterfall's stage with what it returned or threw."""
+        form = f"run.{waterfall}_listeners"
+
+        def enter(call: Any) -> tuple[str, str]:
+            key = (waterfall, self._rec.call_id(call))
+            self._depth[key] += 1
+            return key
+
+        def leave(key: tuple[str, str], handed: tuple[Any, ...], decision: Any, error: BaseException | None) -> None:
+            self._depth[key] -= 1
+            if self._depth[key] > 0 or (error is not None and not isinstance(error, Exception)):
+                return
+            call = handed[0]
+            if waterfall == "pre":
+                if error is not None:
+                    self._rec.on_pre_execute(call, "throw", _message(error))
+                else:
+                    self._rec.on_pre_execute(call, *self._d.pre_outcome(decision))
+            elif error is not None:
+                self._rec.on_post_execute(call, handed[1], "throw", _message(error))
+            else:
+                self._rec.on_post_execute(call, handed[1], self._d.post_outcome(decision))
+
+        if sync:
+
+            def listener_sync(*handed: Any) -> Any:
+                key = enter(handed[0])
+                try:
+                    decision = self._drive_sync(steps(*handed), form)
+                except BaseException as error:
+                    leave(key, handed[:-1], None, error)
+                    raise
+                leave(key, handed[:-1], decision, None)
+                return decision
+
+            listener_sync.__name__ = name
+            return cast(Callable[..., Any], _named(listener_sync, f"{form}(sync=True)"))
+
+        async def listener(*handed: Any) -> Any:
+            key = enter(handed[0])
             try:
-                decision = await next()
-            except Exception as error:
-                self._rec.on_pre_execute(call, "throw", str(error))
+                decision = await self._drive(steps(*handed))
+            except BaseException as error:
+                leave(key, handed[:-1], None, error)
                 raise
-            self._rec.on_pre_execute(call, *self.dialect.pre_outcome(decision))
+            leave(key, handed[:-1], decision, None)
             return decision
 
-        return probe
+        listener.__name__ = name
+        return cast(Callable[..., Any], _named(listener, f"{form}()"))
 
-    def pre_listener(self, spec: Listener[PreAction]) -> PreListener:
-        async def listener(call: Any, next: Next) -> Any:
+    # -- tools/pre-execute -----------------------------------------------------------------
+
+    def pre_listeners(self, *, sync: bool = False) -> list[PreListener]:
+        """The probe (mount first: outermost), then every scripted listener in order."""
+        return [self.pre_probe(sync=sync), *(self.pre_listener(spec, sync=sync) for spec in self.scenario.pre)]
+
+    def pre_probe(self, *, sync: bool = False) -> PreListener:
+        def steps(call: Any, next: Next) -> _Steps:
+            return (yield self._d.call_next(next, call))
+
+        return self._waterfall("pre", steps, sync, "pre_probe")
+
+    def pre_listener(self, spec: Listener[PreAction], *, sync: bool = False) -> PreListener:
+        def steps(call: Any, next: Next) -> _Steps:
             self._rec.entered("pre", call, spec.id)
-            action = spec.action(self._rec.call_id(call))
-            if isinstance(action, Pass):
-                return await next()
-            if isinstance(action, Throw):
-                raise ScriptedError(action.message)
-            return self.dialect.pre_decision(action)
+            match spec.action(self.script_id(call)):
+                case Pass():
+                    return (yield self._d.call_next(next, call))
+                case Throw(message=message):
+                    raise ScriptedError(message)
+                case Allow() | Deny() | Ask() | Rewrite() as action:
+                    return self._d.pre_decision_for(call, action)
 
-        listener.__name__ = f"pre_{spec.id}"
-        return listener
+        return self._waterfall("pre", steps, sync, f"pre_{spec.id}")
 
     # -- ctx.approval ----------------------------------------------------------------------
 
-    def approval(self) -> Approver | None:
+    def approval(self, *, sync: bool = False) -> Approver | None:
         """The prompt to mount as ctx.approval, or None: the scenario mounts none."""
         spec = self.scenario.approval
         if spec is None:
             return None
 
-        async def prompt(request: Any) -> Any:
-            call_id = self.dialect.approval_call_id(request)
-            answer = spec.answer(call_id)
-            if isinstance(answer, Throw):
-                self._rec.on_approval(call_id, "throw", answer.message)
-                raise ScriptedError(answer.message)
-            self._rec.on_approval(call_id, answer)
-            return self.dialect.approval_answer(answer)
+        def answer(request: Any) -> Any:
+            call_id = self._d.approval_call_id(request)
+            match spec.answer(self.script_id(call_id)):
+                case Throw(message=message):
+                    self._rec.on_approval(call_id, "throw", message)
+                    raise ScriptedError(message)
+                case outcome:
+                    self._rec.on_approval(call_id, outcome)
+                    return self._d.approval_answer(outcome)
 
-        return prompt
+        if sync:
+            return cast(Approver, _named(answer, "run.approval(sync=True)"))
+
+        async def prompt(request: Any) -> Any:
+            return answer(request)
+
+        return cast(Approver, _named(prompt, "run.approval()"))
 
     # -- guards ----------------------------------------------------------------------------
 
-    def guards(self) -> list[Guard]:
+    def guards(self, *, sync: bool = False) -> list[Guard]:
         """Every scripted guard in order, then the probe (mount last: it sees the allow)."""
-        return [*(self.guard(spec) for spec in self.scenario.guards), self.guard_probe()]
+        return [*(self.guard(spec, sync=sync) for spec in self.scenario.guards), self.guard_probe(sync=sync)]
 
-    def guard_probe(self) -> Guard:
-        async def probe(call: Any) -> Any:
-            self._rec.on_guards(call, "allow")
-            return self.dialect.guard_verdict(Abstain())
+    def _guard_form(self, verdict: Callable[[Any], Any], sync: bool) -> Guard:
+        if sync:
+            return cast(Guard, _named(verdict, "run.guards(sync=True)"))
 
-        return probe
-
-    def guard(self, spec: Listener[GuardAction]) -> Guard:
         async def guard(call: Any) -> Any:
-            action = spec.action(self._rec.call_id(call))
-            if isinstance(action, Throw):
-                self._rec.guard_verdict(call, spec.id, "throw", action.message)
-                self._rec.on_guards(call, "throw", action.message)
-                raise ScriptedError(action.message)
-            if isinstance(action, Deny):
-                self._rec.guard_verdict(call, spec.id, "deny", action.reason)
-                self._rec.on_guards(call, "deny", action.reason)
-            else:
-                self._rec.guard_verdict(call, spec.id, "allow" if isinstance(action, Allow) else "abstain")
-            return self.dialect.guard_verdict(action)
+            return verdict(call)
 
-        guard.__name__ = f"guard_{spec.id}"
-        return guard
+        guard.__name__ = verdict.__name__
+        return cast(Guard, _named(guard, "run.guards()"))
+
+    def guard_probe(self, *, sync: bool = False) -> Guard:
+        """The last guard: records `guards` allow when every guard before it abstained. Consulted
+        after a guard denied (or threw), it is added to that stage as one more guard consulted."""
+
+        def probe(call: Any) -> Any:
+            if self._rec.guards_ended(call):
+                self._rec.guard_verdict(call, GUARD_PROBE, "abstain")
+            else:
+                self._rec.on_guards(call, "allow")
+            return self._d.guard_verdict(Abstain())
+
+        return self._guard_form(probe, sync)
+
+    def guard(self, spec: Listener[GuardAction], *, sync: bool = False) -> Guard:
+        def verdict(call: Any) -> Any:
+            ended = self._rec.guards_ended(call)
+            match spec.action(self.script_id(call)):
+                case Throw(message=message):
+                    self._rec.guard_verdict(call, spec.id, "throw", message)
+                    if not ended:
+                        self._rec.on_guards(call, "throw", message)
+                    raise ScriptedError(message)
+                case Deny(reason=reason) as action:
+                    self._rec.guard_verdict(call, spec.id, "deny", reason)
+                    if not ended:
+                        self._rec.on_guards(call, "deny", reason)
+                    return self._d.guard_verdict(action)
+                case Allow() | Abstain() as action:
+                    self._rec.guard_verdict(call, spec.id, "allow" if isinstance(action, Allow) else "abstain")
+                    return self._d.guard_verdict(action)
+
+        verdict.__name__ = f"guard_{spec.id}"
+        return self._guard_form(verdict, sync)
 
     # -- tools/execute ---------------------------------------------------------------------
 
@@ -245,116 +472,143 @@ class Run:
         """Outermost first: the execute probe, the scripted wrappers, the dispatch probe."""
         return [self.execute_probe(), *(self.wrapper(spec) for spec in self.scenario.wrappers), self.dispatch_probe()]
 
+    def _next(self, next: ExecuteNext, handed: Any, signal: Any) -> Awaitable[Any]:
+        return _maybe(self._d.execute_next(next, handed, signal))
+
+    def _execute(self, inner: Callable[[Any, ExecuteNext, Any, Any, int | None], Awaitable[Any]], name: str) -> Wrapper:
+        """A wrapper of the kit: runs `inner(handed, next, call, signal, timeout)` and, when it
+        is the outermost of the kit's wrappers of the call, records the end of `tools/execute`."""
+
+        async def wrapper(handed: Any, next: ExecuteNext) -> Any:
+            call, signal, limit = self._d.execute_call(handed)
+            key = ("execute", self._rec.call_id(call))
+            self._depth[key] += 1
+            try:
+                result = await inner(handed, next, call, signal, limit)
+            except BaseException as error:
+                self._depth[key] -= 1
+                if self._depth[key] == 0 and isinstance(error, Exception):
+                    self._rec.on_execute_end(call, error=error)
+                raise
+            self._depth[key] -= 1
+            if self._depth[key] == 0:
+                self._rec.on_execute_end(call)
+            return result
+
+        wrapper.__name__ = name
+        return cast(Wrapper, _named(wrapper, "run.wrappers()"))
+
     def execute_probe(self) -> Wrapper:
         """Outermost wrapper: records the end of the `tools/execute` waterfall."""
 
-        async def probe(handed: Any, next: ExecuteNext) -> Any:
-            call, signal, _ = self.dialect.execute_call(handed)
-            try:
-                result = await next(signal)
-            except Exception as error:
-                self._rec.on_execute_end(call, error=error)
-                raise
-            self._rec.on_execute_end(call)
-            return result
+        async def probe(handed: Any, next: ExecuteNext, call: Any, signal: Any, limit: int | None) -> Any:
+            return await self._next(next, handed, signal)
 
-        return probe
+        return self._execute(probe, "execute_probe")
 
     def dispatch_probe(self) -> Wrapper:
         """Innermost wrapper: records control entering the dispatch and returning from it."""
 
-        async def probe(handed: Any, next: ExecuteNext) -> Any:
-            call, signal, _ = self.dialect.execute_call(handed)
+        async def probe(handed: Any, next: ExecuteNext, call: Any, signal: Any, limit: int | None) -> Any:
             self._rec.on_dispatch(call)
             try:
-                result = await next(signal)
+                result = await self._next(next, handed, signal)
             except Exception as error:
                 self._rec.on_body_return(call, error=error)
                 raise
             self._rec.on_body_return(call, result)
             return result
 
-        return probe
+        return self._execute(probe, "dispatch_probe")
 
     def wrapper(self, spec: WrapperSpec) -> Wrapper:
-        d = self.dialect
+        d = self._d
 
-        async def timeout(handed: Any, next: ExecuteNext) -> Any:
-            _, signal, limit = d.execute_call(handed)
+        async def timeout(handed: Any, next: ExecuteNext, call: Any, signal: Any, limit: int | None) -> Any:
             if limit is None:
-                return await next(signal)
-            deadline = CancelSignal(parent=signal)
-            dispatch = asyncio.ensure_future(next(deadline))
+                return await self._next(next, handed, signal)
+            deadline, cancel = d.child_signal(signal)
+            dispatch = asyncio.ensure_future(self._next(next, handed, deadline))
             try:
                 done, _ = await asyncio.wait({dispatch}, timeout=limit / 1000)
                 if dispatch in done:
                     return dispatch.result()
-                deadline.set()
+                cancel()
                 # Cooperative: the body is told to stop and waited for, never abandoned.
                 result = await asyncio.shield(dispatch)
             except asyncio.CancelledError:
                 dispatch.cancel()
                 raise
-            return result if signal.is_set() else d.timeout_result(limit)
+            return result if d.is_cancelled(signal) else d.timeout_result(limit)
 
-        async def retry(handed: Any, next: ExecuteNext) -> Any:
+        async def retry(handed: Any, next: ExecuteNext, call: Any, signal: Any, limit: int | None) -> Any:
             assert isinstance(spec, RetryWrapper)
-            _, signal, _ = d.execute_call(handed)
-            result = await next(signal)
+            result = await self._next(next, handed, signal)
             for _ in range(1, spec.attempts):
-                if not d.is_error(result) or signal.is_set():
+                if not d.is_error(result) or d.is_cancelled(signal):
                     break
                 await asyncio.sleep(spec.delay_ms / 1000)
-                result = await next(signal)
+                result = await self._next(next, handed, signal)
             return result
 
-        async def metrics(handed: Any, next: ExecuteNext) -> Any:
-            call, signal, _ = d.execute_call(handed)
+        async def metrics(handed: Any, next: ExecuteNext, call: Any, signal: Any, limit: int | None) -> Any:
             self.metrics[self._rec.call_id(call)] += 1
-            return await next(signal)
+            return await self._next(next, handed, signal)
 
-        async def context(handed: Any, next: ExecuteNext) -> Any:
+        async def context(handed: Any, next: ExecuteNext, call: Any, signal: Any, limit: int | None) -> Any:
             assert isinstance(spec, ContextWrapper)
-            call, signal, _ = d.execute_call(handed)
-            result = await next(signal)
-            return d.with_wrapper_context(result, spec.text) if spec.applies_to(self._rec.call_id(call)) else result
+            result = await self._next(next, handed, signal)
+            if not spec.applies_to(self.script_id(call)):
+                return result
+            return d.with_wrapper_context(result, d.context(spec.text, "wrapper"))
 
-        async def throw(handed: Any, next: ExecuteNext) -> Any:
+        async def throw(handed: Any, next: ExecuteNext, call: Any, signal: Any, limit: int | None) -> Any:
             assert isinstance(spec, ThrowWrapper)
-            call, signal, _ = d.execute_call(handed)
-            if not spec.applies_to(self._rec.call_id(call)):
-                return await next(signal)
+            if not spec.applies_to(self.script_id(call)):
+                return await self._next(next, handed, signal)
             if spec.phase == "after":
-                await next(signal)
+                await self._next(next, handed, signal)
             raise ScriptedError(spec.message)
 
-        kinds: dict[type, Wrapper] = {
-            TimeoutWrapper: timeout,
-            RetryWrapper: retry,
-            MetricsWrapper: metrics,
-            ContextWrapper: context,
-            ThrowWrapper: throw,
-        }
-        return kinds[type(spec)]
+        match spec:
+            case TimeoutWrapper():
+                return self._execute(timeout, "timeout")
+            case RetryWrapper():
+                return self._execute(retry, "retry")
+            case MetricsWrapper():
+                return self._execute(metrics, "metrics")
+            case ContextWrapper():
+                return self._execute(context, "context")
+            case ThrowWrapper():
+                return self._execute(throw, "throw")
 
     # -- the body --------------------------------------------------------------------------
 
-    async def body(self, ctx: Any) -> Json:
-        """Every scripted tool's body: runs the steps of the call it was dispatched for. Records
-        `toolBody` when it starts and `body-settled` when its steps end, unless the pipeline
-        abandons it (cancels its task)."""
-        call, signal = self.dialect.body_call(ctx)
+    def _body_starts(self, call: Any) -> None:
+        """Records a body starting. Inside `tools/execute` (one of the kit's wrappers of the call
+        is running), a body dispatched again without passing the dispatch probe (a wrapper below
+        it re-dispatched) first records that dispatch."""
+        if self._depth[("execute", self._rec.call_id(call))] > 0 and not self._rec.dispatch_pending(call):
+            self._rec.on_dispatch(call)
+        self._rec.on_body_start(call)
+
+    async def body(self, ctx: Any) -> Any:
+        """Every scripted tool's body: runs the steps of the call it was dispatched for and
+        returns `Dialect.body_result` of its value (by default the JSON value itself, which your
+        tool definition renders). Records `toolBody` when it starts and `body-settled` when its
+        steps end, unless the pipeline abandons it (cancels its task)."""
+        call, signal = self._d.body_call(ctx)
         call_id = self._rec.call_id(call)
         self.attempts[call_id] += 1
         attempt = self.attempts[call_id]
-        self._rec.on_body_start(call)
+        self._body_starts(call)
         abandoned = False
         try:
-            for step in self._bodies.get(call_id, ()):
+            for step in self._bodies.get(self.script_id(call_id), ()):
                 done, value = await self._step(step, ctx, signal, attempt)
                 if done:
-                    return value
-            return "ok"
+                    return self._d.body_result(value, call)
+            return self._d.body_result("ok", call)
         except asyncio.CancelledError:
             abandoned = True
             raise
@@ -362,62 +616,79 @@ class Run:
             if not abandoned:
                 self._rec.on_body_settled(call)
 
+    async def _cancelled_within(self, signal: Any, ms: float) -> bool:
+        """Waits `ms` milliseconds or until `signal` is set, whichever comes first: True if it was."""
+        if self._d.is_cancelled(signal):
+            return True
+        try:
+            await asyncio.wait_for(self._d.wait_cancelled(signal), ms / 1000)
+        except asyncio.TimeoutError:
+            pass
+        return self._d.is_cancelled(signal)
+
     async def _step(self, step: BodyStep, ctx: Any, signal: Any, attempt: int) -> tuple[bool, Json]:
-        d = self.dialect
-        if isinstance(step, Sleep):
-            if await cancelled_within(signal, step.ms):
+        d = self._d
+        match step:
+            case Sleep(ms=ms):
+                if await self._cancelled_within(signal, ms):
+                    raise d.cancelled()
+            case Hang():
+                await d.wait_cancelled(signal)
                 raise d.cancelled()
-        elif isinstance(step, Hang):
-            await signal.wait()
-            raise d.cancelled()
-        elif isinstance(step, SlowStop):
-            await signal.wait()
-            await asyncio.sleep(step.ms / 1000)
-            raise d.cancelled()
-        elif isinstance(step, Read):
-            await _maybe(d.read(ctx, step.path))
-        elif isinstance(step, Write):
-            await _maybe(d.write(ctx, step.path, step.content))
-        elif isinstance(step, Edit):
-            await _maybe(d.edit(ctx, step.path, step.old, step.new))
-        elif isinstance(step, ExternalWrite):
-            await _maybe(d.external_write(ctx, step.path, step.content))
-        elif isinstance(step, Todo):
-            await _maybe(d.todo(ctx, step.todos))
-        elif isinstance(step, Hook):
-            await _maybe(d.hook(ctx, step.point, step.handler_id, step.decision))
-        elif isinstance(step, DeferContext):
-            await _maybe(d.defer_context(ctx, step.text))
-        elif isinstance(step, FailUntilAttempt):
-            if attempt < step.attempt:
-                raise ScriptedError(f"attempt {attempt} fails")
-        elif isinstance(step, Return):
-            return True, step.value
-        elif isinstance(step, Throw):
-            raise ScriptedError(step.message)
+            case SlowStop(ms=ms):
+                await d.wait_cancelled(signal)
+                await asyncio.sleep(ms / 1000)
+                raise d.cancelled()
+            case Read(path=path):
+                await _maybe(d.read(ctx, path))
+            case Write(path=path, content=content):
+                await _maybe(d.write(ctx, path, content))
+            case Edit(path=path, old=old, new=new):
+                await _maybe(d.edit(ctx, path, old, new))
+            case ExternalWrite(path=path, content=content):
+                await _maybe(d.external_write(ctx, path, content))
+            case Todo(todos=todos):
+                await _maybe(d.todo(ctx, todos))
+            case Hook(point=point, handler_id=handler_id, decision=decision):
+                await _maybe(d.hook(ctx, point, handler_id, decision))
+            case DeferContext(text=text):
+                await _maybe(d.defer_context(ctx, d.context(text, "tool")))
+            case FailUntilAttempt(attempt=needed):
+                if attempt < needed:
+                    raise ScriptedError(f"attempt {attempt} fails")
+            case Return(value=value):
+                return True, value
+            case Throw(message=message):
+                raise ScriptedError(message)
         return False, None
 
     # -- finalizeContent -------------------------------------------------------------------
 
-    def finalizer(self, tool: ToolSpec | str) -> Finalizer | None:
-        """The definition's finalizeContent for a tool, or None: the definition has none."""
+    def _finalize_action(self, tool: ToolSpec | str) -> FinalizeAction | None:
         spec = self.scenario.tool(tool) if isinstance(tool, str) else tool
-        action = spec.finalize if spec is not None else None
+        return spec.finalize if spec is not None else None
+
+    def _finalized(self, action: FinalizeAction, texts: Callable[[], list[str]]) -> Any:
+        match action:
+            case Throw(message=message):
+                raise ScriptedError(message)
+            case Prefix(text=text):
+                return self._d.content([text + t for t in texts()])
+            case Replace(text=text):
+                return self._d.content([text])
+            case Keep():
+                return None
+
+    def finalizer(self, tool: ToolSpec | str) -> Finalizer | None:
+        """The definition's finalizeContent for a tool, as `(call, candidate) -> content or
+        None` (None: keep the content), or None: the definition has none."""
+        action = self._finalize_action(tool)
         if action is None:
             return None
 
         def finalize(call: Any, candidate: Any) -> Any:
             try:
-                if isinstance(action, Throw):
-                    raise ScriptedError(action.message)
-                content = None
-                if isinstance(action, Prefix):
-                    texts = texts_of(self.dialect.result(candidate))
-                    content = self.dialect.content([action.text + t for t in texts])
-                elif isinstance(action, Replace):
-                    content = self.dialect.content([action.text])
-                else:
-                    assert isinstance(action, Keep)
+                content = self._finalized(action, lambda: texts_of(self._d.result(candidate)))
             except Exception as error:
                 self._rec.on_finalize(call, candidate, error=error)
                 raise
@@ -426,43 +697,61 @@ class Run:
 
         return finalize
 
+    def content_finalizer(self, tool: ToolSpec | str, call: Any = None) -> ContentFinalizer | None:
+        """The definition's finalizeContent in the doc's content-only form, `(content) ->
+        content or None`, or None: the definition has none. Its `finalize` record names `call`
+        (for a finalizer your pipeline captures per call), else `Dialect.current_call()`; it
+        carries no candidate result (the callback is handed content only), so the rule that
+        finalizeContent changes content only is then not checked."""
+        action = self._finalize_action(tool)
+        if action is None:
+            return None
+
+        def finalize_content(content: Any) -> Any:
+            finalizing = call if call is not None else self._d.current_call()
+            try:
+                finalized = self._finalized(action, lambda: self._d.content_texts(content))
+            except Exception as error:
+                self._rec.on_finalize(finalizing, error=error)
+                raise
+            self._rec.on_finalize(finalizing)
+            return finalized
+
+        return finalize_content
+
     # -- tools/post-execute ----------------------------------------------------------------
 
-    def post_listeners(self) -> list[PostListener]:
+    def post_listeners(self, *, sync: bool = False) -> list[PostListener]:
         """The probe (mount first: outermost), then every scripted listener in order."""
-        return [self.post_probe(), *(self.post_listener(spec) for spec in self.scenario.post)]
+        return [self.post_probe(sync=sync), *(self.post_listener(spec, sync=sync) for spec in self.scenario.post)]
 
-    def post_probe(self) -> PostListener:
-        async def probe(call: Any, result: Any, next: Next) -> Any:
-            try:
-                decision = await next()
-            except Exception as error:
-                self._rec.on_post_execute(call, result, "throw", str(error))
-                raise
-            self._rec.on_post_execute(call, result, self.dialect.post_outcome(decision))
-            return decision
+    def post_probe(self, *, sync: bool = False) -> PostListener:
+        def steps(call: Any, result: Any, next: Next) -> _Steps:
+            return (yield self._d.call_next(next, call, result))
 
-        return probe
+        return self._waterfall("post", steps, sync, "post_probe")
 
-    def post_listener(self, spec: Listener[PostAction]) -> PostListener:
-        async def listener(call: Any, result: Any, next: Next) -> Any:
+    def post_listener(self, spec: Listener[PostAction], *, sync: bool = False) -> PostListener:
+        def steps(call: Any, result: Any, next: Next) -> _Steps:
             self._rec.entered("post", call, spec.id)
-            action = spec.action(self._rec.call_id(call))
-            if isinstance(action, Pass):
-                return await next()
-            if isinstance(action, AddContext):
-                return self.dialect.add_post_context(await next(), action.text)
-            if isinstance(action, Throw):
-                raise ScriptedError(action.message)
-            return self.dialect.post_decision(action)
+            match spec.action(self.script_id(call)):
+                case Pass():
+                    return (yield self._d.call_next(next, call, result))
+                case AddContext(text=text):
+                    decision = yield self._d.call_next(next, call, result)
+                    return self._d.add_post_context(decision, self._d.context(text, "post"))
+                case Throw(message=message):
+                    raise ScriptedError(message)
+                case Accept() | Block() as action:
+                    return self._d.post_decision_for(call, result, action)
 
-        listener.__name__ = f"post_{spec.id}"
-        return listener
+        return self._waterfall("post", steps, sync, f"post_{spec.id}")
 
     # -- tools/result observers ------------------------------------------------------------
 
     def observers(self) -> list[Observer]:
-        """The probe (mount first: it records the announced outcome), then the scripted ones."""
+        """The probe (mount first: it records the announced outcome), then the scripted ones.
+        Each is synchronous and returns its asynchronous work (or None): await it, or not."""
         return [self.result_probe(), *(self.observer(spec) for spec in self.scenario.observers)]
 
     def result_probe(self) -> Observer:
@@ -490,30 +779,30 @@ class Run:
 
     # -- Code Mode -------------------------------------------------------------------------
 
+    def code_run(self, call: Any) -> CodeRun:
+        """For a harness whose Code Mode runner interprets programs itself (and numbers its own
+        sub-calls): the `run_code` body's records, made from what your runner reports. Use it
+        as `async with run.code_run(call) as program:` (or `with`) around your runner."""
+        return CodeRun(self, call)
+
     async def program(self, call: Any, bindings: Any) -> Any:
         """Runs the `run_code` call's scripted program through your bindings. Records the body
-        starting, each binding's settlement (marks), and `body-settled` by "program" at its end."""
+        starting, each binding's settlement (marks), and `body-settled` by "program" at its end.
+        The n-th binding call is the sub-call `<call>:code:<n>`, or the one your harness
+        reported with `name_sub_call`."""
         call_id = self._rec.call_id(call)
-        steps = self._programs.get(call_id)
+        steps = self._programs.get(self.script_id(call_id))
         if steps is None:
             raise ScriptedError(f"no program for {call_id}")
-        self._rec.on_body_start(call)
-        abandoned = False
-        try:
-            return self.dialect.program_output(await self._run_program(call_id, steps, bindings))
-        except asyncio.CancelledError:
-            abandoned = True
-            raise
-        finally:
-            if not abandoned:
-                self._rec.on_body_settled(call, by="program")
+        async with self.code_run(call):
+            return self._d.program_output(await self._run_program(self.script_id(call_id), steps, bindings))
 
     async def _bind(self, bindings: Any, tool: str, arguments: Json) -> tuple[bool, Any]:
         """(True, value) when the binding resolves, (False, rejection fields) when it rejects."""
         try:
-            return True, await self.dialect.call_binding(bindings, tool, arguments)
+            return True, await self._d.call_binding(bindings, tool, arguments)
         except Exception as error:
-            rejection = self.dialect.rejection(error)
+            rejection = self._d.rejection(error)
             if rejection is None:
                 raise
             return False, rejection
@@ -531,34 +820,94 @@ class Run:
         logs.append(f"{call.tool} rejected: {reason}")
         return ScriptedError(reason) if call.on_reject == "fail" else None
 
-    async def _run_program(self, call_id: str, steps: tuple[ProgramStep, ...], bindings: Any) -> ProgramOutput:
+    async def _run_program(self, script: str, steps: tuple[ProgramStep, ...], bindings: Any) -> ProgramOutput:
         logs: list[str] = []
         issued = 0
         for step in steps:
-            if isinstance(step, (Call, All)):
-                group = (step.call,) if isinstance(step, Call) else step.calls
-                first = issued + 1
-                issued += len(group)
-                outcomes = await asyncio.gather(*(self._bind(bindings, c.tool, c.arguments) for c in group))
-                # Every binding of a group settles before the program reacts to a rejection.
-                failures = [
-                    self._settle(f"{call_id}:code:{first + k}", c, outcome, logs)
-                    for k, (c, outcome) in enumerate(zip(group, outcomes, strict=True))
-                ]
-                failure = next((f for f in failures if f is not None), None)
-                if failure is not None:
-                    raise failure
-            elif isinstance(step, CallRunCode):
-                resolved, value = await self._bind(bindings, "run_code", {})
-                logs.append(
-                    f"run_code -> {_shown(value)}"
-                    if resolved
-                    else f"run_code rejected: {value.get('toolName')}: {value.get('message')}"
-                )
-            elif isinstance(step, Log):
-                logs.append(step.text)
-            elif isinstance(step, Return):
-                return ProgramOutput(tuple(logs), step.value, True)
-            elif isinstance(step, Throw):
-                raise ScriptedError(step.message)
+            match step:
+                case Call() | All():
+                    group = (step.call,) if isinstance(step, Call) else step.calls
+                    first = issued + 1
+                    issued += len(group)
+                    outcomes = await asyncio.gather(*(self._bind(bindings, c.tool, c.arguments) for c in group))
+                    # Every binding of a group settles before the program reacts to a rejection.
+                    failures = [
+                        self._settle(self._trace_id(f"{script}:code:{first + k}"), c, outcome, logs)
+                        for k, (c, outcome) in enumerate(zip(group, outcomes, strict=True))
+                    ]
+                    failure = next((f for f in failures if f is not None), None)
+                    if failure is not None:
+                        raise failure
+                case CallRunCode():
+                    resolved, value = await self._bind(bindings, "run_code", {})
+                    logs.append(
+                        f"run_code -> {_shown(value)}"
+                        if resolved
+                        else f"run_code rejected: {value.get('toolName')}: {value.get('message')}"
+                    )
+                case Log(text=text):
+                    logs.append(text)
+                case Return(value=value):
+                    return ProgramOutput(tuple(logs), value, True)
+                case Throw(message=message):
+                    raise ScriptedError(message)
         return ProgramOutput(tuple(logs))
+
+
+class CodeRun:
+    """One `run_code` body whose program your harness's runner interprets itself: the kit records
+    what your runner reports, in your harness's names. `start()` (or entering the `with`)
+    records the body starting; `end()` (leaving it, unless the task is cancelled) records
+    `body-settled` by "program". In between, report each binding call your runner issues
+    (`sub_call`) and how it settled (`resolved`, `rejected`)."""
+
+    def __init__(self, run: Run, call: Any) -> None:
+        self._run = run
+        self.call = call
+        self.call_id = run.recorder.call_id(call)
+        self.steps: tuple[ProgramStep, ...] = run._programs.get(run.script_id(self.call_id), ())
+        """The scenario's program for this call: what your runner is to run (translate it into
+        your runner's language, or interpret it)."""
+
+    def start(self) -> None:
+        self._run._body_starts(self.call)
+
+    def sub_call(self, n: int, sub_call: Any) -> str:
+        """Your runner's `n`-th binding call (from 1, in the order the program issued them) is
+        `sub_call` (its id, or what a stage is handed). Returns the name the scripts use."""
+        return self._run.name_sub_call(sub_call, self.call_id, n)
+
+    def resolved(self, sub_call: Any) -> None:
+        """A binding call resolved (mark `binding-resolved`)."""
+        self._run.recorder.on_binding(sub_call)
+
+    def rejected(self, sub_call: Any, rejection: BaseException | Mapping[str, Json]) -> None:
+        """A binding call rejected: with every field of what the program was handed (a mapping,
+        or an exception read by `Dialect.rejection`)."""
+        if isinstance(rejection, BaseException):
+            fields = self._run._d.rejection(rejection)
+            found: Mapping[str, Json] = fields if fields is not None else {"message": _message(rejection)}
+        else:
+            found = rejection
+        self._run.recorder.on_binding(sub_call, found)
+
+    def end(self) -> None:
+        self._run.recorder.on_body_settled(self.call, by="program")
+
+    def __enter__(self) -> CodeRun:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if kind is None or not issubclass(kind, asyncio.CancelledError):
+            self.end()
+
+    async def __aenter__(self) -> CodeRun:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, error, traceback)

@@ -6,15 +6,16 @@ checkout's target/debug/tep. Without one these tests are skipped, saying so.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
-import json
 import subprocess
 import sys
 import tempfile
 import unittest
 from pathlib import Path
+from typing import Any
 
 from tep_adapter import find_tep
 
@@ -39,7 +40,7 @@ def command(*argv: str | Path) -> str:
 
 @unittest.skipIf(TEP is None, NO_TEP)
 class EndToEndTest(unittest.TestCase):
-    def tep_run(self, adapter: str, *scenarios: str) -> tuple[int, dict]:
+    def tep_run(self, adapter: str, *scenarios: str) -> tuple[int, dict[str, Any]]:
         """Runs the scenarios; returns the exit code and the JSON report."""
         assert TEP is not None
         argv = [TEP, "run", "--adapter", adapter, "--strict", "--format", "json"]

@@ -28,6 +28,7 @@ async def records_one_call(run: Run) -> None:
     """A 'pipeline' that logs the call and its result."""
 
     async def batch() -> None:
+        run.recorder.on_model([("c1", "tool")])
         run.recorder.on_tool_call("c1", "tool", run.scenario.calls[0].raw_arguments)
         run.recorder.on_tools_result(FakeCall("c1"), ok())
         run.recorder.on_tool_result("c1", ok())
@@ -63,7 +64,7 @@ class RunTest(unittest.TestCase):
         answer = adapter().handle({"cmd": "run", "seq": 7, "spec": "rev2", "scenario": scenario()})
         assert answer is not None
         self.assertEqual(answer["seq"], 7)
-        header, call, final, result = answer["trace"]
+        header, model, call, final, result = answer["trace"]
         self.assertEqual(
             header,
             {
@@ -74,6 +75,7 @@ class RunTest(unittest.TestCase):
                 "observation": "hooks",
             },
         )
+        self.assertEqual(model, {"kind": "stage", "node": "model", "calls": [{"callId": "c1", "name": "tool"}]})
         self.assertEqual(call["event"]["data"]["arguments"], '{"path":"a"}')
         self.assertEqual(result["event"]["sourceEventSeqs"], [call["event"]["seq"]])
 
