@@ -11,7 +11,7 @@ pub const CATALOG: &[Invariant] = &crate::rules::CATALOG;
 
 /// The catalog entry of `id`.
 pub fn invariant(id: InvariantId) -> &'static Invariant {
-    // Every id has an entry (tests::catalog_is_complete); the fallback is never taken.
+    // Every id has an entry (`invariants::tests::catalog_is_complete_and_in_id_order`); the fallback is never taken.
     CATALOG
         .get(id as usize)
         .filter(|i| i.id == id)

@@ -3,8 +3,10 @@
 //! The trace checker for tool execution pipelines, as a library: a harness written in Rust can
 //! check the traces it records in its own tests, in process.
 //!
-//! - [`invariants`], [`rules`] and [`catalog`]: every documented invariant as data (id, level, statement,
-//!   sources, revisions, capability, observation level, the records it reads) beside its check.
+//! - [`invariants`], [`rules`] and [`catalog`]: every documented invariant as data (id, level,
+//!   statement, sources, revisions, capability, observation level, the records it reads) beside
+//!   its check.
+//! - [`facts`]: what the core knows of a trace and every rule reads (options, batch, walk).
 //! - [`observation`]: the observation contract (which records each level holds, their windows).
 //! - [`checker`] and [`trace_io`]: one streaming pass over a JSON Lines trace, every violation
 //!   with its witness lines; reading on worker threads for long traces.

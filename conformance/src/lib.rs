@@ -1,22 +1,20 @@
 //! # tep-conformance
 //!
-//! The conformance suite for tool execution pipelines.
+//! The conformance suite for tool execution pipelines: the corpus, drive mode, reports and
+//! fuzzing. The checker is `tep-check`'s, re-exported below under the paths it had here.
 //!
-//! - [`invariants`] and [`rules`]: every documented invariant as data (id, level, statement,
-//!   sources, revisions, capability, observation level, the records it reads) beside its check.
-//! - [`observation`]: the observation contract (which records each level holds, their windows).
-//! - [`checker`] and [`trace_io`]: replay mode. One streaming pass over a JSON Lines trace,
-//!   every violation with its witness lines.
 //! - [`scenario`]: the language-neutral corpus (`conformance/scenarios/*.json`, embedded);
 //!   [`limits`]: how big a scenario may be.
 //! - [`scripted`]: the built-in implementation (the reference with a scenario's scripts).
 //! - [`protocol`], [`adapter`], [`serve`]: drive mode against any implementation over
 //!   newline-delimited JSON on stdin/stdout.
-//! - [`select`], [`runner`], [`baseline`], [`report`], [`progress`]: choosing scenarios, running
-//!   them (in parallel, interruptibly), judging traces, expected-failure baselines,
-//!   terminal/JSON/JUnit reports, live output; [`html`]: the HTML report, the run drawn on
-//!   the docs' pictures of the graphs; [`suite`]: the version and corpus hash.
-//! - [`mutation`]: trace mutations that prove the checker has teeth.
+//! - [`select`], [`runner`], [`expectations`], [`baseline`], [`report`]: choosing scenarios,
+//!   running them (in parallel, interruptibly), judging traces against the invariants and the
+//!   scenario's expectations, expected-failure baselines, terminal/JSON/JUnit reports;
+//!   [`html`]: the HTML report, the run drawn on the docs' pictures of the graphs; [`suite`]:
+//!   the version and corpus hash.
+//! - [`mutants`]: what each mutant of the reference breaks.
+//! - [`fuzz`]: random scenarios through an implementation, the first failure shrunk.
 //! - [`generate`]: synthetic traces (the corpus mix, wide batches, long Code Mode programs, many
 //!   contexts) for the benches and load tests.
 
