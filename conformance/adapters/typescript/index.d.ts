@@ -219,21 +219,42 @@ export interface ApprovalRequest {
 export type HarnessResult = ToolResult & { value?: unknown; [extra: string]: unknown };
 
 type Id = { readonly id: string };
-export type PreListener<C = any> = ((call: C, next: () => Promise<PreDecision>) => Promise<PreDecision>) & Id;
-export type ApprovalAnswerer = (request: ApprovalRequest) => Promise<ApprovalOutcome>;
-export type Guard<C = any> = ((call: C) => Promise<GuardVerdict>) & Id;
-export type Wrapper<C = any> = ((
+
+/**
+ * What a kit hook returns: a promise by default; with `sync: true` (`S`), a plain value whenever
+ * what it called returned one, and a promise only when it was handed one.
+ */
+export type Returned<T, S extends boolean = false> = S extends true ? T | Promise<T> : Promise<T>;
+/** A value, or a promise of it. */
+export type MaybePromise<T> = T | Promise<T>;
+
+export type PreListener<C = any, S extends boolean = false> = ((
   call: C,
-  next: (signal?: AbortSignal) => Promise<HarnessResult>,
-  signal?: AbortSignal,
-) => Promise<HarnessResult>) & Id;
-export type PostListener<C = any> = ((
+  next: () => MaybePromise<PreDecision>,
+) => Returned<PreDecision, S>) &
+  Id;
+export type ApprovalAnswerer<S extends boolean = false> = (request: ApprovalRequest | object) => Returned<ApprovalOutcome, S>;
+export type Guard<C = any, S extends boolean = false> = ((call: C) => Returned<GuardVerdict, S>) & Id;
+/** `signal` is whatever your pipeline hands its wrappers (an `AbortSignal` unless `ScriptsOptions.signal` says otherwise). */
+export type Wrapper<C = any> = ((call: C, next: (signal?: any) => Promise<HarnessResult>, signal?: any) => Promise<HarnessResult>) & Id;
+export type PostListener<C = any, S extends boolean = false> = ((
   call: C,
   result: HarnessResult,
-  next: () => Promise<PostDecision>,
-) => Promise<PostDecision>) & Id;
+  next: () => MaybePromise<PostDecision>,
+) => Returned<PostDecision, S>) &
+  Id;
 export type Observer<C = any> = ((call: C, result: HarnessResult) => Promise<unknown>) & Id;
-export type FinalizeContent<C = any> = (call: C, candidate: HarnessResult) => ContentBlock[] | undefined;
+/**
+ * A definition's `finalizeContent`, in the form `ScriptsOptions.finalizer` chose: `(call,
+ * candidate)` (the default) or content-only, `(content)`. Both signatures are declared so the
+ * function can be mounted where your definitions take either; it implements the one chosen.
+ */
+export interface FinalizeContent<C = any> {
+  (call: C, candidate: HarnessResult): ContentBlock[] | undefined;
+  (content: ContentBlock[]): ContentBlock[] | undefined;
+}
+/** The content-only form alone. */
+export type ContentFinalizer = (content: any) => ContentBlock[] | undefined;
 
 /** What a body does that touches the harness. Each may return a promise. */
 export interface BodyEffects {
@@ -264,34 +285,82 @@ export interface ScriptTool<C = any> {
   finalizeContent?: FinalizeContent<C>;
 }
 
-export interface ScriptsOptions {
+/**
+ * How the scripts behave and build your harness's values. Every build hook is handed the kit's
+ * value (the kit idiom's shapes) and returns yours; the scripts' types below stay the kit
+ * idiom's, so with custom shapes cast what you mount.
+ */
+export interface ScriptsOptions<C = any> {
+  /** Listeners, guards and the answerer return plain values where they can (see `Returned`). */
+  sync?: boolean;
+  /** The form of `tool.finalizeContent`: `(call, candidate)` (default) or content-only. */
+  finalizer?: 'call' | 'content';
   /** The decision a `{"rewrite": args}` pre action returns (default `{type: 'allow', updatedInput: args}`). */
-  rewrite?: (args: Json) => PreDecision;
+  rewrite?: (args: Json, call: C) => unknown;
+  /** What a pre-execute listener returns for an allow, a deny or an ask (default: as it is). */
+  preDecision?: (decision: PreDecision, call: C) => unknown;
+  /** What a guard returns: `verdict` is `undefined` for abstain (default: as it is). */
+  guardVerdict?: (verdict: GuardVerdict, call: C) => unknown;
+  /** What the approval answerer returns (default: the outcome string). */
+  approvalOutcome?: (outcome: ApprovalOutcome, request: unknown) => unknown;
+  /** What a post-execute listener returns, handed the result it was handed (default: as it is). */
+  postDecision?: (decision: PostDecision, call: C, result: unknown) => unknown;
+  /** `next()`'s decision with one more context, for `{"addContext"}` (default: appended to `additionalContexts`). */
+  addContext?: (decision: any, context: unknown, call: C, result: unknown) => unknown;
+  /** A context object (default: a string for `post`, `{origin, text}` for `wrapper`). */
+  context?: (text: string, origin: 'post' | 'wrapper') => unknown;
+  /** Content from a text (default `[{type: 'text', text}]`). */
+  content?: (text: string) => unknown;
+  /** A result the kit makes, the timeout's `TOOL_TIMEOUT` (default: as it is). */
+  result?: (result: ToolResult, call: C) => unknown;
+  /** A result with one more context, for the `context` wrapper (default: appended to `additionalContexts`). */
+  withContext?: (result: any, context: unknown, call: C) => unknown;
+  /** Whether a result failed, for the `retry` wrapper (default `result.isError === true`). */
+  isError?: (result: any) => boolean;
+  /** The signal the `timeout` wrapper passes to `next`, from the `AbortSignal` it aborts at the deadline (default: as it is). */
+  signal?: (signal: AbortSignal, handed: unknown) => unknown;
+  /** An `AbortSignal` (or undefined) from your signal, for bodies and wrappers (default: as it is). */
+  readSignal?: (signal: any) => AbortSignal | undefined;
 }
 
 /** Every script of a scenario as a callable in the hook idiom. One per run. */
-export class Scripts<C = any> {
-  constructor(scenario: Scenario | object, recorder: Recorder<C>, options?: ScriptsOptions);
+export class Scripts<C = any, S extends boolean = false> {
+  constructor(scenario: Scenario | object, recorder: Recorder<C, any>, options?: ScriptsOptions<C> & { sync?: S });
   readonly scenario: Scenario;
-  readonly recorder: Recorder<C>;
+  readonly recorder: Recorder<C, any>;
+  readonly rewrite: (args: Json, call: C) => unknown;
+  readonly finalizerForm: 'call' | 'content';
   readonly tools: ScriptTool<C>[];
-  /** Runs the call's scripted steps; records `toolBody` and, in a `finally`, `body-settled`. */
-  readonly body: (call: C, signal?: AbortSignal, effects?: BodyEffects) => Promise<Json>;
-  readonly preListeners: PreListener<C>[];
+  /**
+   * Runs the call's scripted steps; records `toolBody` and, in a `finally`, `body-settled`.
+   * Resolves with the call's JSON value (not content: render it, see `render`).
+   */
+  readonly body: (call: C, signal?: any, effects?: BodyEffects) => Promise<Json>;
+  readonly preListeners: PreListener<C, S>[];
   /** Undefined when the scenario mounts no prompt. */
-  readonly approval: ApprovalAnswerer | undefined;
-  readonly guards: Guard<C>[];
+  readonly approval: ApprovalAnswerer<S> | undefined;
+  readonly guards: Guard<C, S>[];
   /** Outermost first. */
   readonly wrappers: Wrapper<C>[];
-  readonly postListeners: PostListener<C>[];
+  readonly postListeners: PostListener<C, S>[];
   readonly observers: Observer<C>[];
   /** Runs the program of a `run_code` call; records `toolBody`, binding marks, `body-settled` (by `program`). */
   readonly program: (call: C, bindings: Bindings) => Promise<ProgramOutput>;
+  /**
+   * The program of a `run_code` call as JavaScript source (an async function's body calling
+   * `<tools>.<name>(args)` and `<log>(line)`), for a runner of your own; it records nothing
+   * (see `Recorder.runProgram` and `Recorder.onBindingSettled`).
+   */
+  programSource(call: C | string, options?: { tools?: string; log?: string }): string;
   finalizer(action: FinalizeAction): FinalizeContent<C>;
+  contentFinalizer(action: FinalizeAction, toolName: string): ContentFinalizer;
   wrapper(spec: WrapperSpec): Wrapper<C>;
   /** How many times a call's body was dispatched. */
   attempts(callId: string): number;
 }
+
+/** A program's steps as JavaScript source (see `Scripts.programSource`). */
+export function programSource(steps: ProgramStep[], options?: { tools?: string; log?: string }): string;
 
 /** The model-facing text of a program's output: logs, then the value (pretty JSON unless a string). */
 export function programContent(output?: Partial<ProgramOutput>): string;
@@ -361,34 +430,42 @@ export interface SeenIdentity {
 export interface RecorderOptions<C = any> {
   spec?: Revision;
   identify?: (call: C) => SeenIdentity;
-  toResult?: (result: unknown) => ToolResult;
-  readPreDecision?: (decision: unknown) => { outcome: string; reason?: string };
-  readPostDecision?: (decision: unknown) => { outcome: string };
+  toResult?: (result: any) => ToolResult;
+  /** Handed the decision and the call it was made for. */
+  readPreDecision?: (decision: any, call: C) => { outcome: string; reason?: string };
+  /** Handed the decision, the result post-execute was handed, and the call. */
+  readPostDecision?: (decision: any, result: any, call: C) => { outcome: string };
   /** Milliseconds, for event `time` (default `performance.now`). */
   clock?: () => number;
+  /** Probes return plain values when the `next` they call does (see `Returned`). */
+  sync?: boolean;
 }
 
 /** A call object, or just its id for records that carry no identity. */
 type CallRef<C> = C | string;
 
 /** The recording probes, to mount on the harness's own hooks (see the README). */
-export interface Probes<C = any> {
-  /** Outermost `tools/pre-execute` listener. */
-  pre(call: C, next: () => Promise<PreDecision>): Promise<PreDecision>;
-  /** Last guard: records `guards` when every guard abstained. */
-  guards(call: C): Promise<undefined>;
+export interface Probes<C = any, S extends boolean = false> {
+  /** Outermost `tools/pre-execute` listener: records `pre` when it returns (or the outermost scripted listener does, if the pipeline moved it inward). */
+  pre(call: C, next: () => MaybePromise<PreDecision>): Returned<PreDecision, S>;
+  /** Last guard: abstains; the guards stage is recorded when the consultation is over, with every verdict given. */
+  guards(call: C): Returned<undefined, S>;
   /** Outermost `tools/execute` wrapper. */
-  executeEnd(call: C, next: (signal?: AbortSignal) => Promise<HarnessResult>, signal?: AbortSignal): Promise<HarnessResult>;
+  executeEnd(call: C, next: (signal?: any) => MaybePromise<HarnessResult>, signal?: any): Returned<HarnessResult, S>;
   /** Innermost `tools/execute` wrapper. */
-  dispatch(call: C, next: (signal?: AbortSignal) => Promise<HarnessResult>, signal?: AbortSignal): Promise<HarnessResult>;
+  dispatch(call: C, next: (signal?: any) => MaybePromise<HarnessResult>, signal?: any): Returned<HarnessResult, S>;
   /** Outermost `tools/post-execute` listener. */
-  post(call: C, result: HarnessResult, next: () => Promise<PostDecision>): Promise<PostDecision>;
+  post(call: C, result: HarnessResult, next: () => MaybePromise<PostDecision>): Returned<PostDecision, S>;
   /** First `tools/result` observer. */
   toolsResult(call: C, result: HarnessResult): void;
 }
 
-export class Recorder<C = any> {
-  constructor(options?: RecorderOptions<C>);
+export class Recorder<C = any, S extends boolean = false> {
+  constructor(options?: RecorderOptions<C> & { sync?: S });
+  /** Notes a problem with how the kit is used: the scenario is answered `errored` with it. */
+  problem(message: string): void;
+  /** The problems noted so far. */
+  problems(): string[];
   readonly spec: Revision;
   identify(call: C): SeenIdentity;
   tokenName(token: unknown): string | undefined;
@@ -413,7 +490,14 @@ export class Recorder<C = any> {
     guard: string,
     settled: { verdict?: 'abstain' | 'deny' | 'allow'; reason?: string; error?: unknown },
   ): StageRecord | undefined;
-  onGuards(call: CallRef<C>, outcome?: { outcome?: 'allow' | 'deny' | 'throw'; reason?: string }): StageRecord;
+  /** Ends the guards stage now (else it ends before the call's next record): the outcome given, else the first deny or throw, else allow. */
+  onGuards(call: CallRef<C>, outcome?: { outcome?: 'allow' | 'deny' | 'throw'; reason?: string }): StageRecord | undefined;
+  /**
+   * Runs `step` as one frame of a waterfall (`pre` or `post`) for `call`: when the outermost kit
+   * frame returns or throws, `record` is called with `{value}` or `{error}` (for a scripted frame,
+   * only when the waterfall's probe is mounted). Used by the probes and the scripted listeners.
+   */
+  frame<T>(waterfall: 'pre' | 'post', call: CallRef<C>, step: () => T, record: (settled: { value?: unknown; error?: unknown }) => void, options?: { probe?: boolean }): T;
   onDenied(call: CallRef<C>, reason: string): StageRecord;
 
   onDispatch(call: C): StageRecord;
@@ -441,7 +525,9 @@ export class Recorder<C = any> {
 
   onPostExecute(call: C, settled: { result: unknown; decision?: unknown; error?: unknown; listeners?: string[] }): StageRecord;
   onNormalized(call: CallRef<C>, errorOrReason: unknown): StageRecord;
-  onFinalize(call: C, settled: { candidate: unknown; error?: unknown }): StageRecord;
+  onFinalize(call: C, settled: { candidate?: unknown; error?: unknown; contentOnly?: boolean }): StageRecord;
+  /** The one call of tool `name` decided and not yet announced (for a content-only finalizer); undefined, with a problem, otherwise. */
+  committingCall(name: string): C | string | undefined;
   onToolsResult(call: CallRef<C>, result: unknown): StageRecord;
   onToolResult(call: CallRef<C>, result: unknown, options?: { turn?: number; step?: number; messageId?: string }): SessionEvent;
   onBatchSettled(): StageRecord;
@@ -457,11 +543,17 @@ export class Recorder<C = any> {
     data: { rootCallId: string; parentCallId: string; subCallId: string; name: string; arguments: Json; result: unknown },
   ): SessionEvent;
   onBindingSettled(subCall: CallRef<C>, settled?: { rejection?: unknown }): MarkRecord;
+  /** `toolBody` of a `run_code` call whose program your runner starts. */
+  onProgramStart(call: C): StageRecord;
+  /** `body-settled` by `program`: the program ended. */
+  onProgramEnd(call: CallRef<C>): MarkRecord;
+  /** Runs a program your runner interprets: `toolBody`, then `body-settled` by `program` in a `finally`. */
+  runProgram<T>(call: C, fn: () => Promise<T>): Promise<T>;
 
   track<T>(promise: Promise<T>): Promise<T>;
   idle(): Promise<void>;
   records(): TraceRecord[];
-  readonly probes: Probes<C>;
+  readonly probes: Probes<C, S>;
 }
 
 export function defaultIdentify(call: Call): SeenIdentity;
@@ -475,26 +567,35 @@ export function rejectionFields(rejection: unknown): { toolName?: string; messag
 
 export const PROTOCOL_VERSION: 2;
 
-export interface Session<C = any> {
+export interface Session<C = any, S extends boolean = false> {
   spec: Revision;
   scenario: Scenario;
-  recorder: Recorder<C>;
-  scripts: Scripts<C>;
-  /** Answers `skipped` with this reason (throws). */
+  recorder: Recorder<C, S>;
+  scripts: Scripts<C, S>;
+  /** Answers `skipped` with this reason (throws; inside `batch` too). */
   skip(reason: string): never;
-  /** Runs the batch: what escapes it is answered `escaped`, with the records so far. */
+  /** Runs the batch: what escapes it is answered `escaped`, with the records so far. Await it. */
   batch<T>(fn: () => Promise<T>): Promise<T>;
 }
 
-export interface Adapter<C = any> {
+/**
+ * An adapter. `C` is your call object's type; `S` is `true` when `sync: true` (hooks then
+ * return plain values where they can: `Adapter<MyCall, true>`).
+ */
+export interface Adapter<C = any, S extends boolean = false> {
   implementation: { name: string; version?: string; language?: string; homepage?: string };
   capabilities?: Capability[];
   specs?: Revision[];
   observation?: ObservationLevel;
+  /** Listeners, guards, the answerer and the probes return plain values where they can. */
+  sync?: S;
   recorder?: Omit<RecorderOptions<C>, 'spec'>;
-  scripts?: ScriptsOptions;
-  /** Builds a fresh pipeline, mounts the scripts, runs the batch. A throw is answered `errored`. */
-  run(scenario: Scenario, session: Session<C>): Promise<void>;
+  scripts?: ScriptsOptions<C>;
+  /**
+   * Builds a fresh pipeline, mounts the scripts, records the batch (`recorder.onModel`) and runs
+   * it through `session.batch`. A throw is answered `errored`; a problem the kit noted too.
+   */
+  run(scenario: Scenario, session: Session<C, S>): Promise<void>;
 }
 
 export type Answer =
@@ -508,13 +609,13 @@ export class Skip extends Error {
 }
 
 /** Serves the protocol on stdin/stdout (or runs `--scenario FILE|ID` locally), then exits. */
-export function serve(adapter: Adapter, options?: { argv?: string[] }): Promise<never>;
+export function serve(adapter: Adapter<any, any>, options?: { argv?: string[] }): Promise<never>;
 export function serveStreams(
-  adapter: Adapter,
+  adapter: Adapter<any, any>,
   streams: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream },
 ): Promise<void>;
-export function runScenario(adapter: Adapter, scenario: object, options?: { spec?: Revision }): Promise<Answer>;
-export function readyMessage(adapter: Adapter): {
+export function runScenario(adapter: Adapter<any, any>, scenario: object, options?: { spec?: Revision }): Promise<Answer>;
+export function readyMessage(adapter: Adapter<any, any>): {
   ready: true;
   protocol: 2;
   implementation: Adapter['implementation'];
@@ -528,7 +629,7 @@ export function claimStdout(): (chunk: string, callback?: () => void) => boolean
 
 /** Runs `--scenario FILE|ID` and prints the trace, then `tep check`'s verdict; resolves with an exit code. */
 export function runLocal(
-  adapter: Adapter,
+  adapter: Adapter<any, any>,
   argv: string[],
   options?: { out?: NodeJS.WritableStream; err?: NodeJS.WritableStream },
 ): Promise<number>;
@@ -545,6 +646,15 @@ export function render(value: Json): string;
 export function failure(message: string, info?: ErrorInfo): ToolResult;
 export function timeoutResult(ms: number): ToolResult;
 export function messageOf(thrown: unknown): string;
+
+/** What `encode` throws: `path` names the field JSON cannot hold, `what` says what it holds. */
+export class EncodeError extends Error {
+  constructor(path: string, what: string);
+  readonly path: string;
+  readonly what: string;
+}
+/** A detached JSON copy of `value`; throws an `EncodeError` naming what JSON would lose or refuse (a BigInt, a function, a cycle, NaN, a Map). */
+export function encode(value: unknown, path?: string): Json | undefined;
 /** A scripted `{"throw": message}`. */
 export class ScriptError extends Error {}
 /** What a body throws when its signal aborted: `name` `AbortError`, `code` `ABORTED`. */

@@ -10,7 +10,8 @@ export {
   defaultReadPostDecision,
   rejectionFields,
 } from './recorder.js';
-export { Scripts, programContent } from './interpret.js';
+export { Scripts, programContent, programSource } from './interpret.js';
+export { encode, EncodeError } from './json.js';
 export {
   textBlock,
   contentText,

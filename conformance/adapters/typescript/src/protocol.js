@@ -9,6 +9,7 @@ import { Recorder } from './recorder.js';
 import { Scripts } from './interpret.js';
 import { Scenario } from './scenario.js';
 import { messageOf } from './results.js';
+import { EncodeError, stringify } from './json.js';
 
 export const PROTOCOL_VERSION = 2;
 
@@ -75,19 +76,41 @@ function header(adapter, spec) {
   };
 }
 
+/** The recorder of the scenario running now, for problems that surface outside any await. */
+let running;
+
+/** Notes an exception that reached the event loop as a problem of the scenario running, if any (see `serve`). */
+export function noteUncaught(error, origin = 'uncaught exception') {
+  const message =
+    `an exception reached the event loop while the scenario ran (${origin}, outside any await the kit ` +
+    `could catch: a timer, an event handler, a promise nobody awaited): ${messageOf(error)}`;
+  if (running) running.problem(message);
+  return message;
+}
+
 /**
  * Runs one scenario through `adapter.run` and returns the answer's body: `{trace}`,
- * `{skipped}`, `{errored}` or `{escaped}` (without `seq`).
+ * `{skipped}`, `{errored}` or `{escaped}` (without `seq`). What the kit found wrong in how it
+ * was used (`Recorder.problem`: no `model` record first, a call it cannot read, a value JSON
+ * cannot hold, `batch` not awaited) is answered `errored`, with the first problem as message.
  * @param {object} adapter the options given to `serve`
  * @param {object} json the scenario
  * @param {{spec?: 'rev1'|'rev2'}} [options]
  */
 export async function runScenario(adapter, json, { spec = 'rev2' } = {}) {
   let recorder;
+  const answer = (body) => {
+    const problems = recorder?.problems() ?? [];
+    if (problems.length === 0 || body.skipped) return body;
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem(s), listed in the context)` : '';
+    return { errored: { message: `${problems[0]}${more}`, context: problems.join('\n') } };
+  };
   try {
     const scenario = new Scenario(json);
-    recorder = new Recorder({ ...(adapter.recorder ?? {}), spec });
-    const scripts = new Scripts(scenario, recorder, adapter.scripts ?? {});
+    const sync = adapter.sync ?? false;
+    recorder = new Recorder({ sync, ...(adapter.recorder ?? {}), spec });
+    const scripts = new Scripts(scenario, recorder, { sync, ...(adapter.scripts ?? {}) });
+    let pending = 0;
     const session = {
       spec,
       scenario,
@@ -97,24 +120,49 @@ export async function runScenario(adapter, json, { spec = 'rev2' } = {}) {
         throw new Skip(reason);
       },
       async batch(fn) {
+        pending += 1;
         try {
           return await fn();
         } catch (error) {
+          if (error instanceof Skip) throw error;
           throw new Escape(error);
+        } finally {
+          pending -= 1;
         }
       },
     };
+    running = recorder;
     await adapter.run(scenario, session);
+    if (pending > 0) {
+      recorder.problem('run returned while session.batch(...) was still running: await session.batch(() => pipeline.runBatch(...))');
+    }
     await recorder.idle();
-    return { trace: [header(adapter, spec), ...recorder.records()] };
+    return answer({ trace: [header(adapter, spec), ...recorder.records()] });
   } catch (error) {
     if (error instanceof Skip) return { skipped: { reason: error.message } };
     if (error instanceof Escape) {
-      return { escaped: { message: error.message, trace: [header(adapter, spec), ...(recorder?.records() ?? [])] } };
+      return answer({ escaped: { message: error.message, trace: [header(adapter, spec), ...(recorder?.records() ?? [])] } });
     }
     const errored = { message: messageOf(error) };
     if (error instanceof Error && error.stack) errored.context = error.stack;
-    return { errored };
+    return answer({ errored });
+  } finally {
+    if (running === recorder) running = undefined;
+  }
+}
+
+/**
+ * One protocol message as a line: JSON, or, when it holds what JSON cannot (the adapter's own
+ * `implementation`, say), an `errored` answer naming the field.
+ */
+export function encodeMessage(message) {
+  try {
+    return stringify(message);
+  } catch (error) {
+    const reason = error instanceof EncodeError ? error.message : messageOf(error);
+    const fallback = { errored: { message: `the kit cannot encode its answer: ${reason}` } };
+    if (message && typeof message === 'object' && 'seq' in message) return JSON.stringify({ seq: message.seq, ...fallback });
+    return JSON.stringify(fallback);
   }
 }
 
@@ -124,6 +172,10 @@ export async function runScenario(adapter, json, { spec = 'rev2' } = {}) {
  * @param {object} adapter `{implementation, capabilities?, specs?, observation?, recorder?, scripts?, run}`
  */
 export function serve(adapter, { argv = process.argv.slice(2) } = {}) {
+  // A harness's stray rejection or a throw from one of its timers must not end the adapter: it
+  // is a problem of the scenario running (answered errored), or logged between scenarios.
+  process.on('unhandledRejection', (error) => process.stderr.write(`tep-adapter: ${noteUncaught(error, 'unhandled rejection')}\n`));
+  process.on('uncaughtException', (error) => process.stderr.write(`tep-adapter: ${noteUncaught(error)}\n`));
   const done = argv.includes('--scenario')
     ? import('./local.js').then(({ runLocal }) => runLocal(adapter, argv))
     : serveStreams(adapter, { input: process.stdin, output: process.stdout }).then(() => 0);
@@ -143,7 +195,7 @@ export function serve(adapter, { argv = process.argv.slice(2) } = {}) {
  */
 export function serveStreams(adapter, { input, output }) {
   const write = output === process.stdout ? claimStdout() : output.write.bind(output);
-  const send = (message) => new Promise((resolve) => write(`${JSON.stringify(message)}\n`, () => resolve()));
+  const send = (message) => new Promise((resolve) => write(`${encodeMessage(message)}\n`, () => resolve()));
   const log = (text) => process.stderr.write(`${text}\n`);
   const lines = createInterface({ input, crlfDelay: Infinity });
   return new Promise((resolve) => {
@@ -171,7 +223,12 @@ export function serveStreams(adapter, { input, output }) {
             await send(readyMessage(adapter));
             break;
           case 'run': {
-            const answer = await runScenario(adapter, request.scenario, { spec: request.spec ?? 'rev2' });
+            let answer;
+            try {
+              answer = await runScenario(adapter, request.scenario, { spec: request.spec ?? 'rev2' });
+            } catch (error) {
+              answer = { errored: { message: `the kit failed to run the scenario: ${messageOf(error)}` } };
+            }
             await send({ seq: request.seq, ...answer });
             break;
           }
@@ -181,7 +238,7 @@ export function serveStreams(adapter, { input, output }) {
           default:
             log(`tep-adapter: ignoring unknown command ${JSON.stringify(request.cmd)}`);
         }
-      });
+      }).catch((error) => log(`tep-adapter: ${messageOf(error)}`));
     });
     lines.on('close', () => queue.then(stop));
   });

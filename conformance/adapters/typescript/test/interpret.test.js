@@ -100,12 +100,13 @@ describe('guards', () => {
     await assert.rejects(guard(exec('c4')), /guard crashed/);
     await recorder.probes.guards(exec('c1'));
     await recorder.probes.guards(exec('c3'));
+    // Each consultation is one record, written when it is over (here: when the trace is read).
     const stages = recorder.records().map((r) => [r.call, r.outcome, r.verdicts.map((v) => v.verdict)]);
     assert.deepEqual(stages, [
-      ['c2', 'deny', ['deny']],
-      ['c4', 'throw', ['throw']],
       ['c1', 'allow', ['abstain']],
+      ['c2', 'deny', ['deny']],
       ['c3', 'allow', ['allow']],
+      ['c4', 'throw', ['throw']],
     ]);
   });
 });
@@ -267,7 +268,7 @@ describe('bodies', () => {
       throw new Error('no such file: missing.txt');
     };
     await assert.rejects(scripts.body(exec('c1'), undefined, { read }), /no such file/);
-    await assert.rejects(scripts.body(exec('c1'), undefined, {}), /effects\.read\(\)/);
+    await assert.rejects(scripts.body(exec('c1'), undefined, {}), /effects\.read\(path\)/);
   });
 
   test('failUntilAttempt counts the dispatches of each call', async () => {

@@ -126,11 +126,12 @@ test('runScenario answers in process; defaults fill the ready message', async ()
     async run(s, session) {
       assert.ok(session.recorder instanceof Recorder);
       assert.equal(session.spec, 'rev1');
+      session.recorder.onModel(s.modelCalls());
       session.recorder.onBatchSettled();
     },
   };
   const answer = await runScenario(adapter, scenario('x'), { spec: 'rev1' });
-  assert.deepEqual(answer.trace.map((r) => r.node ?? r.kind), ['header', 'allResults']);
+  assert.deepEqual(answer.trace.map((r) => r.node ?? r.kind), ['header', 'model', 'allResults']);
   assert.equal(answer.trace[0].spec, 'rev1');
   assert.deepEqual(readyMessage(adapter), {
     ready: true,

@@ -19,15 +19,37 @@ test('session events are numbered from 1, increasing, and timed from the start',
   const c1 = exec('c1');
   rec.onToolCall(c1, { arguments: '{"path":"a.txt"}' });
   now = 1012.6;
-  rec.onEvent({ seq: 7, time: 3, type: 'todo/write', data: { todos: [] } }, { call: 'c1' });
   rec.onToolResult(c1, ok('hi'));
   const events = rec.records().map((r) => r.event);
-  assert.deepEqual(
-    events.map((e) => [e.seq, e.time]),
-    [[1, 0], [7, 3], [8, 13]],
-    "a harness's own seq and time are kept, and typed events continue after them",
-  );
-  assert.deepEqual(events[2].sourceEventSeqs, [1], 'a tool/result answers its tool/call');
+  assert.deepEqual(events.map((e) => [e.seq, e.time]), [[1, 0], [2, 13]]);
+  assert.deepEqual(events[1].sourceEventSeqs, [1], 'a tool/result answers its tool/call');
+});
+
+test("a harness's own events and the kit's share one numbering, without collisions", () => {
+  const rec = new Recorder({ clock: () => 0 });
+  const c1 = exec('c1');
+  // The harness numbers its log 1, 2, 3 …; the kit numbers the events the adapter types.
+  rec.onEvent({ seq: 1, time: 5, type: 'tool/call', data: { turn: 1, step: 1, callId: 'c1', name: 'read', arguments: '{}' } });
+  assert.deepEqual(rec.records().map((r) => r.event.seq), [1], 'kept as it is while the kit has numbered nothing');
+  rec.onApprovalAsked(c1, { toolName: 'read' });
+  rec.onEvent({ seq: 2, time: 6, type: 'todo/write', data: { todos: [] } }, { call: 'c1' });
+  rec.onEvent({ seq: 3, time: 7, type: 'tool/result', data: { callId: 'c1' }, sourceEventSeqs: [1] });
+  rec.onContext(c1, 'note');
+  rec.onEvent({ seq: 4, time: 8, type: 'todo/write', data: { todos: [] } }, { call: 'c1' });
+  const events = rec.records().map((r) => r.event);
+  assert.deepEqual(events.map((e) => [e.type, e.seq]), [
+    ['tool/call', 1],
+    ['approval/asked', 2],
+    ['todo/write', 3],
+    ['tool/result', 4],
+    ['user/message', 5],
+    ['todo/write', 6],
+  ]);
+  assert.deepEqual(events[3].sourceEventSeqs, [1], "the harness's sourceEventSeqs follow its events");
+  assert.deepEqual(events.map((e) => e.time), [5, 0, 6, 7, 0, 8], "a harness's own time is kept");
+  // A harness that repeats a seq still shows it: the numbering does not hide its bug.
+  rec.onEvent({ seq: 4, time: 9, type: 'todo/write', data: { todos: [] } }, { call: 'c1' });
+  assert.equal(rec.records().at(-1).event.seq, 6);
 });
 
 test('identity: tokens get stable names, and a sub-call carries its parent', () => {

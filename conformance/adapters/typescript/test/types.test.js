@@ -26,4 +26,6 @@ test('package.json points its types and exports at them', () => {
   assert.equal(pkg.types, './index.d.ts');
   assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', default: './src/index.js' });
   assert.deepEqual(pkg.dependencies ?? {}, {}, 'no runtime dependencies');
+  // What `npm pack` ships (scripts/pack-smoke.sh installs it): the sources, the types, the README.
+  assert.deepEqual(pkg.files, ['src/', 'index.d.ts', 'README.md']);
 });

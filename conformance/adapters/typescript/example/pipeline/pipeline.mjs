@@ -8,7 +8,8 @@
 // injected after its last result, first in, first out.
 //
 // Lifecycle events for instrumentation: 'batch' (the calls, classified), 'unanswered' (an ask
-// with no prompt mounted), 'denied', 'normalized' and 'settled' (every call has its result).
+// with no prompt mounted), 'denied', 'normalized', 'settled' (every call has its result) and
+// 'binding' (a Code Mode sub-call settles its binding: the sub-call, and the rejection if any).
 
 import { EventEmitter } from 'node:events';
 import { AgentFs, MemoryDisk } from './fs.mjs';
@@ -433,7 +434,12 @@ export class ToolPipeline extends EventEmitter {
     // A sub-call's contexts are dropped: nothing can be injected mid-run without breaking call/result adjacency.
     const logged = { ...dispatch, arguments: exec.arguments, isError: frozen.isError, content: frozen.content };
     this.session.append('tool/code-dispatch', logged);
-    if (frozen.isError) throw new ToolCallError(name, frozen.error?.message ?? contentText(frozen.content));
+    if (frozen.isError) {
+      const rejection = new ToolCallError(name, frozen.error?.message ?? contentText(frozen.content));
+      this.emit('binding', exec, rejection);
+      throw rejection;
+    }
+    this.emit('binding', exec);
     return frozen.value ?? contentText(frozen.content);
   }
 }

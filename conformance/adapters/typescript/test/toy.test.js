@@ -1,0 +1,72 @@
+// The README's quick start, run verbatim: its code block is copied next to the toy harness it
+// is written against (fixtures/toy/my-harness.js) in a scratch project, and `tep run --strict` must
+// pass every scenario its capabilities allow. Then the same glue on the harness's variants: a
+// synchronous pipeline (the kit in `sync` mode), and a tools/execute waterfall whose next() goes
+// straight to the dispatch when a retry calls it again.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { kitDir, notPassed, scratchProject, skipReason, tepRun } from '../fixtures/tep-run.js';
+
+const readme = readFileSync(join(kitDir, 'README.md'), 'utf8');
+const toyAdapter = fileURLToPath(new URL('../fixtures/toy/adapter.mjs', import.meta.url));
+const harness = fileURLToPath(new URL('../fixtures/toy/my-harness.js', import.meta.url));
+
+/** The README's code blocks marked `<!-- quick-start: FILE -->`, as `[file, code]`. */
+function quickStart() {
+  const blocks = [...readme.matchAll(/<!-- quick-start: (\S+) -->\n```js\n([\s\S]*?)\n```\n/g)].map((m) => [m[1], m[2]]);
+  assert.ok(blocks.length > 0, 'README.md marks its quick start with <!-- quick-start: my-adapter.mjs --> before the ```js fence');
+  return blocks;
+}
+
+/** The scenarios that did not pass and were not N/A for the adapter's capabilities or revision. */
+const unexplainedSkips = (report) =>
+  report.scenarios.filter((s) => s.status === 'skipped' && !/^N\/A: /.test(s.reason ?? '')).map((s) => `${s.id}: ${s.reason}`);
+
+test('the README quick start is one marked block that records the batch first', () => {
+  const blocks = quickStart();
+  assert.deepEqual(blocks.map(([file]) => file), ['my-adapter.mjs']);
+  const [[, code]] = blocks;
+  assert.match(code, /from '\.\/my-harness\.js'/, 'it imports the toy harness the test puts beside it');
+  const model = code.indexOf('rec.onModel(');
+  assert.ok(model >= 0 && model < code.indexOf('batch('), 'rec.onModel is called before the batch runs');
+});
+
+test('the README quick start, verbatim, passes tep run --strict on the toy harness', { skip: skipReason, timeout: 120_000 }, () => {
+  const dir = scratchProject('tep-kit-quick-start-');
+  try {
+    for (const [file, code] of quickStart()) writeFileSync(join(dir, file), `${code}\n`);
+    copyFileSync(harness, join(dir, 'my-harness.js'));
+    const { report, status, stderr } = tepRun(join(dir, 'my-adapter.mjs'), ['--strict'], { cwd: dir });
+    assert.equal(notPassed(report), '', stderr.slice(-2000));
+    assert.deepEqual(unexplainedSkips(report), []);
+    const { summary } = report;
+    assert.ok(summary.passed >= 39, `${summary.passed} passed`);
+    assert.equal(summary.passed + summary.skipped, summary.scenarios);
+    assert.equal(status, 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+for (const [name, env] of [
+  ['a synchronous pipeline, with the kit in sync mode', { TOY_SYNC: '1' }],
+  ['a tools/execute waterfall whose next() reaches the dispatch directly on a retry', { TOY_STATEFUL: '1' }],
+]) {
+  test(`the same glue passes on ${name}`, { skip: skipReason, timeout: 120_000 }, () => {
+    const { report, status } = tepRun(toyAdapter, ['--strict'], { env });
+    assert.equal(notPassed(report), '');
+    assert.deepEqual(unexplainedSkips(report), []);
+    assert.ok(report.summary.passed >= 39);
+    assert.equal(status, 0);
+  });
+}
+
+test('a synchronous pipeline fails with the kit left asynchronous: sync mode is what makes it pass', { skip: skipReason, timeout: 120_000 }, () => {
+  const { report } = tepRun(toyAdapter, ['--scenario', 'allow-runs-body'], { env: { TOY_SYNC: 'pipeline' } });
+  const [scenario] = report.scenarios;
+  assert.equal(scenario.status, 'failed');
+  assert.match(JSON.stringify(scenario.violations), /a synchronous pre-execute listener returned a promise/);
+});
