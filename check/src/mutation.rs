@@ -87,6 +87,40 @@ fn declared(records: &Records) -> Vec<CallId> {
         .unwrap_or_default()
 }
 
+/// A parallel pool that lets one more body in: a body that returned before a later call's
+/// dispatch returns only after it, so both (and whatever else ran) are in flight at once.
+fn pool_overflow(mut r: Records) -> Option<Records> {
+    // The dispatches of the batch's bodies: a `toolBody` right after the call's `around`.
+    let mut last: std::collections::HashMap<CallId, NodeId> = Default::default();
+    let mut dispatches: Vec<(usize, CallId)> = Vec::new();
+    for (i, x) in r.iter().enumerate() {
+        let (Some(o), Some(call)) = (stage(x), call_of(x)) else {
+            continue;
+        };
+        if o.node == NodeId::ToolBody && last.get(call) == Some(&NodeId::Around) {
+            dispatches.push((i, call.clone()));
+        }
+        last.insert(call.clone(), o.node);
+    }
+    // X dispatched, X's body returned (its next `around`), then Y dispatched.
+    for (dx, x) in &dispatches {
+        let Some(back) = find_after(&r, *dx, x, |o| is_stage(o, NodeId::Around)) else {
+            continue;
+        };
+        let Some((dy, _)) = dispatches.iter().find(|(d, y)| *d > back && y != x) else {
+            continue;
+        };
+        let moved: Vec<usize> = (back..*dy).filter(|&i| call_of(&r[i]) == Some(x)).collect();
+        let records: Vec<TraceRecord> = moved.iter().rev().map(|&i| r.remove(i)).collect();
+        let at = *dy - moved.len() + 1;
+        for record in records {
+            r.insert(at, record);
+        }
+        return Some(r);
+    }
+    None
+}
+
 fn move_record(records: &mut Records, from: usize, to: usize) {
     let r = records.remove(from);
     let to = if to > from { to - 1 } else { to };
@@ -554,6 +588,7 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
             }
             calls[safe[1]].concurrency_safe = Some(false);
         }
+        I::PoolCap => return pool_overflow(r),
         I::BatchSettles => {
             let a = find(&r, |x| is_stage(x, NodeId::AllResults))?;
             r.remove(a);
@@ -629,6 +664,12 @@ pub fn plant(id: InvariantId, records: &[TraceRecord]) -> Option<Vec<TraceRecord
                     source: m.source.clone(),
                 });
             }
+        }
+        I::ApprovalOnce => {
+            // The prompt asked a second time for the same ask.
+            let a = find(&r, |x| is_stage(x, NodeId::Approval))?;
+            let dup = r[a].clone();
+            r.insert(a + 1, dup);
         }
         I::ApprovalAudited => {
             let d = find(&r, |x| event_type(x) == Some("approval/decided"))?;

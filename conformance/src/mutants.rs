@@ -19,10 +19,12 @@ pub fn breaks(mutant: Mutant) -> &'static [InvariantId] {
         Mutant::CommitInCompletionOrder => &[I::ModelOrderCommit, I::ContextsFifo],
         Mutant::ContextsBeforeResults => &[I::ContextsAfterAllResults],
         Mutant::ContextsReversed => &[I::ContextsFifo],
-        // Guards that run before approval also take the approval out of its place.
+        // Guards that run before approval also take the approval out of its place, and when
+        // they deny, the ask is never put to the prompt at all.
         Mutant::GuardsBeforeApproval => &[
             I::GuardsOnlyAfterAllow,
             I::ApprovalOnlyAfterAsk,
+            I::ApprovalOnce,
             I::ApprovalAudited,
             I::StageGraphWalk,
         ],
@@ -50,5 +52,12 @@ pub fn breaks(mutant: Mutant) -> &'static [InvariantId] {
         Mutant::RejectionLeaksFields => &[I::RejectionIsToolCallError],
         Mutant::ThrowEscapes => &[I::ThrowIsNormalized],
         Mutant::FinalizeSkippedOnError => &[I::FinalizeOnce],
+        Mutant::PoolCapIgnored => &[I::PoolCap],
+        Mutant::ApprovalAskedTwice => &[I::ApprovalOnce],
+        // The reused answer is not audited either.
+        Mutant::ApprovalAnswerReused => &[I::ApprovalOnce, I::ApprovalAudited],
+        // No invariant names it: the oracle (drive mode's expectations, fuzzing's reference
+        // outcome) sees what the skipped wrappers would have done.
+        Mutant::RedispatchSkipsInnerWrappers => &[],
     }
 }

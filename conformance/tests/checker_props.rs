@@ -245,22 +245,10 @@ fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
                     expect: Expectation {
                         calls: ids
                             .iter()
-                            .map(|id| {
-                                (
-                                    id.clone(),
-                                    CallExpectation {
-                                        is_error: false,
-                                        body_runs: 0,
-                                        post_runs: None,
-                                        content: None,
-                                        content_includes: None,
-                                        error_code: None,
-                                        reference_content: None,
-                                    },
-                                )
-                            })
+                            .map(|id| (id.clone(), CallExpectation::default()))
                             .collect(),
                         contexts: vec![],
+                        undetermined: Default::default(),
                     },
                 }
             },
@@ -455,7 +443,8 @@ fn after_duplicate(k: Kind) -> Option<Vec<InvariantId>> {
         Kind::Node(N::PresentCall | N::PresentResult) => vec![I::UiPresentsEachCall],
         Kind::Node(N::Pre) => vec![I::PreExecuteOnce],
         Kind::Node(N::Guards) => vec![I::GuardsOnlyAfterAllow],
-        Kind::Node(N::Approval) => vec![I::ApprovalOnlyAfterAsk],
+        // The prompt asked twice for one ask.
+        Kind::Node(N::Approval) => vec![I::ApprovalOnce],
         Kind::Node(N::Denied) => vec![I::DenialReachesPost],
         // Consecutive `around` records are one visit: a repeated one is legal.
         Kind::Node(N::Around) => return None,

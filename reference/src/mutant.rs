@@ -97,6 +97,14 @@ mutants! {
     ThrowEscapes = "throw-escapes",
     /// `finalizeContent` is skipped when the candidate is an error.
     FinalizeSkippedOnError = "finalize-skipped-on-error",
+    /// The parallel pool ignores its cap: every concurrency-safe call of a run executes at once.
+    PoolCapIgnored = "pool-cap-ignored",
+    /// The approval prompt is asked twice for one ask.
+    ApprovalAskedTwice = "approval-asked-twice",
+    /// A tool allowed once is allowed again, without asking, for every later ask.
+    ApprovalAnswerReused = "approval-answer-reused",
+    /// A wrapper's second dispatch (a retry) goes straight to the body, past the wrappers inside it.
+    RedispatchSkipsInnerWrappers = "redispatch-skips-inner-wrappers",
 }
 
 impl fmt::Display for Mutant {

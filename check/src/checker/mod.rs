@@ -1016,7 +1016,12 @@ impl Checker {
             call.threw.get_or_insert((node, line));
         }
         match node {
-            NodeId::Pre => call.pre = Some(line),
+            NodeId::Pre => {
+                call.pre = Some(line);
+                if outcome == Some(Outcome::Ask) {
+                    call.pre_asked.get_or_insert(line);
+                }
+            }
             NodeId::Approval => call.approval_outcome = outcome,
             NodeId::Around if before == NodeId::ToolBody => {
                 // The body returned to the wrappers.

@@ -8,10 +8,11 @@
 pub(crate) mod state;
 pub(crate) mod walk;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
-use tep_model::graph::Revision;
+use tep_model::graph::{Outcome, Revision};
+use tep_model::identity::CallId;
 use tep_model::session::EventBody;
 use tep_model::trace::{Capability, ObservationLevel};
 
@@ -24,6 +25,11 @@ pub struct ScenarioFacts {
     /// The tools whose definition has `finalizeContent`; every other call has none.
     pub finalizers: BTreeSet<String>,
     pub prompt: bool,
+    /// What the mounted prompt answers each call (`"*"`: every other call); empty with no
+    /// prompt.
+    pub answers: BTreeMap<String, Outcome>,
+    /// The parallel pool's cap, where the scenario states one.
+    pub max_parallel: Option<usize>,
 }
 
 /// What to check a trace against.
@@ -74,6 +80,16 @@ impl CheckOptions {
         self.capabilities
             .as_ref()
             .is_none_or(|caps| caps.contains(&capability))
+    }
+
+    /// What the scenario's prompt answers `call`, where the scenario mounts one.
+    pub fn scripted_answer(&self, call: &CallId) -> Option<Outcome> {
+        let facts = self.facts.as_ref().filter(|f| f.prompt)?;
+        facts
+            .answers
+            .get(call.as_str())
+            .or_else(|| facts.answers.get("*"))
+            .copied()
     }
 
     /// What the scenario says about a call of `tool`.

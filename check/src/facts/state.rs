@@ -172,6 +172,8 @@ pub(crate) struct Call {
     pub args: Option<Value>,
     pub first_identity: Option<(Arc<Identity>, usize)>,
     pub pre: Option<usize>,
+    /// The line where pre-execute decided `ask`.
+    pub pre_asked: Option<usize>,
     /// The decision that denied the call.
     pub denied: Option<usize>,
     /// The first throw before the commit: the stage that threw and its line.
@@ -256,6 +258,7 @@ impl Call {
             body_since: None,
             body_steps: None,
             body_just_settled: false,
+            pre_asked: None,
             approval_asked: None,
             approval_decided: None,
             approval_outcome: None,

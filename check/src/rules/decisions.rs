@@ -77,6 +77,87 @@ pub(crate) const APPROVAL_ABSENT_DENIES: Rule = Rule::new(entry(
     }
 });
 
+pub(crate) const APPROVAL_ONCE: Rule = Rule::new(entry(
+    I::ApprovalOnce,
+    Must,
+    "`ctx.approval` is a one-shot prompt: an ask is put to it once (one `approval/asked`, one answer), and the answer decides only the call it was asked for; an asked call never goes on to the guards or its body without its own answer.",
+    &[Doc("`ctx.approval` one-shot prompt"), Edge(N::Pre, N::Approval), Semantics(&[17, 18])],
+    Stage,
+    Hooks,
+    &[Read::Node(N::Approval), Read::Audit, Read::Scenario],
+))
+.claims(|r| {
+    // A second approval stage for one call: the prompt was asked again.
+    (r.node == N::Approval && r.call.approval_outcome.is_some()).then_some(())?;
+    r.claim(
+        format!(
+            "{} after {}: the call's ask was already answered; the prompt is asked once",
+            r.here(),
+            r.call.at_position()
+        ),
+        true,
+    )
+})
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let call = cx.call(v.call);
+    if v.node == Some(N::Approval) {
+        // Drive mode knows what the scripted prompt answers this call: another answer is one
+        // given for some other call (or none at all).
+        let (Some(got), Some(scripted)) = (v.outcome, cx.options.scripted_answer(&call.id)) else {
+            return;
+        };
+        // `cancelled` can come from the call's signal rather than the prompt (reference
+        // semantics 18): not a sign of another call's answer.
+        if got != scripted && got != Outcome::Cancelled && call.approval_outcome.is_none() {
+            let message = format!(
+                "{}: the prompt answers this call {scripted}, so the approval's outcome must be {scripted}; an answer given for another call was used",
+                v.here(&call.id)
+            );
+            cx.report_once(I::ApprovalOnce, v.call, vec![v.line], message);
+        }
+        return;
+    }
+    let Some(event) = v.event() else { return };
+    let earlier = match event.body {
+        EventBody::ApprovalAsked(_) => call.approval_asked.map(|l| (l, "approval/asked")),
+        EventBody::ApprovalDecided(_) => call.approval_decided.map(|(_, l)| (l, "approval/decided")),
+        _ => None,
+    };
+    if let Some((first, kind)) = earlier {
+        let message = format!(
+            "line {} ({kind}, call {}) after line {first} recorded {kind} for the same call: one ask is put to the prompt once",
+            v.line, call.id
+        );
+        cx.report_once(I::ApprovalOnce, v.call, vec![v.line, first], message);
+    }
+})
+.at_batch_end(|cx: &mut Cx<'_>| {
+    let mut found = Vec::new();
+    for (i, call) in cx.batch.top_level().chain(cx.batch.sub_calls()) {
+        // Pre-execute asked, a prompt is mounted, and the call was allowed without an answer.
+        let Some(asked) = call.pre_asked else { continue };
+        if call.facts.prompt != Some(true) || call.approval_outcome.is_some() {
+            continue;
+        }
+        if let Some(node) = [N::Guards, N::Around, N::ToolBody]
+            .into_iter()
+            .find(|&n| call.has_visited(n))
+        {
+            found.push((
+                i,
+                asked,
+                format!(
+                    "call {}: pre-execute asked at line {asked} and the call reached {node} without the mounted prompt answering it",
+                    call.id
+                ),
+            ));
+        }
+    }
+    for (i, line, message) in found {
+        cx.report_once(I::ApprovalOnce, i, vec![line], message);
+    }
+});
+
 pub(crate) const GUARDS_ONLY_AFTER_ALLOW: Rule = Rule::new(entry(
     I::GuardsOnlyAfterAllow,
     Must,

@@ -209,3 +209,55 @@ pub(crate) const EXCLUSIVE_BARRIER: Rule = Rule::new(entry(
         cx.report_once(I::ExclusiveBarrier, v.call, vec![v.line, other.last_line], message);
     }
 });
+
+pub(crate) const POOL_CAP: Rule = Rule::new(
+    entry(
+        I::PoolCap,
+        Should,
+        "A parallel pool is capped: no more than `maxParallel` calls of the batch execute at once (the scenario's cap, or the implementation's; default 10).",
+        &[Semantics(&[2])],
+        Batch,
+        Hooks,
+        &[Read::Node(N::ToolBody), Read::Scenario],
+    )
+    .needs(Capability::Parallel),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    // Only a cap the scenario states is checked: an implementation's own default may differ.
+    let Some(cap) = cx.options.facts.as_ref().and_then(|f| f.max_parallel) else {
+        return;
+    };
+    let call = cx.call(v.call);
+    // A dispatch of a call of the batch; a body in flight counts against the pool (bodies in
+    // flight are at most the calls executing, so counting them never over-counts).
+    if call.is_sub_call() || call.last_node != N::Around {
+        return;
+    }
+    let running: Vec<usize> = cx
+        .batch
+        .running_bodies
+        .iter()
+        .copied()
+        .filter(|&k| k != v.call)
+        .collect();
+    if running.len() < cap {
+        return;
+    }
+    let others: Vec<String> = running.iter().map(|&k| cx.call(k).id.to_string()).collect();
+    let since: Vec<usize> = running
+        .iter()
+        .map(|&k| {
+            let other = cx.call(k);
+            other.body_since.unwrap_or(other.last_line)
+        })
+        .collect();
+    let message = format!(
+        "{} while {} other bodies run ({}); the pool's cap is {cap}",
+        v.here(&call.id),
+        running.len(),
+        others.join(", ")
+    );
+    let mut lines = vec![v.line];
+    lines.extend(since);
+    cx.report(I::PoolCap, Some(v.call), lines, message);
+});

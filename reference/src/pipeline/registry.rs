@@ -235,6 +235,7 @@ impl RegistryBuilder {
             tokens: AtomicU64::new(0),
             steps: AtomicU64::new(0),
             escaped: Mutex::new(None),
+            allowed_tools: Mutex::default(),
         })
     }
 }
@@ -260,6 +261,8 @@ pub struct ToolRegistry {
     steps: AtomicU64,
     /// A throw that escaped the pipeline (only the mutant `throw-escapes` lets one).
     escaped: Mutex<Option<String>>,
+    /// The tools an approval allowed once (only the mutant `approval-answer-reused` reads it).
+    allowed_tools: Mutex<BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -334,6 +337,21 @@ impl ToolRegistry {
 
     pub(crate) fn broken(&self, mutant: Mutant) -> bool {
         self.mutants.contains(&mutant)
+    }
+
+    /// The mutant `approval-answer-reused`: whether a tool was allowed once already.
+    fn reuse_answer(&self, tool: &str) -> bool {
+        self.allowed_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool)
+    }
+
+    fn remember_answer(&self, tool: &str) {
+        self.allowed_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tool.to_owned());
     }
 
     fn mint(&self) -> Token {
@@ -496,7 +514,12 @@ impl ToolRegistry {
                 }
                 continue;
             }
-            if started.len() < plans.len() && inflight.len() < self.max_parallel {
+            let cap = if self.broken(Mutant::PoolCapIgnored) {
+                usize::MAX
+            } else {
+                self.max_parallel
+            };
+            if started.len() < plans.len() && inflight.len() < cap {
                 let i = started.len();
                 let s = self
                     .polling(self.prepare(&plans[i], step), &mut inflight, &mut finished)
@@ -666,6 +689,11 @@ impl ToolRegistry {
             self.observe(obs.outcome(Outcome::Unavailable).reason(reason.clone()));
             return Some(Prepared::Denied(reason));
         };
+        if self.broken(Mutant::ApprovalAnswerReused) && self.reuse_answer(exec.name()) {
+            // The first allowed-once answer for the tool is taken for this ask too.
+            self.observe(obs.outcome(Outcome::AllowedOnce));
+            return None;
+        }
         let approval_id = format!("approval-{id}");
         let audited = !self.broken(Mutant::ApprovalUnaudited);
         if audited {
@@ -687,7 +715,22 @@ impl ToolRegistry {
             reason,
             cancel: CancellationToken::new(),
         };
-        let answer = guarded(approval.request(&request)).await;
+        let mut answer = guarded(approval.request(&request)).await;
+        if self.broken(Mutant::ApprovalAskedTwice) {
+            // Asked again, as a harness that re-prompts on a re-render would.
+            self.recorder.append(
+                Some(id),
+                EventBody::ApprovalAsked(ApprovalAsked {
+                    id: format!("approval-{id}-again"),
+                    tool_name: exec.name().to_owned(),
+                    call_id: Some(id.clone()),
+                    reason: request.reason.clone(),
+                }),
+                None,
+                None,
+            );
+            answer = guarded(approval.request(&request)).await;
+        }
         let outcome = match answer {
             Err(failure) => {
                 self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
@@ -710,6 +753,9 @@ impl ToolRegistry {
             );
         }
         if outcome == Outcome::AllowedOnce {
+            if self.broken(Mutant::ApprovalAnswerReused) {
+                self.remember_answer(exec.name());
+            }
             self.observe(obs.outcome(outcome));
             return None;
         }
@@ -812,7 +858,8 @@ impl ToolRegistry {
             deferred: &deferred,
         };
         let declared = plan.tool.as_ref().and_then(|t| t.timeout());
-        let next = ExecuteNext::new(&self.wrappers, &exec, declared, &dispatcher);
+        let next = ExecuteNext::new(&self.wrappers, &exec, declared, &dispatcher)
+            .bypassing_inner_wrappers_on_rerun(self.broken(Mutant::RedispatchSkipsInnerWrappers));
         let outcome = next.run(CancellationToken::new()).await;
         let obs = self.stage(NodeId::Around, &exec).identity(exec.identity());
         self.observe(match &outcome {
