@@ -47,6 +47,20 @@ pub struct FuzzArgs {
     /// Break the built-in reference on purpose (see `tep mutants`), to watch fuzzing find it.
     #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
     mutant: Vec<Mutant>,
+    /// What else judges a scenario besides the invariants: the built-in reference's outcome,
+    /// where the spec determines it (docs/conformance.md, "What the oracle compares"), or none.
+    #[arg(long, value_enum, default_value_t = Oracle::Reference)]
+    oracle: Oracle,
+    /// Print how many generated scenarios used each construct of the scenario language.
+    #[arg(long)]
+    stats: bool,
+}
+
+/// `--oracle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Oracle {
+    Reference,
+    None,
 }
 
 /// Violations printed under a failure; the rest are counted.
@@ -82,10 +96,15 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     options.cases = args.cases;
     options.time = args.time;
     options.strict = args.strict;
+    options.oracle = args.oracle == Oracle::Reference;
+    options.stats = args.stats;
     let report = run_fuzz(implementation.as_mut(), &options, |_| {})?;
     drop(implementation);
 
     let mut out = Stdout::new();
+    if args.stats {
+        write_stats(&mut out, &report)?;
+    }
     let rate = report.cases as f64 / report.elapsed.as_secs_f64().max(1e-9);
     writeln!(
         out,
@@ -121,6 +140,21 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     Ok(if report.errored > 0 { 2 } else { 0 })
 }
 
+/// `--stats`: each construct and the share of the generated scenarios that used it.
+fn write_stats(out: &mut Stdout, report: &FuzzReport) -> Result<()> {
+    writeln!(
+        out,
+        "constructs of the {} generated scenario(s):",
+        report.cases
+    )?;
+    let width = report.constructs.keys().map(String::len).max().unwrap_or(0);
+    for (construct, n) in &report.constructs {
+        let share = 100.0 * *n as f64 / report.cases.max(1) as f64;
+        writeln!(out, "  {construct:<width$}  {n:>6}  {share:5.1}%")?;
+    }
+    Ok(())
+}
+
 /// Prints the shrunk failure, writes its scenario, and says how to replay it.
 fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u64) -> Result<u8> {
     let Some(failure) = &report.failure else {
@@ -144,7 +178,7 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
     writeln!(
         out,
         "\nFAILED at case {} of seed {seed}: {} [{level}]",
-        failure.case, failure.invariant
+        failure.case, failure.check
     )?;
     writeln!(
         out,

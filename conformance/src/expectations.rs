@@ -1,7 +1,9 @@
 //! Drive mode's oracle: does a trace end the way the scenario's scripts determine?
 //!
 //! The catalog entries (`expected-outcome`, `expected-content`) are `tep_check::rules`'; this
-//! is their check, which needs the scenario and so lives with the corpus.
+//! is their check, which needs the scenario and so lives with the corpus. A corpus scenario's
+//! `expect` block is written by hand; `tep fuzz` writes one from the reference's run
+//! ([`crate::oracle`]), and the same check judges both, worded for each ([`Source`]).
 
 use std::collections::BTreeMap;
 
@@ -15,7 +17,7 @@ use tep_model::result::content_text;
 use tep_model::session::EventBody;
 use tep_model::trace::{ObservationLevel, TraceRecord};
 
-use crate::scenario::Scenario;
+use crate::scenario::{CallExpectation, Scenario};
 
 /// Something worth showing that is not a verdict: the reference words a text differently.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,33 +29,47 @@ pub struct Note {
     pub message: String,
 }
 
-#[derive(Debug, Default)]
-struct Seen {
-    body_runs: u32,
-    post_runs: bool,
-    last_node: Option<NodeId>,
-    /// line, isError, text, error code.
-    result: Option<(usize, bool, String, Option<String>)>,
+/// Who wrote the expectations: the corpus, or the built-in reference's run of the scenario
+/// (the fuzzing oracle). Only the wording differs: the oracle names its check and shows the
+/// reference's value beside yours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Corpus,
+    Reference,
 }
 
-/// What a scenario's expectations say about a trace (record `i` is line `i + 1`) observed at
-/// `level`: the violations, and notes on wording nothing fixes.
-pub fn check_expectations(
-    scenario: &Scenario,
-    records: &[TraceRecord],
-    level: ObservationLevel,
-) -> (Vec<Violation>, Vec<Note>) {
+/// One call's outcome, as its trace shows it.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Seen {
+    pub body_runs: u32,
+    pub post_runs: bool,
+    pub pre_runs: u32,
+    pub approval_runs: u32,
+    pub guard_runs: u32,
+    last_node: Option<NodeId>,
+    /// line, isError, text, error code.
+    pub result: Option<(usize, bool, String, Option<String>)>,
+}
+
+/// What the trace shows: each call's outcome, and the injected contexts (line, call, text).
+pub(crate) type Observed = (BTreeMap<CallId, Seen>, Vec<(usize, CallId, String)>);
+
+pub(crate) fn observe(records: &[TraceRecord]) -> Observed {
     let mut seen: BTreeMap<CallId, Seen> = BTreeMap::new();
-    let mut contexts: Vec<(usize, CallId, String)> = Vec::new();
+    let mut contexts = Vec::new();
     for (i, record) in records.iter().enumerate() {
         let line = i + 1;
         let (Some(node), Some(call)) = (record.node(), record.call()) else {
             continue;
         };
         let entry = seen.entry(call.clone()).or_default();
+        let stage = matches!(record, TraceRecord::Stage(_));
         match node {
             NodeId::ToolBody if entry.last_node == Some(NodeId::Around) => entry.body_runs += 1,
             NodeId::Post => entry.post_runs = true,
+            NodeId::Pre if stage => entry.pre_runs += 1,
+            NodeId::Approval if stage => entry.approval_runs += 1,
+            NodeId::Guards if stage => entry.guard_runs += 1,
             _ => {}
         }
         if let TraceRecord::Event(e) = record {
@@ -91,117 +107,243 @@ pub fn check_expectations(
             entry.last_node = Some(node);
         }
     }
+    (seen, contexts)
+}
 
-    let hooks = level >= ObservationLevel::Hooks;
-    let mut out = Vec::new();
-    let mut notes = Vec::new();
-    let mut fail = |id: I, lines: Vec<usize>, call: Option<&CallId>, message: String| {
-        out.push(Violation {
+/// Collects the violations and notes, worded for the expectations' source.
+struct Verdicts {
+    source: Source,
+    violations: Vec<Violation>,
+    notes: Vec<Note>,
+}
+
+impl Verdicts {
+    fn fail(&mut self, id: I, lines: Vec<usize>, call: Option<&CallId>, message: String) {
+        self.violations.push(Violation {
             invariant: id,
             level: invariant(id).level,
             lines,
             call: call.cloned(),
             message,
         });
+    }
+
+    /// A value that differs: the corpus says "expected"; the oracle names its check (the rows of
+    /// `docs/conformance.md`, "What the oracle compares") and shows both values.
+    fn differs(
+        &mut self,
+        id: I,
+        check: &str,
+        lines: Vec<usize>,
+        call: Option<&CallId>,
+        corpus: String,
+        (yours, reference): (String, String),
+    ) {
+        let message = match self.source {
+            Source::Corpus => corpus,
+            Source::Reference => {
+                let whose = call.map_or_else(String::new, |c| format!(", call {c}"));
+                format!("oracle {check}{whose}: yours {yours}; the reference's {reference}")
+            }
+        };
+        self.fail(id, lines, call, message);
+    }
+}
+
+/// What a scenario's expectations say about a trace (record `i` is line `i + 1`) observed at
+/// `level`: the violations, and notes on wording nothing fixes.
+pub fn check_expectations(
+    scenario: &Scenario,
+    records: &[TraceRecord],
+    level: ObservationLevel,
+) -> (Vec<Violation>, Vec<Note>) {
+    judge(scenario, records, level, Source::Corpus)
+}
+
+/// [`check_expectations`], worded for expectations from `source`.
+pub fn judge(
+    scenario: &Scenario,
+    records: &[TraceRecord],
+    level: ObservationLevel,
+    source: Source,
+) -> (Vec<Violation>, Vec<Note>) {
+    let (mut seen, contexts) = observe(records);
+    let mut out = Verdicts {
+        source,
+        violations: Vec::new(),
+        notes: Vec::new(),
     };
+    let sub_calls: Vec<CallId> = scenario
+        .all_sub_calls()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     // The calls of the batch, then their Code Mode sub-calls.
-    let ids: Vec<CallId> = scenario
+    let ids = scenario
         .calls
         .iter()
         .map(|c| c.call_id.clone())
-        .chain(scenario.all_sub_calls().into_iter().map(|(id, _)| id))
-        .collect();
-    for id in &ids {
+        .chain(sub_calls.iter().cloned());
+    for id in ids {
         let Some(expected) = scenario.expect.calls.get(id.as_str()) else {
             continue;
         };
-        let got = seen.remove(id).unwrap_or_default();
-        let at = got.result.as_ref().map_or_else(Vec::new, |r| vec![r.0]);
-        if hooks && got.body_runs != expected.body_runs {
-            fail(
-                I::ExpectedOutcome,
-                at.clone(),
-                Some(id),
-                format!(
-                    "call {id}: the body ran {} time(s), expected {}",
-                    got.body_runs, expected.body_runs
-                ),
-            );
+        let got = seen.remove(&id).unwrap_or_default();
+        let is_sub_call = sub_calls.contains(&id);
+        if level >= ObservationLevel::Hooks {
+            compare_stages(&mut out, &id, expected, &got);
         }
-        if let Some(post) = expected.post_runs.filter(|_| hooks)
-            && post != got.post_runs
-        {
-            fail(
-                I::ExpectedOutcome,
-                at.clone(),
-                Some(id),
-                format!(
-                    "call {id}: post-execute {}, expected it {}",
-                    if got.post_runs { "ran" } else { "did not run" },
-                    if post { "to run" } else { "not to run" }
-                ),
-            );
-        }
-        let Some((line, is_error, text, code)) = got.result else {
-            // A missing result is `one-result-per-call`; nothing more to compare.
+        compare_result(&mut out, &id, expected, &got, is_sub_call);
+    }
+    compare_contexts(&mut out, scenario, &contexts);
+    (out.violations, out.notes)
+}
+
+/// How often each stage ran: the records of level `hooks`.
+fn compare_stages(out: &mut Verdicts, id: &CallId, expected: &CallExpectation, got: &Seen) {
+    let at = got.result.as_ref().map_or_else(Vec::new, |r| vec![r.0]);
+    if got.body_runs != expected.body_runs {
+        out.differs(
+            I::ExpectedOutcome,
+            "body-runs",
+            at.clone(),
+            Some(id),
+            format!(
+                "call {id}: the body ran {} time(s), expected {}",
+                got.body_runs, expected.body_runs
+            ),
+            (got.body_runs.to_string(), expected.body_runs.to_string()),
+        );
+    }
+    if let Some(post) = expected.post_runs
+        && post != got.post_runs
+    {
+        let ran = |b: bool| if b { "ran" } else { "did not run" };
+        out.differs(
+            I::ExpectedOutcome,
+            "post-runs",
+            at.clone(),
+            Some(id),
+            format!(
+                "call {id}: post-execute {}, expected it {}",
+                ran(got.post_runs),
+                if post { "to run" } else { "not to run" }
+            ),
+            (ran(got.post_runs).to_owned(), ran(post).to_owned()),
+        );
+    }
+    let counts = [
+        ("pre-runs", "pre-execute", expected.pre_runs, got.pre_runs),
+        (
+            "approval-runs",
+            "the approval prompt",
+            expected.approval_runs,
+            got.approval_runs,
+        ),
+        (
+            "guard-runs",
+            "the guards",
+            expected.guard_runs,
+            got.guard_runs,
+        ),
+    ];
+    for (check, stage, want, runs) in counts {
+        let Some(want) = want.filter(|&w| w != runs) else {
             continue;
         };
-        if is_error != expected.is_error {
-            fail(
-                I::ExpectedOutcome,
-                vec![line],
-                Some(id),
-                format!(
-                    "line {line} (call {id}): isError is {is_error}, expected {}",
-                    expected.is_error
-                ),
-            );
-        }
-        if let Some(content) = &expected.content
-            && &text != content
-        {
-            fail(
-                I::ExpectedContent,
-                vec![line],
-                Some(id),
-                format!("line {line} (call {id}): content {text:?}, expected {content:?}"),
-            );
-        }
-        if let Some(part) = &expected.content_includes
-            && !text.contains(part.as_str())
-        {
-            fail(
-                I::ExpectedContent,
-                vec![line],
-                Some(id),
-                format!("line {line} (call {id}): content {text:?} does not include {part:?}"),
-            );
-        }
-        if let Some(expected_code) = &expected.error_code
-            && code.as_ref() != Some(expected_code)
-            && !scenario.all_sub_calls().iter().any(|(s, _)| s == id)
-        {
-            fail(
-                I::ExpectedContent,
-                vec![line],
-                Some(id),
-                format!(
-                    "line {line} (call {id}): error code {}, expected {expected_code}",
-                    code.as_deref().unwrap_or("none")
-                ),
-            );
-        }
-        if let Some(reference) = &expected.reference_content
-            && &text != reference
-        {
-            notes.push(Note {
-                call: Some(id.clone()),
-                lines: vec![line],
-                message: format!(
-                    "call {id}: content {text:?}; the reference says {reference:?} (wording nothing fixes, shown for information)"
-                ),
-            });
-        }
+        out.differs(
+            I::ExpectedOutcome,
+            check,
+            at.clone(),
+            Some(id),
+            format!("call {id}: {stage} ran {runs} time(s), expected {want}"),
+            (format!("{runs} time(s)"), format!("{want} time(s)")),
+        );
+    }
+}
+
+/// The call's recorded outcome: whether it is an error, its text, its error code.
+fn compare_result(
+    out: &mut Verdicts,
+    id: &CallId,
+    expected: &CallExpectation,
+    got: &Seen,
+    is_sub_call: bool,
+) {
+    let Some((line, is_error, text, code)) = &got.result else {
+        // A missing result is `one-result-per-call`; nothing more to compare.
+        return;
+    };
+    let line = *line;
+    if *is_error != expected.is_error {
+        out.differs(
+            I::ExpectedOutcome,
+            "is-error",
+            vec![line],
+            Some(id),
+            format!(
+                "line {line} (call {id}): isError is {is_error}, expected {}",
+                expected.is_error
+            ),
+            (
+                format!("isError {is_error}"),
+                format!("isError {}", expected.is_error),
+            ),
+        );
+    }
+    if let Some(content) = &expected.content
+        && text != content
+    {
+        out.differs(
+            I::ExpectedContent,
+            "content",
+            vec![line],
+            Some(id),
+            format!("line {line} (call {id}): content {text:?}, expected {content:?}"),
+            (format!("{text:?}"), format!("{content:?}")),
+        );
+    }
+    if let Some(part) = &expected.content_includes
+        && !text.contains(part.as_str())
+    {
+        out.fail(
+            I::ExpectedContent,
+            vec![line],
+            Some(id),
+            format!("line {line} (call {id}): content {text:?} does not include {part:?}"),
+        );
+    }
+    if let Some(expected_code) = &expected.error_code
+        && code.as_ref() != Some(expected_code)
+        && !is_sub_call
+    {
+        out.fail(
+            I::ExpectedContent,
+            vec![line],
+            Some(id),
+            format!(
+                "line {line} (call {id}): error code {}, expected {expected_code}",
+                code.as_deref().unwrap_or("none")
+            ),
+        );
+    }
+    if let Some(reference) = &expected.reference_content
+        && text != reference
+    {
+        out.notes.push(Note {
+            call: Some(id.clone()),
+            lines: vec![line],
+            message: format!(
+                "call {id}: content {text:?}; the reference says {reference:?} (wording nothing fixes, shown for information)"
+            ),
+        });
+    }
+}
+
+/// The injected contexts: their calls, texts and order.
+fn compare_contexts(out: &mut Verdicts, scenario: &Scenario, contexts: &[(usize, CallId, String)]) {
+    if scenario.expect.undetermined.contexts {
+        return;
     }
     let got: Vec<(&CallId, &str)> = contexts.iter().map(|(_, c, t)| (c, t.as_str())).collect();
     let want: Vec<(&CallId, &str)> = scenario
@@ -210,26 +352,28 @@ pub fn check_expectations(
         .iter()
         .map(|c| (&c.call, c.text.as_str()))
         .collect();
-    if got != want {
-        let show = |list: &[(&CallId, &str)]| {
-            if list.is_empty() {
-                return "none".to_owned();
-            }
-            list.iter()
-                .map(|(c, t)| format!("{t:?} (call {c})"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        fail(
-            I::ExpectedOutcome,
-            contexts.iter().map(|(l, _, _)| *l).collect(),
-            None,
-            format!(
-                "injected contexts: {}; expected: {}",
-                show(&got),
-                show(&want)
-            ),
-        );
+    if got == want {
+        return;
     }
-    (out, notes)
+    let show = |list: &[(&CallId, &str)]| {
+        if list.is_empty() {
+            return "none".to_owned();
+        }
+        list.iter()
+            .map(|(c, t)| format!("{t:?} (call {c})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    out.differs(
+        I::ExpectedOutcome,
+        "contexts",
+        contexts.iter().map(|(l, _, _)| *l).collect(),
+        None,
+        format!(
+            "injected contexts: {}; expected: {}",
+            show(&got),
+            show(&want)
+        ),
+        (show(&got), show(&want)),
+    );
 }

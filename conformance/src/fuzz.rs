@@ -9,9 +9,11 @@
 //! implementation declares. [`fuzz`] runs them; a failing scenario is shrunk with proptest's value
 //! trees (fewer calls, fewer listeners, simpler steps) while the same invariant still fails.
 //!
-//! Only the invariants judge: the scenario's expectations are not checked (no oracle knows them
-//! for a random scenario). The printed minimal scenario carries the expectations the built-in
-//! reference produces, so it can join a corpus as it is.
+//! The invariants judge every trace, and so does the built-in reference (the differential
+//! oracle, [`crate::oracle`]): each scenario runs on it first, in process, and its outcome, where
+//! the spec determines it, is the scenario's expected outcome. `--oracle none` leaves the
+//! invariants alone. The printed minimal scenario carries those expectations, so it can join a
+//! corpus as it is and `tep run --scenario-file` replays the same verdict.
 //!
 //! Runs are reproducible: case `n` of seed `s` is generated from its own RNG, seeded from `s`
 //! and `n` alone.
@@ -28,14 +30,15 @@ use tep_reference::identity::CallId;
 use tep_reference::session::{Todo, TodoStatus};
 use tep_reference::trace::{Capability, TraceRecord};
 
+use crate::expectations::{self, Source};
 use crate::runner::{Answer, Implementation};
 use crate::scenario::{
     AcceptSpec, ApprovalAnswer, ApprovalSpec, BindingCall, BlockSpec, BodyStep, CallExpectation,
-    CallSpec, EditSpec, Expectation, ExpectedContext, FinalizeAction, GuardAction, HookSpec,
-    Listener, ObserverSpec, OnReject, PostAction, PreAction, ProgramStep, Scenario, ThrowPhase,
-    ToolSpec, WrapperSpec, WriteSpec,
+    CallSpec, EditSpec, Expectation, FinalizeAction, GuardAction, HookSpec, Listener, ObserverSpec,
+    OnReject, PostAction, PreAction, ProgramStep, Scenario, ThrowPhase, ToolSpec, WrapperSpec,
+    WriteSpec,
 };
-use crate::scripted::{ReferenceRun, run_reference_to_the_end};
+use crate::{fuzz_stats, oracle};
 use tep_check::checker::{CheckOptions, Checker, ScenarioFacts, TraceError, Violation};
 use tep_check::invariants::{InvariantId, Level};
 
@@ -77,9 +80,10 @@ fn pre_action(p: &Profile) -> BoxedStrategy<PreAction> {
         ),
     ];
     options.push((
-        2,
+        3,
         Just(PreAction::Ask(Some("needs a human".into()))).boxed(),
     ));
+    options.push((1, Just(PreAction::Ask(None)).boxed()));
     if p.throws() {
         options.push((
             1,
@@ -175,6 +179,10 @@ fn finalize(p: &Profile) -> BoxedStrategy<Option<FinalizeAction>> {
             1,
             Just(Some(FinalizeAction::Prefix("[final] ".into()))).boxed(),
         ),
+        (
+            1,
+            Just(Some(FinalizeAction::Replace("finalized".into()))).boxed(),
+        ),
     ];
     if p.throws() {
         options.push((
@@ -215,6 +223,24 @@ fn body(p: &Profile) -> BoxedStrategy<Vec<BodyStep>> {
             }))
             .boxed(),
         ));
+        // A write, then an edit of the file written (in one body or across calls).
+        steps.push((
+            1,
+            Just(BodyStep::Write(WriteSpec {
+                path: "a.txt".into(),
+                content: "a rewritten file".into(),
+            }))
+            .boxed(),
+        ));
+        steps.push((
+            1,
+            Just(BodyStep::Edit(EditSpec {
+                path: "b.txt".into(),
+                old: "new".into(),
+                new: "newer".into(),
+            }))
+            .boxed(),
+        ));
         steps.push((
             1,
             Just(BodyStep::ExternalWrite(WriteSpec {
@@ -227,10 +253,16 @@ fn body(p: &Profile) -> BoxedStrategy<Vec<BodyStep>> {
     if p.has(Capability::OwnedEvents) {
         steps.push((
             1,
-            Just(BodyStep::Todo(vec![Todo {
-                content: "ship".into(),
-                status: TodoStatus::InProgress,
-            }]))
+            Just(BodyStep::Todo(vec![
+                Todo {
+                    content: "ship".into(),
+                    status: TodoStatus::InProgress,
+                },
+                Todo {
+                    content: "review".into(),
+                    status: TodoStatus::Pending,
+                },
+            ]))
             .boxed(),
         ));
         steps.push((
@@ -278,7 +310,7 @@ fn wrappers(p: &Profile) -> BoxedStrategy<Vec<WrapperSpec>> {
         },
     )
         .prop_map(|(retry, metrics, context, throw)| {
-            // The timeout comes first (outermost): a hanging body always ends.
+            // Every generated batch has the timeout: a hanging body always ends.
             let mut out = vec![WrapperSpec::Timeout];
             if let Some((attempts, delay_ms)) = retry {
                 out.push(WrapperSpec::Retry { attempts, delay_ms });
@@ -308,6 +340,9 @@ fn wrappers(p: &Profile) -> BoxedStrategy<Vec<WrapperSpec>> {
             }
             out
         })
+        // Every order of the declared wrappers: the timeout need not be outermost, a hanging
+        // body ends at its deadline wherever the timeout wraps it.
+        .prop_flat_map(|out| Just(out).prop_shuffle())
         .boxed()
 }
 
@@ -379,39 +414,158 @@ fn call_kind(p: &Profile) -> BoxedStrategy<CallKind> {
     weighted(options)
 }
 
-/// Per call, an action (`decide` maps call ids to actions).
-fn per_call<A: Clone + std::fmt::Debug + 'static>(
-    action: BoxedStrategy<A>,
-) -> BoxedStrategy<Vec<A>> {
-    proptest::collection::vec(action, MAX_CALLS).boxed()
+/// How many of a batch's sub-calls a listener may decide for by id.
+const DECIDED_SUB_CALLS: usize = 3;
+
+/// One listener's (or the prompt's) decisions: per call of the batch (an entry may be left out),
+/// for `"*"` (every call without its own entry), and for the first sub-calls of the batch's
+/// Code Mode programs.
+#[derive(Debug, Clone)]
+struct Decisions<A> {
+    calls: Vec<Option<A>>,
+    star: Option<A>,
+    subs: Vec<Option<A>>,
 }
 
-fn decide<A: Clone>(calls: usize, actions: &[A]) -> BTreeMap<String, A> {
-    (1..=calls)
-        .zip(actions.iter().cloned())
-        .map(|(k, a)| (format!("c{k}"), a))
+fn per_call<A: Clone + std::fmt::Debug + 'static>(
+    action: BoxedStrategy<A>,
+) -> BoxedStrategy<Decisions<A>> {
+    (
+        proptest::collection::vec(proptest::option::weighted(0.85, action.clone()), MAX_CALLS),
+        proptest::option::weighted(0.2, action.clone()),
+        proptest::collection::vec(proptest::option::weighted(0.4, action), DECIDED_SUB_CALLS),
+    )
+        .prop_map(|(calls, star, subs)| Decisions { calls, star, subs })
+        .boxed()
+}
+
+/// The `decide` (or `answers`) map of `d` for a batch of `calls` calls with these sub-calls.
+fn decide<A: Clone>(calls: usize, d: &Decisions<A>, sub_calls: &[CallId]) -> BTreeMap<String, A> {
+    let mut out: BTreeMap<String, A> = (1..=calls)
+        .zip(&d.calls)
+        .filter_map(|(k, a)| a.clone().map(|a| (format!("c{k}"), a)))
+        .collect();
+    if let Some(a) = &d.star {
+        out.insert("*".to_owned(), a.clone());
+    }
+    for (id, a) in sub_calls.iter().zip(&d.subs) {
+        if let Some(a) = a {
+            out.insert(id.to_string(), a.clone());
+        }
+    }
+    out
+}
+
+/// One generated call: what it is, whether its tool is concurrency-safe, its finalizer, and
+/// whether it calls the previous call's tool (so one tool is asked for twice).
+type GeneratedCall = (CallKind, bool, Option<FinalizeAction>, bool);
+
+fn generated_calls(p: &Profile) -> BoxedStrategy<Vec<GeneratedCall>> {
+    let parallel = p.has(Capability::Parallel);
+    proptest::collection::vec(
+        (
+            call_kind(p),
+            if parallel {
+                proptest::bool::weighted(0.6).boxed()
+            } else {
+                Just(false).boxed()
+            },
+            finalize(p),
+            proptest::bool::weighted(0.4),
+        ),
+        1..=MAX_CALLS,
+    )
+    .boxed()
+}
+
+/// The tools and calls of a generated batch: call `cN` calls tool `tN`, or the tool of the call
+/// before it.
+fn batch(calls: &[GeneratedCall]) -> (Vec<ToolSpec>, Vec<CallSpec>) {
+    let tools = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (_, safe, finalize, _))| ToolSpec {
+            name: format!("t{}", i + 1),
+            concurrency_safe: *safe,
+            timeout_ms: Some(80),
+            finalize: finalize.clone(),
+        })
+        .collect();
+    let mut specs: Vec<CallSpec> = Vec::new();
+    for (i, (kind, _, _, shares)) in calls.iter().enumerate() {
+        let previous = specs
+            .last()
+            .filter(|c| *shares && c.program.is_none() && c.tool.starts_with('t'))
+            .map(|c| c.tool.clone());
+        let (tool, body, program) = match kind {
+            CallKind::Tool(body) => (
+                previous.unwrap_or_else(|| format!("t{}", i + 1)),
+                body.clone(),
+                None,
+            ),
+            CallKind::Unknown => ("nope".to_owned(), vec![], None),
+            CallKind::RunCode(program) => (
+                tep_reference::pipeline::RUN_CODE.to_owned(),
+                vec![],
+                Some(program.clone()),
+            ),
+        };
+        specs.push(CallSpec {
+            call_id: CallId::from(format!("c{}", i + 1).as_str()),
+            tool,
+            arguments: json!({"i": i + 1}),
+            body,
+            program,
+        });
+    }
+    (tools, specs)
+}
+
+/// Listeners named `prefix1`, `prefix2`, ... deciding as generated.
+fn listeners_of<A: Clone>(
+    prefix: &str,
+    generated: &[Decisions<A>],
+    calls: usize,
+    sub_calls: &[CallId],
+) -> Vec<Listener<A>> {
+    generated
+        .iter()
+        .enumerate()
+        .map(|(k, d)| Listener {
+            id: format!("{prefix}{}", k + 1),
+            decide: decide(calls, d, sub_calls),
+        })
+        .collect()
+}
+
+/// A wrapper that throws names only calls of the batch.
+fn in_batch(wrappers: Vec<WrapperSpec>, calls: usize) -> Vec<WrapperSpec> {
+    wrappers
+        .into_iter()
+        .map(|w| match w {
+            WrapperSpec::Throw {
+                message,
+                phase,
+                calls: named,
+            } => WrapperSpec::Throw {
+                message,
+                phase,
+                calls: named
+                    .into_iter()
+                    .filter(|c| c.as_str()[1..].parse::<usize>().is_ok_and(|k| k <= calls))
+                    .collect(),
+            },
+            other => other,
+        })
         .collect()
 }
 
 /// Random scenarios of `profile`'s revision that use only its capabilities.
 pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
     let p = profile.clone();
-    let parallel = p.has(Capability::Parallel);
-    let calls = proptest::collection::vec(
-        (
-            call_kind(&p),
-            if parallel {
-                proptest::bool::weighted(0.6).boxed()
-            } else {
-                Just(false).boxed()
-            },
-            finalize(&p),
-        ),
-        1..=MAX_CALLS,
-    );
     fn listeners<A: Clone + std::fmt::Debug + 'static>(
         action: BoxedStrategy<A>,
-    ) -> BoxedStrategy<Vec<Vec<A>>> {
+    ) -> BoxedStrategy<Vec<Decisions<A>>> {
         proptest::collection::vec(per_call(action), 0..3).boxed()
     }
     let approval = if p.has(Capability::Approval) {
@@ -427,7 +581,7 @@ pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
         0..2,
     );
     (
-        calls,
+        generated_calls(&p),
         listeners(pre_action(&p)),
         approval,
         listeners(guard_action(&p)),
@@ -439,92 +593,21 @@ pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
         .prop_map(
             move |(calls, pre, approval, guards, wrappers, post, observers, cap)| {
                 let n = calls.len();
+                let (tools, calls) = batch(&calls);
                 let mut scenario = Scenario {
                     id: "generated".into(),
                     description: "A scenario generated by tep fuzz.".into(),
-                    spec: "generated: judged by the invariants".into(),
+                    spec: "generated: judged by the invariants and the reference's outcome".into(),
                     revisions: vec![p.revision],
                     requires: vec![],
                     exercises: vec![InvariantId::StageGraphWalk],
-                    tools: calls
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (_, safe, finalize))| ToolSpec {
-                            name: format!("t{}", i + 1),
-                            concurrency_safe: *safe,
-                            timeout_ms: Some(80),
-                            finalize: finalize.clone(),
-                        })
-                        .collect(),
-                    calls: calls
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (kind, _, _))| {
-                            let (tool, body, program) = match kind {
-                                CallKind::Tool(body) => (format!("t{}", i + 1), body.clone(), None),
-                                CallKind::Unknown => ("nope".to_owned(), vec![], None),
-                                CallKind::RunCode(program) => (
-                                    tep_reference::pipeline::RUN_CODE.to_owned(),
-                                    vec![],
-                                    Some(program.clone()),
-                                ),
-                            };
-                            CallSpec {
-                                call_id: CallId::from(format!("c{}", i + 1).as_str()),
-                                tool,
-                                arguments: json!({"i": i + 1}),
-                                body,
-                                program,
-                            }
-                        })
-                        .collect(),
-                    pre: pre
-                        .iter()
-                        .enumerate()
-                        .map(|(k, a)| Listener {
-                            id: format!("pre{}", k + 1),
-                            decide: decide(n, a),
-                        })
-                        .collect(),
-                    approval: approval.map(|answers| ApprovalSpec {
-                        answers: decide(n, &answers),
-                    }),
-                    guards: guards
-                        .iter()
-                        .enumerate()
-                        .map(|(k, a)| Listener {
-                            id: format!("guard{}", k + 1),
-                            decide: decide(n, a),
-                        })
-                        .collect(),
-                    wrappers: wrappers
-                        .into_iter()
-                        .map(|w| match w {
-                            WrapperSpec::Throw {
-                                message,
-                                phase,
-                                calls,
-                            } => WrapperSpec::Throw {
-                                message,
-                                phase,
-                                calls: calls
-                                    .into_iter()
-                                    .filter(|c| {
-                                        c.as_str()[1..].parse::<usize>().is_ok_and(|k| k <= n)
-                                    })
-                                    .collect(),
-                            },
-                            other => other,
-                        })
-                        .collect(),
-                    post: post
-                        .iter()
-                        .enumerate()
-                        .map(|(k, a)| Listener {
-                            id: format!("post{}", k + 1),
-                            decide: decide(n, a),
-                        })
-                        .collect(),
+                    tools,
+                    calls,
+                    pre: vec![],
+                    approval: None,
+                    guards: vec![],
+                    wrappers: in_batch(wrappers, n),
+                    post: vec![],
                     observers: observers
                         .into_iter()
                         .enumerate()
@@ -539,8 +622,20 @@ pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
                     expect: Expectation {
                         calls: BTreeMap::new(),
                         contexts: vec![],
+                        undetermined: Default::default(),
                     },
                 };
+                let subs: Vec<CallId> = scenario
+                    .all_sub_calls()
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect();
+                scenario.pre = listeners_of("pre", &pre, n, &subs);
+                scenario.guards = listeners_of("guard", &guards, n, &subs);
+                scenario.post = listeners_of("post", &post, n, &subs);
+                scenario.approval = approval.map(|d| ApprovalSpec {
+                    answers: decide(n, &d, &subs),
+                });
                 scenario.requires = scenario.used_capabilities().into_iter().collect();
                 scenario.expect = placeholder_expectations(&scenario);
                 scenario
@@ -558,22 +653,10 @@ fn placeholder_expectations(scenario: &Scenario) -> Expectation {
             .iter()
             .map(|c| c.call_id.clone())
             .chain(scenario.all_sub_calls().into_iter().map(|(id, _)| id))
-            .map(|id| {
-                (
-                    id.to_string(),
-                    CallExpectation {
-                        is_error: false,
-                        body_runs: 0,
-                        post_runs: None,
-                        content: None,
-                        content_includes: None,
-                        error_code: None,
-                        reference_content: None,
-                    },
-                )
-            })
+            .map(|id| (id.to_string(), CallExpectation::default()))
             .collect(),
         contexts: vec![],
+        undetermined: Default::default(),
     }
 }
 
@@ -619,6 +702,10 @@ pub struct FuzzOptions {
     pub max_shrink_runs: usize,
     /// SHOULD-level violations are failures too.
     pub strict: bool,
+    /// Judge by the reference's outcome too (the differential oracle), not the invariants alone.
+    pub oracle: bool,
+    /// Count the constructs of the generated scenarios ([`FuzzReport::constructs`]).
+    pub stats: bool,
 }
 
 impl FuzzOptions {
@@ -630,6 +717,8 @@ impl FuzzOptions {
             time: None,
             max_shrink_runs: 500,
             strict: false,
+            oracle: true,
+            stats: false,
         }
     }
 }
@@ -642,6 +731,9 @@ pub struct Failure {
     pub seed: u64,
     /// The invariant the shrinking kept failing.
     pub invariant: InvariantId,
+    /// The check within it: the invariant's id, or for the oracle's comparisons
+    /// `expected-outcome: body-runs` and the like.
+    pub check: String,
     /// The smallest scenario found that still fails with it.
     pub scenario: Scenario,
     pub violations: Vec<Violation>,
@@ -659,6 +751,8 @@ pub struct FuzzReport {
     pub first_error: Option<String>,
     pub elapsed: Duration,
     pub failure: Option<Failure>,
+    /// With [`FuzzOptions::stats`]: how many generated scenarios used each construct.
+    pub constructs: BTreeMap<String, usize>,
 }
 
 /// Why fuzzing could not run.
@@ -706,15 +800,24 @@ enum Verdict {
     Errored(String),
 }
 
-/// Runs and judges one scenario: the invariants only.
+/// What judges a generated scenario: the check options, the strictness, and whether the
+/// reference's outcome is an oracle.
+struct Judge {
+    check: CheckOptions,
+    strict: bool,
+    oracle: bool,
+}
+
+/// Runs and judges one scenario: the invariants, and with the oracle on, the reference's
+/// outcome where the spec determines it.
 fn run_one(
     implementation: &mut dyn Implementation,
-    options: &CheckOptions,
+    judge: &Judge,
     seq: u64,
     scenario: &Scenario,
-    strict: bool,
 ) -> Verdict {
-    let (records, escaped) = match implementation.run(seq, options.revision, scenario) {
+    let revision = judge.check.revision;
+    let (records, escaped) = match implementation.run(seq, revision, scenario) {
         Answer::Ran(records) => (records, None),
         Answer::Escaped { message, records } => (records, Some(message)),
         Answer::Skipped(_) => return Verdict::Skipped,
@@ -722,21 +825,31 @@ fn run_one(
     };
     let options = CheckOptions {
         facts: Some(ScenarioFacts::from(scenario)),
-        ..options.clone()
+        ..judge.check.clone()
     };
-    match judge_records(&options, &records, escaped.as_deref()) {
-        Err(e) => Verdict::Errored(format!("the trace is malformed: {e}")),
-        Ok(violations) => {
-            let failing: Vec<Violation> = violations
-                .into_iter()
-                .filter(|v| strict || v.level == Level::Must)
-                .collect();
-            if failing.is_empty() {
-                Verdict::Clean
-            } else {
-                Verdict::Fails(failing)
-            }
-        }
+    let mut violations = match judge_records(&options, &records, escaped.as_deref()) {
+        Err(e) => return Verdict::Errored(format!("the trace is malformed: {e}")),
+        Ok(violations) => violations,
+    };
+    if judge.oracle
+        && escaped.is_none()
+        && let Some(expect) = oracle::expectations(scenario, revision)
+    {
+        let expected = Scenario {
+            expect,
+            ..scenario.clone()
+        };
+        let (found, _) = expectations::judge(&expected, &records, options.level, Source::Reference);
+        violations.extend(found);
+    }
+    let failing: Vec<Violation> = violations
+        .into_iter()
+        .filter(|v| judge.strict || v.level == Level::Must)
+        .collect();
+    if failing.is_empty() {
+        Verdict::Clean
+    } else {
+        Verdict::Fails(failing)
     }
 }
 
@@ -755,20 +868,33 @@ fn judge_records(
     Ok(checker.finish()?.violations)
 }
 
-/// The invariant a failure is about: a MUST-level one before a SHOULD-level one, a named
-/// guarantee before the generic `stage-graph-walk`, then catalog order.
-fn primary(violations: &[Violation]) -> Option<InvariantId> {
-    violations
-        .iter()
-        .map(|v| {
-            (
-                v.level != Level::Must,
-                v.invariant == InvariantId::StageGraphWalk,
+/// The check a violation fails: its invariant, and for the oracle's, the named comparison
+/// (`expected-outcome: body-runs`), so shrinking keeps the same cause.
+pub fn check_of(v: &Violation) -> String {
+    match v.message.strip_prefix("oracle ") {
+        Some(rest) => {
+            let name = rest.split([',', ':']).next().unwrap_or_default();
+            format!("{}: {name}", v.invariant)
+        }
+        None => v.invariant.to_string(),
+    }
+}
+
+/// The violation a failure is about: a named invariant before the oracle's comparisons, a
+/// MUST-level one before a SHOULD-level one, a named guarantee before the generic
+/// `stage-graph-walk`, then catalog order.
+fn primary(violations: &[Violation]) -> Option<&Violation> {
+    violations.iter().min_by_key(|v| {
+        (
+            matches!(
                 v.invariant,
-            )
-        })
-        .min()
-        .map(|(_, _, id)| id)
+                InvariantId::ExpectedOutcome | InvariantId::ExpectedContent
+            ),
+            v.level != Level::Must,
+            v.invariant == InvariantId::StageGraphWalk,
+            v.invariant,
+        )
+    })
 }
 
 /// Generates scenarios and runs them through `implementation` until one fails (then shrinks it)
@@ -789,12 +915,16 @@ pub fn fuzz(
         revision: options.spec,
         capabilities: ready.capabilities.iter().copied().collect(),
     };
-    let check = CheckOptions {
-        revision: options.spec,
-        capabilities: Some(profile.capabilities.clone()),
-        level: ready.level(),
-        facts: None,
-        body_marks: ready.protocol >= 2,
+    let judge = Judge {
+        check: CheckOptions {
+            revision: options.spec,
+            capabilities: Some(profile.capabilities.clone()),
+            level: ready.level(),
+            facts: None,
+            body_marks: ready.protocol >= 2,
+        },
+        strict: options.strict,
+        oracle: options.oracle,
     };
     let started = Instant::now();
     let mut report = FuzzReport::default();
@@ -809,7 +939,12 @@ pub fn fuzz(
             .new_tree(&mut runner)
             .map_err(|e| FuzzError::Generate(e.to_string()))?;
         seq += 1;
-        let verdict = run_one(implementation, &check, seq, &tree.current(), options.strict);
+        if options.stats {
+            for c in fuzz_stats::constructs(&tree.current()) {
+                *report.constructs.entry(c).or_default() += 1;
+            }
+        }
+        let verdict = run_one(implementation, &judge, seq, &tree.current());
         report.cases += 1;
         progress(case);
         let violations = match verdict {
@@ -825,11 +960,12 @@ pub fn fuzz(
             }
             Verdict::Fails(violations) => violations,
         };
-        let Some(invariant) = primary(&violations) else {
+        let Some(first) = primary(&violations) else {
             continue;
         };
+        let (invariant, check) = (first.invariant, check_of(first));
         let original_size = size(&tree.current());
-        // Shrink: simplify while the same invariant still fails, else step back.
+        // Shrink: simplify while the same check still fails, else step back.
         let mut best = (tree.current(), violations);
         let mut runs = 0;
         while runs < options.max_shrink_runs && tree.simplify() {
@@ -837,8 +973,8 @@ pub fn fuzz(
                 runs += 1;
                 seq += 1;
                 let candidate = tree.current();
-                let kept = match run_one(implementation, &check, seq, &candidate, options.strict) {
-                    Verdict::Fails(v) if v.iter().any(|x| x.invariant == invariant) => {
+                let kept = match run_one(implementation, &judge, seq, &candidate) {
+                    Verdict::Fails(v) if v.iter().any(|x| check_of(x) == check) => {
                         best = (candidate, v);
                         true
                     }
@@ -852,21 +988,22 @@ pub fn fuzz(
         let (mut scenario, violations) = best;
         scenario.id = format!("fuzz-{}-{case}", options.seed);
         scenario.description = format!(
-            "Found by tep fuzz (seed {}, case {case}) and shrunk: it breaks {invariant}.",
+            "Found by tep fuzz (seed {}, case {case}) and shrunk: it breaks {check}.",
             options.seed
         );
         scenario.exercises = vec![invariant];
-        if let Some(expect) = reference_expectations(&scenario, options.spec) {
+        if let Some(expect) = oracle::expectations(&scenario, options.spec) {
             scenario.expect = expect;
         }
         report.failure = Some(Failure {
             case,
             seed: options.seed,
             invariant,
+            check: check.clone(),
             scenario,
             violations: violations
                 .into_iter()
-                .filter(|v| v.invariant == invariant)
+                .filter(|v| check_of(v) == check)
                 .collect(),
             original_size,
             shrink_runs: runs,
@@ -875,64 +1012,6 @@ pub fn fuzz(
     }
     report.elapsed = started.elapsed();
     Ok(report)
-}
-
-/// The outcome the built-in reference gives a scenario, as corpus expectations (so a shrunk
-/// scenario can join a corpus as it is); `None` if the reference cannot run it.
-pub fn reference_expectations(scenario: &Scenario, revision: Revision) -> Option<Expectation> {
-    let Ok(ReferenceRun::Trace(records)) = run_reference_to_the_end(scenario, revision, &[]) else {
-        return None;
-    };
-    let mut expect = placeholder_expectations(scenario);
-    let mut dispatched: BTreeMap<CallId, (u32, bool)> = BTreeMap::new();
-    let mut last: BTreeMap<CallId, tep_reference::graph::NodeId> = BTreeMap::new();
-    for record in &records {
-        let (Some(node), Some(call)) = (record.node(), record.call()) else {
-            continue;
-        };
-        use tep_reference::graph::NodeId as N;
-        let entry = dispatched.entry(call.clone()).or_default();
-        match node {
-            N::ToolBody if last.get(call) == Some(&N::Around) => entry.0 += 1,
-            N::Post => entry.1 = true,
-            _ => {}
-        }
-        if !matches!(node, N::Owned | N::PresentCall | N::PresentResult) {
-            last.insert(call.clone(), node);
-        }
-        if let TraceRecord::Event(e) = record {
-            use tep_reference::session::EventBody;
-            let outcome = match &e.event.body {
-                EventBody::ToolResult(d) => Some(d.is_error()),
-                EventBody::CodeDispatch(d) => Some(d.is_error),
-                EventBody::UserMessage(m) => {
-                    expect.contexts.push(ExpectedContext {
-                        call: call.clone(),
-                        text: tep_reference::result::content_text(&m.content),
-                    });
-                    None
-                }
-                EventBody::ContextMessage(m) => {
-                    expect.contexts.push(ExpectedContext {
-                        call: call.clone(),
-                        text: tep_reference::result::content_text(&m.content),
-                    });
-                    None
-                }
-                _ => None,
-            };
-            if let (Some(is_error), Some(c)) = (outcome, expect.calls.get_mut(call.as_str())) {
-                c.is_error = is_error;
-            }
-        }
-    }
-    for (id, c) in &mut expect.calls {
-        if let Some((runs, post)) = dispatched.get(&CallId::from(id.as_str())) {
-            c.body_runs = *runs;
-            c.post_runs = Some(*post);
-        }
-    }
-    Some(expect)
 }
 
 /// A scenario as the corpus writes it: pretty JSON, with a trailing newline.

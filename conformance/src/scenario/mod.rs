@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tep_reference::graph::Revision;
+use tep_reference::graph::{Outcome, Revision};
 use tep_reference::identity::CallId;
 use tep_reference::session::Todo;
 use tep_reference::trace::Capability;
@@ -301,6 +301,19 @@ pub enum ApprovalAnswer {
     Throw(String),
 }
 
+impl ApprovalAnswer {
+    /// The approval stage's outcome when the prompt gives this answer.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            ApprovalAnswer::AllowedOnce => Outcome::AllowedOnce,
+            ApprovalAnswer::Rejected => Outcome::Rejected,
+            ApprovalAnswer::Cancelled => Outcome::Cancelled,
+            ApprovalAnswer::Unavailable => Outcome::Unavailable,
+            ApprovalAnswer::Throw(_) => Outcome::Throw,
+        }
+    }
+}
+
 /// A `tools/execute` wrapper.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(
@@ -440,9 +453,32 @@ pub struct Expectation {
     /// The injected contexts, in order (empty: none).
     #[serde(default)]
     pub contexts: Vec<ExpectedContext>,
+    /// What the scripts leave to the implementation, so nothing compares it. `tep fuzz`'s
+    /// oracle writes it (docs/conformance.md, "What the oracle compares").
+    #[serde(default, skip_serializing_if = "Undetermined::is_empty")]
+    pub undetermined: Undetermined,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// Outcomes a scenario does not determine: they depend on timing near a deadline, or on the
+/// order in which parallel calls reach the same file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Undetermined {
+    /// Calls whose outcome is not compared (they need no `calls` entry).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallId>,
+    /// The injected contexts are not compared.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contexts: bool,
+}
+
+impl Undetermined {
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty() && !self.contexts
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CallExpectation {
     pub is_error: bool,
@@ -465,6 +501,16 @@ pub struct CallExpectation {
     /// implementation words it differently, never a violation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_content: Option<String>,
+    /// How many times pre-execute ran (MUST; compared at level `hooks` and above). `tep fuzz`'s
+    /// oracle writes it where the scenario mounts pre-execute listeners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_runs: Option<u32>,
+    /// How many times the mounted approval prompt answered (MUST; `hooks` and above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_runs: Option<u32>,
+    /// How many times the guards ran (MUST; `hooks` and above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard_runs: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -646,7 +692,13 @@ impl Scenario {
                 )));
             }
         }
-        let expected: BTreeSet<&str> = self.expect.calls.keys().map(String::as_str).collect();
+        let expected: BTreeSet<&str> = self
+            .expect
+            .calls
+            .keys()
+            .map(String::as_str)
+            .chain(self.expect.undetermined.calls.iter().map(CallId::as_str))
+            .collect();
         let top: BTreeSet<&str> = expected
             .iter()
             .copied()
@@ -657,7 +709,7 @@ impl Scenario {
             .any(|k| !ids.contains(k) && !sub_ids.iter().any(|s| s == k));
         if top != ids || stray {
             return Err(fail(
-                "`expect.calls` must have one entry per call (and may have one per sub-call)"
+                "`expect.calls` must have one entry per call (and may have one per sub-call), unless `expect.undetermined.calls` lists it"
                     .into(),
             ));
         }
@@ -722,6 +774,21 @@ impl From<&Scenario> for tep_check::checker::ScenarioFacts {
                 .map(|t| t.name.clone())
                 .collect(),
             prompt: scenario.approval.is_some(),
+            answers: scenario
+                .approval
+                .iter()
+                .flat_map(|a| a.answers.iter())
+                .map(|(call, answer)| (call.clone(), answer.outcome()))
+                // An id with no entry gets the prompt's default answer.
+                .chain(
+                    scenario
+                        .approval
+                        .as_ref()
+                        .filter(|a| !a.answers.contains_key("*"))
+                        .map(|_| ("*".to_owned(), Outcome::Rejected)),
+                )
+                .collect(),
+            max_parallel: scenario.max_parallel,
         }
     }
 }
