@@ -141,8 +141,8 @@ fn a_gap_that_no_longer_fits_fails() {
 #[test]
 fn an_unknown_invariant_id_fails() {
     let text = edited(
-        "invariants = [\"stage-graph-walk\", \"pre-execute-once\"]",
-        "invariants = [\"stage-graph-walk\", \"pre-execute-twice\"]",
+        "\"pre-execute-once\", \"guards-only-after-allow\"",
+        "\"pre-execute-twice\", \"guards-only-after-allow\"",
     );
     assert!(has(
         &problems(&text),
