@@ -14,7 +14,7 @@ use tep_reference::graph::{Revision, StageGraph};
 use tep_reference::vocabulary;
 
 use crate::markdown::{self, MarkdownError, code_spans};
-use crate::{pages, svg};
+use crate::{coverage, pages, svg};
 
 /// One generated file, relative to the repository root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +65,8 @@ pub enum DocsError {
     },
     #[error("curated prose names what the definitions do not know:\n{}", .0.iter().map(|u| format!("  {u}")).collect::<Vec<_>>().join("\n"))]
     UnknownNames(Vec<UnknownName>),
+    #[error("{} does not hold the spec's clauses against the catalog:\n{}", crate::coverage::CLAUSES_FILE, .0.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
+    Coverage(Vec<crate::coverage::Problem>),
     #[error("{0}")]
     Generate(String),
 }
@@ -217,6 +219,10 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
             contents: text + "\n",
         });
     }
+    out.push(Generated {
+        path: "docs/spec-coverage.md".into(),
+        contents: spec_coverage(root, &corpus)?,
+    });
     let template = "xtask/templates/adapter-protocol.md";
     let protocol = read(root, template)?;
     let exchange = pages::adapter_exchange(&corpus).map_err(DocsError::Generate)?;
@@ -233,6 +239,21 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
         contents: pages::header(template) + &protocol,
     });
     Ok(out)
+}
+
+/// `docs/spec-coverage.md`, or every problem of the clause list.
+fn spec_coverage(root: &Path, corpus: &[Scenario]) -> Result<String, DocsError> {
+    let file =
+        coverage::parse(&read(root, coverage::CLAUSES_FILE)?).map_err(DocsError::Generate)?;
+    let spec = coverage::SpecTexts::read(root).map_err(|source| DocsError::Read {
+        path: root.join("spec"),
+        source,
+    })?;
+    let coverage = coverage::Coverage::build(&file, &spec);
+    if !coverage.problems.is_empty() {
+        return Err(DocsError::Coverage(coverage.problems));
+    }
+    Ok(coverage::page::page(&coverage, corpus))
 }
 
 /// The generated files whose committed copies differ (or are missing).

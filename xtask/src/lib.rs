@@ -2,6 +2,7 @@
 //! catalog, the scenario corpus and the Rust types; `cargo xtask docs --check` fails when a
 //! committed file has drifted. `cargo xtask fuzz` runs the `tep-fuzz` crate in a release build.
 
+pub mod coverage;
 pub mod docs;
 pub mod layered;
 pub mod markdown;
