@@ -655,13 +655,16 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
                     .with_context(|| format!("cannot read {name}"))?
             }
         };
-        let run = report::run_of_check(
+        let mut run = report::run_of_check(
             &name,
             header_implementation.as_deref(),
             &options,
             report,
             strict,
         );
+        // What this trace could check, as the text and JSON reports say (a session log's own
+        // limits included).
+        run.invariants = statuses;
         let ctx = report::RunContext::default();
         let json = report::json(&run, None, &ctx, &tep_conformance::suite::corpus_hash());
         let traces = BTreeMap::from([(name.clone(), excerpt)]);

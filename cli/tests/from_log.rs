@@ -309,5 +309,12 @@ fn the_html_report_of_a_log_quotes_its_witness_lines() {
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("hook: c1 read a file"));
+    // The page counts what the log could check as the JSON report does (its own limits
+    // included).
+    let checked = ids(&json("context-before-results.jsonl", &[]), "checked").len();
+    assert!(
+        html.contains(&format!("<dd>{checked} checked,")),
+        "the page does not count {checked} checked"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
