@@ -10,6 +10,8 @@
 //! - [`observation`]: the observation contract (which records each level holds, their windows).
 //! - [`checker`] and [`trace_io`]: one streaming pass over a JSON Lines trace, every violation
 //!   with its witness lines; reading on worker threads for long traces.
+//! - [`deepseek_harness`]: deepseek-harness's own session log read as a trace at level `events`
+//!   (a converter over lines, every record keeping its original line).
 //! - [`mutation`]: planting a breach of each invariant in a valid trace (the checker's teeth).
 //!
 //! ```
@@ -36,6 +38,7 @@
 
 pub mod catalog;
 pub mod checker;
+pub mod deepseek_harness;
 pub mod facts;
 pub mod invariants;
 pub mod mutation;

@@ -26,6 +26,7 @@ use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
 
+mod from_log;
 mod fuzz_command;
 mod output;
 mod progress;
@@ -180,6 +181,14 @@ enum Command {
         /// or more or one read from a pipe, else 1.
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
+        /// Read a harness's own session log instead of a trace, at level `events`; messages
+        /// name the log's lines.
+        #[arg(long, value_enum, value_name = "SOURCE")]
+        from: Option<from_log::LogSource>,
+        /// With `--from`: the tools whose calls are concurrency-safe (the log does not say;
+        /// without it the exclusive-call barrier is not checkable).
+        #[arg(long, value_delimiter = ',', value_name = "TOOLS", requires = "from")]
+        safe: Option<Vec<String>>,
     },
     /// List, show or export the scenario corpus.
     Scenarios {
@@ -339,6 +348,8 @@ fn dispatch(command: Command) -> Result<u8> {
             strict,
             html,
             jobs,
+            from,
+            safe,
         } => check(
             trace,
             CheckArgs {
@@ -349,6 +360,7 @@ fn dispatch(command: Command) -> Result<u8> {
                 strict,
                 html,
                 jobs,
+                from: from.map(|source| from_log::FromLog::new(source, safe)),
             },
         ),
         Command::Scenarios { action } => scenarios(action),
@@ -406,6 +418,8 @@ struct CheckArgs {
     html: Option<PathBuf>,
     /// `--jobs`: how many threads read the trace.
     jobs: Option<u16>,
+    /// `--from`: a harness's session log, not a trace.
+    from: Option<from_log::FromLog>,
 }
 
 /// The size of a trace file; `None` for stdin, a pipe, or what cannot be read (opening it
@@ -443,7 +457,11 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         strict,
         html,
         jobs,
+        from,
     } = args;
+    if from.is_some() && observed.is_some_and(|l| l != ObservationLevel::Events) {
+        anyhow::bail!("--from reads a session log, which holds level `events`: drop --observed");
+    }
     // Threads that parse while this one checks (none: it parses too).
     let workers = match jobs {
         Some(1) => 0,
@@ -483,8 +501,7 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         facts: None,
         body_marks: true,
     };
-    // Parsing is most of the work: the other cores parse while this thread checks.
-    let result = for_each_record_parallel(reader, workers, |line, record| {
+    let mut feed = |line, record: &TraceRecord| {
         let checker = checker.get_or_insert_with(|| {
             let header = match record {
                 TraceRecord::Header(h) => Some(h),
@@ -500,7 +517,15 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
             }
         });
         checker.feed(line, record)
-    });
+    };
+    let mut log_summary = None;
+    let result = match &from {
+        Some(from) => from.read(reader, &mut feed).map(|s| {
+            log_summary = Some(s);
+        }),
+        // Parsing is most of the work: the other cores parse while this thread checks.
+        None => for_each_record_parallel(reader, workers, &mut feed),
+    };
     let options = match &checker {
         Some(c) => c.options().clone(),
         None => options_for(None),
@@ -509,7 +534,10 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         Some(c) => c.finish(),
         None => Ok(CheckReport::default()),
     });
-    let report = report.with_context(|| format!("{name} is not a valid trace"))?;
+    let report = report.with_context(|| match &from {
+        Some(from) => format!("{name} is not a valid {} session log", from.source.name()),
+        None => format!("{name} is not a valid trace"),
+    })?;
     let failing = report
         .violations
         .iter()
@@ -517,7 +545,10 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         .count();
     // A trace with no batch checks nothing: it is not conformant.
     let tested = report.batches > 0;
-    let statuses = options.statuses();
+    let statuses = match &from {
+        Some(from) => from.statuses(options.statuses()),
+        None => options.statuses(),
+    };
     let checked: Vec<InvariantId> = statuses
         .iter()
         .filter(|(_, s)| *s == InvariantStatus::Checked)
@@ -532,7 +563,7 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         .collect();
     match format {
         Format::Json => {
-            let value = serde_json::json!({
+            let mut value = serde_json::json!({
                 "trace": name,
                 "spec": options.revision,
                 "observation": options.level,
@@ -547,6 +578,9 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
                     .map(|(id, why)| serde_json::json!({"invariant": id, "why": why}))
                     .collect::<Vec<_>>(),
             });
+            if let (Some(from), Some(summary)) = (&from, &log_summary) {
+                value["sessionLog"] = from.json(summary);
+            }
             writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&value)?)?;
         }
         Format::Text => {
@@ -560,6 +594,9 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
                 "tep check: {name} against {}{note} at level {}, {} records, {} batch(es)",
                 options.revision, options.level, report.records, report.batches
             )?;
+            if let (Some(from), Some(summary)) = (&from, &log_summary) {
+                from.write_text(&mut out, summary, &statuses)?;
+            }
             for v in &report.violations {
                 let inv = invariant(v.invariant);
                 writeln!(out, "{} [{}]: {}", v.invariant, v.level, v.message)?;
@@ -618,13 +655,16 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
                     .with_context(|| format!("cannot read {name}"))?
             }
         };
-        let run = report::run_of_check(
+        let mut run = report::run_of_check(
             &name,
             header_implementation.as_deref(),
             &options,
             report,
             strict,
         );
+        // What this trace could check, as the text and JSON reports say (a session log's own
+        // limits included).
+        run.invariants = statuses;
         let ctx = report::RunContext::default();
         let json = report::json(&run, None, &ctx, &tep_conformance::suite::corpus_hash());
         let traces = BTreeMap::from([(name.clone(), excerpt)]);

@@ -1,0 +1,901 @@
+//! Reading deepseek-harness's own session log as a trace at level `events`.
+//!
+//! The harness (`toninfo/deepseek-harness`, package `dsh-session-persistence-jsonl`) persists a
+//! session as JSON Lines: a `{"type":"session",...}` header, then one session event per line
+//! (`{type, seq, time, data, surfaceOp?, sourceEventSeqs?}`, `seq` from 0), or a packed row of
+//! streaming chunks (`text-chunks`, `reasoning-chunks`, `tool-call-chunks`). Most of the
+//! pipeline's events are already tep's shapes; [`Converter`] adds what a trace needs and the log
+//! leaves implicit:
+//!
+//! - a `header` (rev2, level `events`) for the session header;
+//! - a `model` stage record for each `assistant/message` with tool calls (the batch, in model
+//!   order; `concurrencySafe` from [`Options::safe`], else unknown);
+//! - the `call` of events whose data does not name it: `approval/decided` (by its prompt id),
+//!   owned events (`todo/write`, `hook/*`: the one call, or Code Mode sub-call, then running),
+//!   and injected contexts. The harness stages a result's contexts in its next-step inbox right
+//!   after the call's `tool/result` (`agent/inbox/spliced`) and injects them at the next step as
+//!   `user/message`s with the same ids: that `user/message` is the context event, attributed
+//!   to the call whose result staged it.
+//!
+//! Every record keeps the line it came from, so violations name lines of the original file.
+//! Events the pipeline does not own (turns, steps, chunks, requests, a user's own messages) are
+//! passed over; an event type the harness's catalog does not list is passed over and counted.
+//! A line that is not a session event is an error naming it. This module reads lines and bytes
+//! only: no files (the zstd-compressed default log is refused with how to decompress it).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::BufRead;
+
+use serde_json::{Map, Value};
+use tep_model::graph::{NodeId, Revision};
+use tep_model::identity::CallId;
+use tep_model::session::SessionEvent;
+use tep_model::trace::TraceRecord;
+use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
+
+use crate::checker::TraceError;
+use crate::invariants::InvariantId;
+use crate::trace_io::MAX_LINE_BYTES;
+
+/// The session format version this reader knows (the harness's `SESSION_FORMAT_VERSION`).
+pub const FORMAT_VERSION: u64 = 0;
+
+/// The first four bytes of a Zstandard frame (the harness's default `session.jsonl.zstd`).
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// Every event type deepseek-harness 0.1.0-rc.8 declares (its `KNOWN_SESSION_EVENT_TYPES`).
+/// A type outside this list (and the packed chunk rows) is passed over and counted.
+pub const KNOWN_EVENT_TYPES: &[&str] = &[
+    "agent-preset/selected",
+    "agent/inbox/spliced",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "assistant/chunk",
+    "assistant/message",
+    "command/done",
+    "command/run",
+    "compaction/end",
+    "compaction/prune",
+    "compaction/start",
+    "compaction/summary",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "llm/retry",
+    "llm/retry-started",
+    "permission/preset",
+    "plan/mode",
+    "request/context",
+    "request/header",
+    "sandbox/mode",
+    "schedule/change",
+    "session/end-seed",
+    "session/title",
+    "session/title-llm-request",
+    "step/end",
+    "step/start",
+    "subagent/descriptor",
+    "team/member",
+    "team/message/delivered",
+    "team/message/queued",
+    "team/task",
+    "todo/write",
+    "tool-workflow/agent-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/run-end",
+    "tool-workflow/run-start",
+    "tool/call",
+    "tool/code-dispatch",
+    "tool/code-dispatch-start",
+    "tool/result",
+    "turn/end",
+    "turn/start",
+    "user/message",
+    "web/deepseek-search-llm-request",
+];
+
+/// The storage rows that pack a run of `assistant/chunk` events into one line.
+const CHUNK_ROWS: &[&str] = &["text-chunks", "reasoning-chunks", "tool-call-chunks"];
+
+/// What the converter is told beyond the log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The tools whose calls are concurrency-safe; every other call is exclusive. `None`: not
+    /// known (the log does not record it), and the rules about barriers skip every call.
+    pub safe: Option<BTreeSet<String>>,
+}
+
+/// Why a line of a session log could not be read. Always names the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogError {
+    #[error(
+        "line {line}: the log is zstd-compressed (the harness's default `session.jsonl.zstd`); decompress it first: `zstd -dc session.jsonl.zstd > session.jsonl`, or `zstd -dc session.jsonl.zstd | tep check --from deepseek-harness -`"
+    )]
+    Compressed { line: usize },
+    #[error("line {line}: not a session event: {why}")]
+    NotAnEvent { line: usize, why: String },
+    #[error(
+        "line {line}: not a deepseek-harness session header (`{{\"type\":\"session\",...}}` comes first): {why}"
+    )]
+    NoHeader { line: usize, why: String },
+    #[error(
+        "line {line}: session format version {version}; this reader knows version {FORMAT_VERSION} (deepseek-harness 0.1.0-rc.8)"
+    )]
+    Version { line: usize, version: String },
+    #[error("line {line}: a `{kind}` event whose data tep cannot read: {why}")]
+    Shape {
+        line: usize,
+        kind: String,
+        why: String,
+    },
+    #[error("line {line}: {why}")]
+    Read { line: usize, why: String },
+}
+
+impl LogError {
+    /// The line of the original file.
+    pub fn line(&self) -> usize {
+        match self {
+            LogError::Compressed { line }
+            | LogError::NotAnEvent { line, .. }
+            | LogError::NoHeader { line, .. }
+            | LogError::Version { line, .. }
+            | LogError::Shape { line, .. }
+            | LogError::Read { line, .. } => *line,
+        }
+    }
+}
+
+impl From<LogError> for TraceError {
+    fn from(e: LogError) -> Self {
+        let line = e.line();
+        let text = e.to_string();
+        let message = text
+            .strip_prefix(&format!("line {line}: "))
+            .unwrap_or(&text)
+            .to_owned();
+        TraceError::new(line, message)
+    }
+}
+
+/// What reading a log passed over, for the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// The session's id, from its header.
+    pub session: String,
+    /// Lines read (blank ones not counted).
+    pub lines: usize,
+    /// Trace records made from them.
+    pub records: usize,
+    /// Lines of known types that are not pipeline events (turns, steps, chunks, requests, a
+    /// user's own messages, the inbox).
+    pub passed_over: usize,
+    /// Event types the harness's catalog does not list: how many lines, and the first one.
+    pub unknown: BTreeMap<String, (usize, usize)>,
+    /// Owned events (`todo/write`, `hook/*`) logged while no single call was running: checked
+    /// for their order only, attributed to no call.
+    pub unattributed: Vec<usize>,
+}
+
+impl Summary {
+    /// Lines whose event type is not in the harness's catalog.
+    pub fn unknown_lines(&self) -> usize {
+        self.unknown.values().map(|(n, _)| n).sum()
+    }
+}
+
+/// What a check of such a log cannot see, whatever it holds: each invariant with why. The
+/// caller reports them as not checkable rather than checked.
+pub fn not_checkable(options: &Options) -> Vec<(InvariantId, String)> {
+    let mut out = Vec::new();
+    if options.safe.is_none() {
+        out.push((
+            InvariantId::ExclusiveBarrier,
+            "the log does not say which calls are concurrency-safe: name the safe tools (`--safe read_file,list_dir`)".to_owned(),
+        ));
+    }
+    out.push((
+        InvariantId::SubCallContextsOmitted,
+        "the harness defers a Code Mode sub-call's contexts onto its `run_code` result, and the log does not say where a context came from: at `events` a sub-call's context cannot be told from the `run_code` call's own".to_owned(),
+    ));
+    out
+}
+
+/// Turns the lines of a log into trace records, one line at a time.
+#[derive(Debug, Default)]
+pub struct Converter {
+    options: Options,
+    summary: Summary,
+    header_seen: bool,
+    /// The call whose `tool/result` is the latest event, while only inbox splices follow it.
+    staging: Option<CallId>,
+    /// Contexts staged by a call and not yet injected: message id → call.
+    staged: HashMap<String, CallId>,
+    /// Approval prompts asked: prompt id → call.
+    prompts: HashMap<String, CallId>,
+    /// Calls of the open batch that started and have no result yet.
+    running: BTreeSet<CallId>,
+    /// Code Mode sub-calls that started and are not committed yet, with their `run_code` call.
+    running_subs: BTreeMap<CallId, CallId>,
+}
+
+impl Converter {
+    pub fn new(options: Options) -> Self {
+        Converter {
+            options,
+            ..Converter::default()
+        }
+    }
+
+    /// Converts one line (without its newline): the trace record it makes, if any.
+    pub fn line(&mut self, line: usize, bytes: &[u8]) -> Result<Option<TraceRecord>, LogError> {
+        if bytes.starts_with(&ZSTD_MAGIC) {
+            return Err(LogError::Compressed { line });
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| LogError::NotAnEvent {
+            line,
+            why: format!("not UTF-8 ({e})"),
+        })?;
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        self.summary.lines += 1;
+        let value: Value = serde_json::from_str(text).map_err(|e| LogError::NotAnEvent {
+            line,
+            why: format!("invalid JSON ({e})"),
+        })?;
+        let Value::Object(map) = value else {
+            return Err(LogError::NotAnEvent {
+                line,
+                why: "a session event is a JSON object".to_owned(),
+            });
+        };
+        if !self.header_seen {
+            self.header_seen = true;
+            return self.header(line, &map).map(Some);
+        }
+        let kind = match map.get("type") {
+            Some(Value::String(t)) => t.clone(),
+            Some(_) => return Err(not_an_event(line, "field `type` must be a string")),
+            None => return Err(not_an_event(line, "it has no `type`")),
+        };
+        if kind == "session" {
+            return Err(not_an_event(line, "a second session header"));
+        }
+        if CHUNK_ROWS.contains(&kind.as_str()) {
+            self.summary.passed_over += 1;
+            return Ok(None);
+        }
+        for field in ["seq", "time"] {
+            if !map.get(field).is_some_and(Value::is_u64) {
+                return Err(not_an_event(
+                    line,
+                    &format!("`{field}` must be a non-negative integer"),
+                ));
+            }
+        }
+        if !map.contains_key("data") {
+            return Err(not_an_event(line, "it has no `data`"));
+        }
+        if !KNOWN_EVENT_TYPES.contains(&kind.as_str()) {
+            let entry = self.summary.unknown.entry(kind).or_insert((0, line));
+            entry.0 += 1;
+            return Ok(None);
+        }
+        let record = self.event(line, &kind, map)?;
+        if record.is_some() {
+            self.summary.records += 1;
+        } else {
+            self.summary.passed_over += 1;
+        }
+        Ok(record)
+    }
+
+    /// What was passed over, once the log is read.
+    pub fn finish(self) -> Summary {
+        self.summary
+    }
+
+    fn header(&mut self, line: usize, map: &Map<String, Value>) -> Result<TraceRecord, LogError> {
+        let no_header = |why: &str| LogError::NoHeader {
+            line,
+            why: why.to_owned(),
+        };
+        if map.get("type").and_then(Value::as_str) != Some("session") {
+            return Err(no_header("its `type` is not `session`"));
+        }
+        match map.get("version") {
+            Some(v) if v.as_u64() == Some(FORMAT_VERSION) => {}
+            Some(v) => {
+                return Err(LogError::Version {
+                    line,
+                    version: v.to_string(),
+                });
+            }
+            None => return Err(no_header("it has no `version`")),
+        }
+        let id = map
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| no_header("it has no `id`"))?;
+        self.summary.session = id.to_owned();
+        self.summary.records += 1;
+        Ok(TraceRecord::Header(TraceHeader {
+            spec: Revision::Rev2,
+            implementation: Some(format!("deepseek-harness (session {id})")),
+            capabilities: None,
+            observation: Some(ObservationLevel::Events),
+        }))
+    }
+
+    fn event(
+        &mut self,
+        line: usize,
+        kind: &str,
+        map: Map<String, Value>,
+    ) -> Result<Option<TraceRecord>, LogError> {
+        let data = map.get("data").unwrap_or(&Value::Null);
+        // Contexts are staged right after their call's result, before anything else happens.
+        let staging = self.staging.take();
+        let call = match kind {
+            "assistant/message" => return Ok(self.batch(data)),
+            "agent/inbox/spliced" => {
+                self.stage_contexts(data, staging.as_ref());
+                self.staging = staging;
+                return Ok(None);
+            }
+            "user/message" => {
+                let id = data.get("id").and_then(Value::as_str).unwrap_or_default();
+                match self.staged.remove(id) {
+                    Some(call) => Some(call),
+                    // A user's own message, or one no call staged: not a pipeline event.
+                    None => return Ok(None),
+                }
+            }
+            "tool/call" => {
+                if let Some(id) = str_field(data, "callId") {
+                    self.running.insert(CallId::new(id));
+                }
+                None
+            }
+            "tool/result" => {
+                let id = data
+                    .pointer("/message/content/0/toolCallId")
+                    .and_then(Value::as_str);
+                if let Some(id) = id {
+                    let id = CallId::new(id);
+                    self.running.remove(&id);
+                    self.running_subs.retain(|_, parent| *parent != id);
+                    self.staging = Some(id);
+                }
+                None
+            }
+            "approval/asked" => {
+                if let (Some(prompt), Some(call)) =
+                    (str_field(data, "id"), str_field(data, "callId"))
+                {
+                    self.prompts.insert(prompt.to_owned(), CallId::new(call));
+                }
+                None
+            }
+            "approval/decided" => str_field(data, "id").and_then(|p| self.prompts.get(p).cloned()),
+            "tool/code-dispatch-start" => {
+                if let (Some(sub), Some(parent)) = (
+                    str_field(data, "subCallId"),
+                    str_field(data, "parentCallId"),
+                ) {
+                    self.running_subs
+                        .insert(CallId::new(sub), CallId::new(parent));
+                }
+                None
+            }
+            "tool/code-dispatch" => {
+                if let Some(sub) = str_field(data, "subCallId") {
+                    self.running_subs.remove(&CallId::new(sub));
+                }
+                None
+            }
+            "todo/write" | "hook/invoked" | "hook/result" => {
+                let call = self.running_one();
+                if call.is_none() {
+                    self.summary.unattributed.push(line);
+                }
+                call
+            }
+            _ => return Ok(None),
+        };
+        let event: SessionEvent =
+            serde_json::from_value(Value::Object(map)).map_err(|e| LogError::Shape {
+                line,
+                kind: kind.to_owned(),
+                why: e.to_string(),
+            })?;
+        Ok(Some(TraceRecord::Event(Box::new(EventRecord {
+            call,
+            event,
+        }))))
+    }
+
+    /// The `model` record of an assistant message that calls tools.
+    fn batch(&mut self, data: &Value) -> Option<TraceRecord> {
+        let blocks = data.pointer("/message/content")?.as_array()?;
+        let calls: Vec<DeclaredCall> = blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool-call"))
+            .filter_map(|b| {
+                let id = str_field(b, "id")?;
+                let name = str_field(b, "name")?;
+                Some(DeclaredCall {
+                    call_id: CallId::new(id),
+                    name: name.to_owned(),
+                    concurrency_safe: self.options.safe.as_ref().map(|s| s.contains(name)),
+                })
+            })
+            .collect();
+        if calls.is_empty() {
+            return None;
+        }
+        self.running.clear();
+        self.running_subs.clear();
+        let mut model = Observation::at(NodeId::Model);
+        model.calls = Some(calls);
+        Some(TraceRecord::Stage(Box::new(model)))
+    }
+
+    /// Attributes the messages an inbox splice stages for the next step to the call whose
+    /// result came just before it (the harness stages a result's contexts right after it).
+    fn stage_contexts(&mut self, data: &Value, staging: Option<&CallId>) {
+        let Some(call) = staging else {
+            return;
+        };
+        if data.get("target").and_then(Value::as_str) != Some("next-step")
+            || data
+                .get("removedCount")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                != 0
+        {
+            return;
+        }
+        let inserted = data.get("inserted").and_then(Value::as_array);
+        for message in inserted.into_iter().flatten() {
+            let from_user = message.pointer("/source/kind").and_then(Value::as_str) == Some("user");
+            if let (Some(id), false) = (str_field(message, "id"), from_user) {
+                self.staged.insert(id.to_owned(), call.clone());
+            }
+        }
+    }
+
+    /// The one call (or Code Mode sub-call) running now, if exactly one is.
+    fn running_one(&self) -> Option<CallId> {
+        let mut innermost = self.running_subs.keys().cloned().chain(
+            self.running
+                .iter()
+                .filter(|c| !self.running_subs.values().any(|p| p == *c))
+                .cloned(),
+        );
+        let one = innermost.next()?;
+        innermost.next().is_none().then_some(one)
+    }
+}
+
+fn str_field<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
+    value.get(field).and_then(Value::as_str)
+}
+
+fn not_an_event(line: usize, why: &str) -> LogError {
+    LogError::NotAnEvent {
+        line,
+        why: why.to_owned(),
+    }
+}
+
+/// Why converting and checking a log stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    /// The log could not be read.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// The records it made could not be checked (`f` refused one).
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+}
+
+impl From<ConvertError> for TraceError {
+    fn from(e: ConvertError) -> Self {
+        match e {
+            ConvertError::Log(e) => e.into(),
+            ConvertError::Trace(e) => e,
+        }
+    }
+}
+
+/// Reads a log line by line and calls `f` with each record it makes and the line it came
+/// from. Lines longer than [`MAX_LINE_BYTES`] are refused.
+pub fn convert(
+    mut reader: impl BufRead,
+    options: Options,
+    mut f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
+) -> Result<Summary, ConvertError> {
+    let mut converter = Converter::new(options);
+    let mut buf = Vec::new();
+    let mut line = 0;
+    loop {
+        buf.clear();
+        line += 1;
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        let n = std::io::Read::take(&mut reader, limit)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| LogError::Read {
+                line,
+                why: format!("cannot read: {e}"),
+            })?;
+        if n == 0 {
+            break;
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        } else if n as u64 == limit {
+            return Err(LogError::Read {
+                line,
+                why: format!("line longer than {MAX_LINE_BYTES} bytes"),
+            }
+            .into());
+        }
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        if let Some(record) = converter.line(line, &buf)? {
+            f(line, &record)?;
+        }
+    }
+    if !converter.header_seen {
+        return Err(LogError::NoHeader {
+            line: 1,
+            why: "the log is empty".to_owned(),
+        }
+        .into());
+    }
+    Ok(converter.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const HEADER: &str =
+        r#"{"type":"session","version":0,"id":"s1","createdAt":1,"delegationDepth":0}"#;
+
+    /// Converts `lines` (after the header): each record with its line, and the summary.
+    fn convert_lines(
+        options: Options,
+        lines: &[&str],
+    ) -> Result<(Vec<(usize, TraceRecord)>, Summary), ConvertError> {
+        let text = std::iter::once(HEADER)
+            .chain(lines.iter().copied())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut records = Vec::new();
+        let summary = convert(text.as_bytes(), options, |line, r| {
+            records.push((line, r.clone()));
+            Ok(())
+        })?;
+        Ok((records, summary))
+    }
+
+    fn event(seq: u64, kind: &str, data: &str) -> String {
+        format!(r#"{{"type":"{kind}","seq":{seq},"time":{seq},"data":{data}}}"#)
+    }
+
+    fn call(seq: u64, id: &str, name: &str) -> String {
+        event(
+            seq,
+            "tool/call",
+            &format!(r#"{{"turn":1,"step":1,"callId":"{id}","name":"{name}","arguments":"{{}}"}}"#),
+        )
+    }
+
+    fn result(seq: u64, id: &str) -> String {
+        event(
+            seq,
+            "tool/result",
+            &format!(
+                r#"{{"turn":1,"step":1,"message":{{"id":"r{seq}","role":"user","source":{{"kind":"tool","callId":"{id}"}},"content":[{{"type":"tool-result","toolCallId":"{id}","content":[],"isError":false}}]}}}}"#
+            ),
+        )
+    }
+
+    fn batch(seq: u64, calls: &[(&str, &str)]) -> String {
+        let blocks: Vec<String> = calls
+            .iter()
+            .map(|(id, name)| {
+                format!(r#"{{"type":"tool-call","id":"{id}","name":"{name}","arguments":"{{}}"}}"#)
+            })
+            .collect();
+        event(
+            seq,
+            "assistant/message",
+            &format!(
+                r#"{{"turn":1,"step":1,"message":{{"role":"assistant","content":[{}]}}}}"#,
+                blocks.join(",")
+            ),
+        )
+    }
+
+    fn splice(seq: u64, id: &str, source: &str) -> String {
+        event(
+            seq,
+            "agent/inbox/spliced",
+            &format!(
+                r#"{{"target":"next-step","start":0,"inserted":[{{"content":[{{"type":"text","text":"t"}}],"source":{source},"role":"user","id":"{id}"}}]}}"#
+            ),
+        )
+    }
+
+    fn message(seq: u64, id: &str) -> String {
+        event(
+            seq,
+            "user/message",
+            &format!(
+                r#"{{"content":[{{"type":"text","text":"t"}}],"source":{{"kind":"plugin","plugin":"p"}},"role":"user","id":"{id}"}}"#
+            ),
+        )
+    }
+
+    fn todo(seq: u64) -> String {
+        event(seq, "todo/write", r#"{"todos":[]}"#)
+    }
+
+    /// The call each converted record is attributed to, by line.
+    fn calls_by_line(records: &[(usize, TraceRecord)]) -> Vec<(usize, Option<String>)> {
+        records
+            .iter()
+            .map(|(line, r)| (*line, r.call().map(|c| c.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn the_header_and_every_record_keep_their_lines_and_the_batch_its_safety() {
+        let safe = Options {
+            safe: Some(BTreeSet::from(["read".to_owned()])),
+        };
+        let lines = [
+            event(0, "turn/start", r#"{"turn":1}"#),
+            batch(1, &[("a", "read"), ("b", "write")]),
+            call(2, "a", "read"),
+            result(3, "a"),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (records, summary) = convert_lines(safe, &lines).unwrap();
+        assert_eq!(
+            records.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+            [1, 3, 4, 5]
+        );
+        let TraceRecord::Stage(model) = &records[1].1 else {
+            panic!("{records:?}")
+        };
+        let safety: Vec<Option<bool>> = model
+            .calls
+            .iter()
+            .flatten()
+            .map(|c| c.concurrency_safe)
+            .collect();
+        assert_eq!(safety, [Some(true), Some(false)]);
+        assert_eq!(
+            (summary.lines, summary.records, summary.passed_over),
+            (5, 4, 1)
+        );
+        let (records, _) = convert_lines(Options::default(), &lines).unwrap();
+        let TraceRecord::Stage(model) = &records[1].1 else {
+            panic!("{records:?}")
+        };
+        assert!(
+            model
+                .calls
+                .iter()
+                .flatten()
+                .all(|c| c.concurrency_safe.is_none())
+        );
+    }
+
+    #[test]
+    fn a_context_is_the_injected_message_of_the_call_whose_result_staged_it() {
+        let lines = [
+            batch(0, &[("a", "x"), ("b", "x")]),
+            call(1, "a", "x"),
+            call(2, "b", "x"),
+            result(3, "a"),
+            splice(4, "m1", r#"{"kind":"plugin","plugin":"hooks"}"#),
+            splice(5, "m2", r#"{"kind":"plugin","plugin":"hooks"}"#),
+            result(6, "b"),
+            event(7, "step/start", r#"{"turn":1,"step":1}"#),
+            // Staged by no result: a steering message; and one from the user.
+            splice(8, "m3", r#"{"kind":"plugin","plugin":"hooks"}"#),
+            message(9, "m2"),
+            message(10, "m1"),
+            message(11, "m3"),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (records, _) = convert_lines(Options::default(), &lines).unwrap();
+        let contexts: Vec<(usize, Option<String>)> = calls_by_line(&records)
+            .into_iter()
+            .filter(|(l, _)| *l >= 10)
+            .collect();
+        // Lines 11 and 12 (m2, m1); m3 (line 13) was staged by no result.
+        assert_eq!(
+            contexts,
+            [(11, Some("a".to_owned())), (12, Some("a".to_owned()))]
+        );
+        let user = [
+            batch(0, &[("a", "x")]),
+            call(1, "a", "x"),
+            result(2, "a"),
+            splice(3, "m1", r#"{"kind":"user"}"#),
+            message(4, "m1"),
+        ];
+        let user: Vec<&str> = user.iter().map(String::as_str).collect();
+        let (records, _) = convert_lines(Options::default(), &user).unwrap();
+        assert_eq!(
+            records.len(),
+            4,
+            "the user's message is not a context: {records:?}"
+        );
+    }
+
+    #[test]
+    fn an_owned_event_belongs_to_the_one_call_running_or_to_none() {
+        let sub_start = event(
+            6,
+            "tool/code-dispatch-start",
+            r#"{"rootCallId":"c","parentCallId":"c","subCallId":"c:code:1","name":"x","arguments":{}}"#,
+        );
+        let lines = [
+            batch(0, &[("a", "x"), ("b", "x"), ("c", "run_code")]),
+            call(1, "a", "x"),
+            todo(2),
+            call(3, "b", "x"),
+            todo(4),
+            result(5, "a"),
+            todo(6),
+            result(7, "b"),
+            call(8, "c", "run_code"),
+            todo(9),
+            sub_start,
+            todo(11),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (records, summary) = convert_lines(Options::default(), &lines).unwrap();
+        let todos: Vec<(usize, Option<String>)> = calls_by_line(&records)
+            .into_iter()
+            .filter(|(l, _)| [4, 6, 8, 11, 13].contains(l))
+            .collect();
+        assert_eq!(
+            todos,
+            [
+                (4, Some("a".to_owned())),
+                (6, None),
+                (8, Some("b".to_owned())),
+                (11, Some("c".to_owned())),
+                (13, Some("c:code:1".to_owned())),
+            ]
+        );
+        assert_eq!(summary.unattributed, [6]);
+    }
+
+    #[test]
+    fn an_approval_decision_belongs_to_the_call_its_prompt_asked_for() {
+        let lines = [
+            batch(0, &[("a", "rm")]),
+            call(1, "a", "rm"),
+            event(
+                2,
+                "approval/asked",
+                r#"{"id":"p","toolName":"rm","callId":"a"}"#,
+            ),
+            event(3, "approval/decided", r#"{"id":"p","outcome":"rejected"}"#),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (records, _) = convert_lines(Options::default(), &lines).unwrap();
+        assert_eq!(calls_by_line(&records)[4], (5, Some("a".to_owned())));
+    }
+
+    #[test]
+    fn unknown_types_are_counted_and_chunk_rows_passed_over() {
+        let lines = [
+            event(0, "tool/frobnicated", "{}"),
+            r#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}"#.to_owned(),
+            event(3, "tool/frobnicated", "{}"),
+            event(4, "other/new", "{}"),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (records, summary) = convert_lines(Options::default(), &lines).unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(summary.unknown_lines(), 3);
+        assert_eq!(summary.unknown["tool/frobnicated"], (2, 2));
+        assert_eq!(summary.unknown["other/new"], (1, 5));
+        assert_eq!(summary.passed_over, 1);
+    }
+
+    #[test]
+    fn a_line_that_is_not_a_session_event_is_an_error_naming_it() {
+        let cases = [
+            ("not json", "line 2: not a session event: invalid JSON"),
+            (
+                "[1]",
+                "line 2: not a session event: a session event is a JSON object",
+            ),
+            (
+                r#"{"seq":1,"time":1,"data":{}}"#,
+                "line 2: not a session event: it has no `type`",
+            ),
+            (
+                r#"{"type":"turn/start","time":1,"data":{}}"#,
+                "line 2: not a session event: `seq` must be",
+            ),
+            (
+                r#"{"type":"turn/start","seq":-1,"time":1,"data":{}}"#,
+                "line 2: not a session event: `seq` must be",
+            ),
+            (
+                r#"{"type":"turn/start","seq":1,"time":1}"#,
+                "line 2: not a session event: it has no `data`",
+            ),
+            (
+                r#"{"type":"x/y","seq":1,"time":1}"#,
+                "line 2: not a session event: it has no `data`",
+            ),
+            (
+                r#"{"type":"tool/call","seq":1,"time":1,"data":{"callId":"a"}}"#,
+                "line 2: a `tool/call` event whose data tep cannot read: missing field",
+            ),
+            (
+                HEADER,
+                "line 2: not a session event: a second session header",
+            ),
+        ];
+        for (line, want) in cases {
+            let e = convert_lines(Options::default(), &[line]).unwrap_err();
+            assert!(e.to_string().starts_with(want), "{line}: {e}");
+            assert_eq!(TraceError::from(e).line, 2);
+        }
+    }
+
+    #[test]
+    fn the_first_line_must_be_a_session_header_of_a_known_version() {
+        let read = |text: &[u8]| convert(text, Options::default(), |_, _| Ok(())).unwrap_err();
+        let e = read(b"\x28\xb5\x2f\xfd\x04\x58rest");
+        assert!(e.to_string().contains("zstd -dc"), "{e}");
+        assert!(read(b"").to_string().contains("the log is empty"));
+        let e = read(br#"{"type":"turn/start","seq":0,"time":0,"data":{}}"#);
+        assert!(
+            matches!(e, ConvertError::Log(LogError::NoHeader { line: 1, .. })),
+            "{e}"
+        );
+        let e = read(br#"{"type":"session","version":1,"id":"s","createdAt":0}"#);
+        assert!(
+            matches!(e, ConvertError::Log(LogError::Version { line: 1, .. })),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn without_safe_tools_the_barrier_is_not_checkable() {
+        let ids = |o: &Options| -> Vec<InvariantId> {
+            not_checkable(o).into_iter().map(|(id, _)| id).collect()
+        };
+        assert_eq!(
+            ids(&Options::default()),
+            [
+                InvariantId::ExclusiveBarrier,
+                InvariantId::SubCallContextsOmitted
+            ]
+        );
+        let safe = Options {
+            safe: Some(BTreeSet::new()),
+        };
+        assert_eq!(ids(&safe), [InvariantId::SubCallContextsOmitted]);
+    }
+}

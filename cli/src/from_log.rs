@@ -1,0 +1,135 @@
+//! `tep check --from SOURCE`: a harness's own session log, read as a trace at level `events`.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, Write};
+
+use clap::ValueEnum;
+use tep_check::deepseek_harness::{self, Options, Summary};
+use tep_conformance::checker::{InvariantStatus, TraceError};
+use tep_conformance::invariants::InvariantId;
+use tep_reference::trace::TraceRecord;
+
+/// Whose session log `--from` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogSource {
+    /// deepseek-harness's JSONL session log (uncompressed: `zstd -dc session.jsonl.zstd`).
+    DeepseekHarness,
+}
+
+impl LogSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            LogSource::DeepseekHarness => "deepseek-harness",
+        }
+    }
+}
+
+/// What `--from` reads with.
+#[derive(Debug, Clone)]
+pub struct FromLog {
+    pub source: LogSource,
+    pub options: Options,
+}
+
+impl FromLog {
+    pub fn new(source: LogSource, safe: Option<Vec<String>>) -> Self {
+        let safe = safe.map(|tools| {
+            tools
+                .into_iter()
+                .filter(|t| !t.is_empty())
+                .collect::<BTreeSet<_>>()
+        });
+        FromLog {
+            source,
+            options: Options { safe },
+        }
+    }
+
+    /// Reads the log and calls `f` with each trace record and the line of the log it came from.
+    pub fn read(
+        &self,
+        reader: impl BufRead,
+        f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
+    ) -> Result<Summary, TraceError> {
+        match self.source {
+            LogSource::DeepseekHarness => {
+                deepseek_harness::convert(reader, self.options.clone(), f).map_err(Into::into)
+            }
+        }
+    }
+
+    /// The checker's statuses, with the invariants this log cannot show marked not checkable.
+    pub fn statuses(
+        &self,
+        mut statuses: Vec<(InvariantId, InvariantStatus)>,
+    ) -> Vec<(InvariantId, InvariantStatus)> {
+        for (id, why) in deepseek_harness::not_checkable(&self.options) {
+            for (i, status) in statuses.iter_mut() {
+                if *i == id && *status == InvariantStatus::Checked {
+                    *status = InvariantStatus::NotCheckable(why.clone());
+                }
+            }
+        }
+        statuses
+    }
+
+    /// The lines of the text report that say how the log was read and what it cannot show.
+    pub fn write_text(
+        &self,
+        out: &mut impl Write,
+        summary: &Summary,
+        statuses: &[(InvariantId, InvariantStatus)],
+    ) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "read as a {} session log (session {}): {} line(s), {} trace record(s), {} line(s) passed over (not pipeline events)",
+            self.source.name(),
+            summary.session,
+            summary.lines,
+            summary.records,
+            summary.passed_over
+        )?;
+        for (kind, (count, first)) in &summary.unknown {
+            writeln!(
+                out,
+                "passed over {count} event(s) of unknown type `{kind}` (first at line {first})"
+            )?;
+        }
+        if !summary.unattributed.is_empty() {
+            let lines: Vec<String> = summary.unattributed.iter().map(|l| l.to_string()).collect();
+            writeln!(
+                out,
+                "owned event(s) at line(s) {} logged while no single call was running: attributed to no call",
+                lines.join(", ")
+            )?;
+        }
+        let limits = deepseek_harness::not_checkable(&self.options);
+        for (id, why) in &limits {
+            if statuses
+                .iter()
+                .any(|(i, s)| i == id && matches!(s, InvariantStatus::NotCheckable(_)))
+            {
+                writeln!(out, "not checkable from this log: {id}: {why}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `sessionLog` member of the JSON report.
+    pub fn json(&self, summary: &Summary) -> serde_json::Value {
+        serde_json::json!({
+            "source": self.source.name(),
+            "session": summary.session,
+            "lines": summary.lines,
+            "records": summary.records,
+            "passedOver": summary.passed_over,
+            "unknownTypes": summary
+                .unknown
+                .iter()
+                .map(|(kind, (count, first))| serde_json::json!({"type": kind, "count": count, "firstLine": first}))
+                .collect::<Vec<_>>(),
+            "unattributed": summary.unattributed,
+            "safe": self.options.safe,
+        })
+    }
+}

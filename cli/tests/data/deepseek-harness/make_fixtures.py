@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Writes the hand-made deepseek-harness session logs of this directory from the real one
+(rc8-session.jsonl): each is the real log with one thing changed, its seqs renumbered so the
+log stays contiguous (`events[i].seq == i`, as the harness writes it):
+python3 make_fixtures.py"""
+import json
+import os
+
+os.chdir(os.path.dirname(os.path.abspath(__file__)))
+
+REAL = [json.loads(l) for l in open("rc8-session.jsonl", encoding="utf-8")]
+
+
+def renumber(lines):
+    """Seqs from 0 in log order (a packed chunk row takes one per member), and the seqs
+    `sourceEventSeqs` name mapped along."""
+    new, seq = {}, 0
+    for rec in lines[1:]:
+        if "seq0" in rec:
+            rec["seq0"] = seq
+            seq += len(rec["data"]["texts"])
+            continue
+        if "seq" in rec:
+            new[rec["seq"]] = seq
+            rec["seq"] = seq
+            seq += 1
+    for rec in lines[1:]:
+        if "sourceEventSeqs" in rec:
+            rec["sourceEventSeqs"] = [new.get(s, s) for s in rec["sourceEventSeqs"]]
+    return lines
+
+
+def write(name, lines):
+    with open(name, "w", encoding="utf-8") as f:
+        for rec in lines:
+            f.write(json.dumps(rec, separators=(",", ":"), ensure_ascii=False) + "\n")
+
+
+def copy():
+    return json.loads(json.dumps(REAL))
+
+
+def index(lines, pred):
+    return next(i for i, r in enumerate(lines) if pred(r))
+
+
+def is_type(t, **data):
+    return lambda r: r.get("type") == t and all(r["data"].get(k) == v for k, v in data.items())
+
+
+# c1's context, injected (user/message) right after it was staged, before c2's result: a
+# breach of contexts-after-all-results, visible at `events`.
+log = copy()
+ctx = index(log, lambda r: r.get("type") == "user/message"
+            and r["data"]["content"][0]["text"] == "hook: c1 read a file")
+message = log.pop(ctx)
+staged = index(log, lambda r: r.get("type") == "agent/inbox/spliced"
+               and r["data"].get("inserted") and r["data"]["inserted"][0]["id"] == message["data"]["id"])
+log.insert(staged + 1, message)
+write("context-before-results.jsonl", renumber(log))
+
+# The exclusive write_file call c3 logged before the safe call c2's result: a breach of
+# exclusive-barrier that only `--safe read_file,list_dir` can see.
+log = copy()
+c3 = index(log, is_type("tool/call", callId="c3"))
+call = log.pop(c3)
+c2_result = index(log, lambda r: r.get("type") == "tool/result"
+                  and r["data"]["message"]["source"]["callId"] == "c2")
+log.insert(c2_result, call)
+write("barrier-breach.jsonl", renumber(log))
+
+# An event type the harness's catalog does not list (passed over and counted), and a packed
+# chunk row (a storage row the harness writes by default: passed over, not unknown).
+log = copy()
+c2_call = index(log, is_type("tool/call", callId="c2"))
+log.insert(c2_call + 1, {"type": "tool/frobnicated", "seq": 0, "time": 1796190627555,
+                         "data": {"callId": "c2"}})
+done = index(log, lambda r: r.get("type") == "assistant/chunk"
+             and r["data"]["chunk"].get("type") == "block-end" and r["data"]["step"] == 3)
+log.insert(done, {"type": "text-chunks", "seq0": 0, "time0": 1796190627859,
+                  "data": {"turn": 1, "step": 3, "index": 0, "dt": [0, 0], "texts": ["do", "n", "e"]}})
+write("unknown-type.jsonl", renumber(log))
+
+# A line that is not a session event (line 30 of the file).
+log = copy()
+log.insert(29, {"note": "pasted by hand"})
+write("not-an-event.jsonl", renumber(log))
