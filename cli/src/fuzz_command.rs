@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
-use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans};
+use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::fuzz::{FuzzOptions, FuzzReport, fuzz as run_fuzz, size, to_corpus_json};
 use tep_conformance::runner::{BuiltinReference, Implementation};
 use tep_reference::graph::Revision;
@@ -93,6 +93,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     signals.fuzz(stop);
     let report = run_fuzz(implementation.as_mut(), &options, |_| {})?;
     drop(implementation);
+    end_orphans();
     // A signal killed the adapter mid-case; nothing it started outlives the run.
     let stopped_by = signals.exit_code().filter(|_| report.interrupted);
     if stopped_by.is_some() {

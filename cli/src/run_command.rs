@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::progress::Live;
 use anyhow::{Context, Result, anyhow, bail};
-use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans};
+use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::baseline::{self, Baseline};
 use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::protocol::Ready;
@@ -152,6 +152,8 @@ pub fn run(args: RunArgs) -> Result<u8> {
         live.notice("tep: abandoning the running scenarios and stopping their adapters");
         kill_children();
     }
+    // Every adapter has stopped: what none of them claimed does not outlive the run.
+    end_orphans();
     let mut run = outcome?;
     live.flush_waiting()?;
     let outcome = baseline.as_ref().map(|b| b.apply(&mut run));

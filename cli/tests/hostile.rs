@@ -416,3 +416,98 @@ fn ctrl_c_on_fuzz_reports_what_was_judged_and_the_seed_and_stops_the_adapter() {
     );
     assert_all_ended(&pids, "fuzz");
 }
+
+// ---------------------------------------------------------------------------------------------
+// N2, N3, N4: one job never touches another's processes; orphans reaped as they exit
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_jobs_cleanup_never_kills_another_jobs_helper_daemon() {
+    for jobs in ["4", "8"] {
+        let dir = temp_dir(&format!("n2-{jobs}"));
+        let pidfile = dir.join("pids");
+        // The first scenario crashes its adapter: tep kills it, sweeps its orphans and starts
+        // another, while the other jobs' adapters (each with a live helper) go on.
+        let o = Command::new(TEP)
+            .args([
+                "run",
+                "--adapter",
+                &hostile("daemon"),
+                "--jobs",
+                jobs,
+                "--json",
+                "r.json",
+            ])
+            .env_remove("CI")
+            .env("PIDFILE", &pidfile)
+            .env("TEP", TEP)
+            .env("CRASH_ON", "allow-runs-body")
+            .stdin(Stdio::null())
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap();
+        let errored: Vec<String> = json["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["status"] == "errored")
+            .map(|s| format!("{}: {}", s["id"], s["reason"]))
+            .collect();
+        assert_eq!(
+            errored.len(),
+            1,
+            "--jobs {jobs}: {errored:#?}\n{}",
+            text(&o.stdout)
+        );
+        assert!(errored[0].starts_with("\"allow-runs-body\""), "{errored:?}");
+        // Every helper still ended with the run.
+        let helpers = wait_for_pids(&pidfile, 1);
+        assert_all_ended(&helpers, "helpers");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn exited_orphans_are_reaped_as_the_run_goes_not_when_an_adapter_ends() {
+    let dir = temp_dir("n4");
+    let mut child = Command::new(TEP)
+        .args([
+            "fuzz",
+            "--adapter",
+            &hostile("zombies"),
+            "--seed",
+            "4",
+            "--cases",
+            "300",
+        ])
+        .env_remove("CI")
+        .env("TEP", TEP)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .current_dir(&dir)
+        .spawn()
+        .unwrap();
+    let me = child.id();
+    let mut most = 0;
+    while child.try_wait().unwrap().is_none() {
+        let zombies = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+            .filter(|stat| {
+                let rest: Vec<&str> = stat
+                    .rsplit_once(')')
+                    .map(|(_, r)| r.split_whitespace().collect())
+                    .unwrap_or_default();
+                rest.first() == Some(&"Z") && rest.get(1) == Some(&me.to_string().as_str())
+            })
+            .count();
+        most = most.max(zombies);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    // One helper per case: without reaping they pile up by the hundred.
+    assert!(most <= 5, "{most} zombies at once");
+}

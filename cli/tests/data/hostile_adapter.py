@@ -11,6 +11,7 @@ MODE (argv[1]):
              both pids to $PIDFILE (appending) and hangs
   daemon     double-forks a helper (in a session of its own) at start, answers through the
              reference, and answers `errored` if the helper is gone: a well-behaved adapter
+             (but it crashes on the scenario $CRASH_ON)
   zombies    answers through the reference; every run double-forks a helper that exits at once
 """
 import json
@@ -91,6 +92,8 @@ def proxy():
                 hang_with_a_child()
             if MODE == "zombies":
                 double_fork(lambda: None)
+            if MODE == "daemon" and request["scenario"]["id"] == os.environ.get("CRASH_ON"):
+                os._exit(1)
             if helper and not alive(helper):
                 send({"seq": request["seq"], "errored": {"message": "helper %d was killed" % helper}})
                 continue
