@@ -7,14 +7,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Result;
+use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::fuzz::{FuzzOptions, FuzzReport, fuzz as run_fuzz, size, to_corpus_json};
 use tep_conformance::runner::{BuiltinReference, Implementation};
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
 
-use crate::output::{Stdout, check_writable, note};
+use crate::output::{Stdout, check_writable, note, write_atomically};
+use crate::signals::{Signals, kill_children};
 
 /// The options of `tep fuzz`.
 #[derive(Debug, clap::Args)]
@@ -71,6 +75,8 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     if let Some(out) = &args.out {
         check_writable(out, "shrunk scenario")?;
     }
+    // Signals are ours before the adapter starts: one during its handshake kills it.
+    let signals = Signals::install()?;
     let mut implementation: Box<dyn Implementation> = match &args.adapter {
         Some(command) => {
             // No process an adapter starts outlives the run (Linux; elsewhere its group is killed).
@@ -98,8 +104,17 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     options.strict = args.strict;
     options.oracle = args.oracle == Oracle::Reference;
     options.stats = args.stats;
+    let stop = Arc::new(AtomicBool::new(false));
+    options.stop = Some(stop.clone());
+    signals.fuzz(stop);
     let report = run_fuzz(implementation.as_mut(), &options, |_| {})?;
     drop(implementation);
+    end_orphans();
+    // A signal killed the adapter mid-case; nothing it started outlives the run.
+    let stopped_by = signals.exit_code().filter(|_| report.interrupted);
+    if stopped_by.is_some() {
+        kill_children();
+    }
 
     let mut out = Stdout::new();
     if args.stats {
@@ -116,6 +131,17 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     )?;
     if let Some(message) = &report.first_error {
         writeln!(out, "first error: {message}")?;
+    }
+    if let Some(code) = stopped_by {
+        let judged = report.cases - report.skipped - report.errored;
+        writeln!(
+            out,
+            "interrupted: {judged} scenario(s) judged before the signal; replay with --seed {seed}"
+        )?;
+        if report.failure.is_some() {
+            write_failure(&mut out, &args, &report, seed)?;
+        }
+        return Ok(code);
     }
     if report.failure.is_some() {
         return write_failure(&mut out, &args, &report, seed);
@@ -166,10 +192,7 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
             .join(format!("{}.json", failure.scenario.id))
     });
     let json = to_corpus_json(&failure.scenario);
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(&path, &json).with_context(|| format!("cannot write {}", path.display()))?;
+    write_atomically(&path, &json)?;
     let level = failure
         .violations
         .first()

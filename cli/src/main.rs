@@ -31,6 +31,7 @@ mod fuzz_command;
 mod output;
 mod progress;
 mod run_command;
+mod signals;
 
 use output::{Stdout, note};
 
@@ -676,7 +677,7 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
             docs: &html::docs_base(out),
             rerun: None,
         };
-        run_command::write_file(out, &html::render(&page))?;
+        output::write_atomically(out, &html::render(&page))?;
     }
     Ok(u8::from(failing > 0 || !tested))
 }

@@ -5,7 +5,8 @@
 //! pipe) they appear in corpus order, each as soon as every scenario before it has finished, so
 //! the same run always prints the same bytes (durations aside) whatever `--jobs` is.
 //!
-//! Every write to stdout goes through [`Live::write`]. A reader that goes away (`tep run | head`)
+//! Every write to stdout goes through [`Live::write`], which lets no control character through
+//! but newlines, tabs and colours (see `tep_conformance::terminal`). A reader that goes away (`tep run | head`)
 //! ends the output quietly: the run goes on, its files are written and its exit code still says
 //! what it found. Any other I/O error is returned.
 
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use anstream::{AutoStream, ColorChoice};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tep_conformance::terminal::{escape_controls, escape_except_sgr};
 
 /// The live output of one run.
 #[derive(Debug)]
@@ -68,6 +70,8 @@ impl Live {
         if self.closed {
             return Ok(());
         }
+        // The last line of defence: only the colours the report builders wrote get through.
+        let text = escape_except_sgr(text);
         let out = &mut self.out;
         let written = self.bar.suspend(|| {
             out.write_all(text.as_bytes())?;
@@ -78,7 +82,11 @@ impl Live {
                 self.closed = true;
                 Ok(())
             }
-            other => other,
+            Err(e) => Err(std::io::Error::new(
+                e.kind(),
+                format!("cannot write to standard output: {e}"),
+            )),
+            Ok(()) => Ok(()),
         }
     }
 
@@ -130,7 +138,7 @@ impl Live {
     /// Tells the person at the terminal what Ctrl-C did (stderr; errors there are ignored).
     pub fn notice(&self, text: &str) {
         self.bar.suspend(|| {
-            let _ = writeln!(std::io::stderr(), "{text}");
+            let _ = writeln!(std::io::stderr(), "{}", escape_controls(text));
         });
     }
 

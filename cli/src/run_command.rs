@@ -7,23 +7,25 @@ use std::time::{Duration, SystemTime};
 
 use crate::progress::Live;
 use anyhow::{Context, Result, anyhow, bail};
-use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans};
+use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::baseline::{self, Baseline};
 use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::protocol::Ready;
 use tep_conformance::report::{self, RunContext, verdict};
 use tep_conformance::runner::{
-    BuiltinReference, Implementation, Interrupter, Plan, RunControl, RunEvent, RunOptions,
-    ScenarioResult, Status,
+    BuiltinReference, Implementation, Plan, RunControl, RunEvent, RunOptions, ScenarioResult,
+    Status,
 };
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::select::Selection;
 use tep_conformance::suite;
+use tep_conformance::terminal::escape_controls;
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{ObservationLevel, to_jsonl};
 
-use crate::output::check_writable;
+use crate::output::{check_dir_creatable, check_writable, write_atomically};
+use crate::signals::{Signals, kill_children};
 
 /// The options of `tep run`, parsed.
 #[derive(Debug)]
@@ -82,7 +84,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
             .map(usize::from)
             .unwrap_or(1)
     });
-    check_outputs(&args)?;
+    let mut keeper = TraceKeeper::new(&args, started_at);
+    check_outputs(&args, &keeper)?;
+    // Signals are ours before the first adapter starts: one during a handshake kills it.
+    let signals = Signals::install()?;
     if args.adapter.is_some() {
         // So that no process an adapter starts outlives the run (Linux only; where it cannot be
         // had, the adapter's process group is still killed).
@@ -110,22 +115,26 @@ pub fn run(args: RunArgs) -> Result<u8> {
         }
     }
 
-    // Ctrl-C is ours from here on: before the first line, so whoever sees it can interrupt.
+    // From here on a signal interrupts the run: before the first line, so whoever sees it can.
     let control = RunControl::new();
     let interrupter = control.interrupter();
-    on_ctrl_c(interrupter.clone())?;
+    signals.run(interrupter.clone());
     let mut live = Live::new(plan.runnable(), args.color);
     if !args.json_stdout {
         live.write(&header(&ready, &args, &plan))?;
     }
-    let mut keeper = TraceKeeper::new(&args, started_at);
     let strict = args.strict;
+    // Outputs that could not be written: each is reported, none stops the others.
+    let mut unwritten: Vec<anyhow::Error> = Vec::new();
     let outcome = plan.run_parallel(workers, control, |event| -> Result<()> {
         match event {
             RunEvent::Finished { index, result } => {
                 let comparison = baseline.as_ref().map(|b| b.compare(result, strict));
                 let verdict = verdict(result, strict, comparison.as_ref());
-                keeper.keep(result)?;
+                if let Err(e) = keeper.keep(result) {
+                    live.notice(&format!("tep: {e:#}"));
+                    unwritten.push(e);
+                }
                 let line = (!args.json_stdout)
                     .then(|| report::scenario_line(result, strict, comparison.as_ref()));
                 let ran = !(result.status == Status::Skipped && result.duration.is_zero());
@@ -143,6 +152,8 @@ pub fn run(args: RunArgs) -> Result<u8> {
         live.notice("tep: abandoning the running scenarios and stopping their adapters");
         kill_children();
     }
+    // Every adapter has stopped: what none of them claimed does not outlive the run.
+    end_orphans();
     let mut run = outcome?;
     live.flush_waiting()?;
     let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
@@ -156,12 +167,17 @@ pub fn run(args: RunArgs) -> Result<u8> {
     // Files first: they are written even when stdout is gone.
     if let Some(path) = &args.junit {
         let xml = report::junit(&run, outcome.as_ref(), &ctx, &corpus_hash);
-        write_file(path, &xml)?;
+        unwritten.extend(write_atomically(path, &xml).err());
     }
-    let json = report::json(&run, outcome.as_ref(), &ctx, &corpus_hash);
+    let mut json = report::json(&run, outcome.as_ref(), &ctx, &corpus_hash);
+    // Stopped by SIGTERM or SIGHUP: 143 or 129, as a shell says it (130 for Ctrl-C).
+    let stopped_by = signals.exit_code().filter(|_| run.interrupted);
+    if let Some(code) = stopped_by {
+        json.exit_code = code;
+    }
     let json_text = serde_json::to_string_pretty(&json)? + "\n";
     if let Some(path) = &args.json {
-        write_file(path, &json_text)?;
+        unwritten.extend(write_atomically(path, &json_text).err());
     }
     if let Some(path) = &args.html {
         let traces = run
@@ -182,7 +198,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
             docs: &html::docs_base(path),
             rerun: Some(&ctx),
         };
-        write_file(path, &html::render(&page))?;
+        unwritten.extend(write_atomically(path, &html::render(&page)).err());
     }
     if let Some(path) = &args.write_baseline {
         if run.interrupted {
@@ -193,18 +209,20 @@ pub fn run(args: RunArgs) -> Result<u8> {
         } else {
             let file = baseline::write(&run, baseline.as_ref());
             let text = serde_json::to_string_pretty(&file)? + "\n";
-            write_file(path, &text)?;
-            live.notice(&format!(
-                "tep: wrote {} baseline entr{} to {} (use it with --baseline {})",
-                file.expected_failures.len(),
-                if file.expected_failures.len() == 1 {
-                    "y"
-                } else {
-                    "ies"
-                },
-                path.display(),
-                path.display()
-            ));
+            match write_atomically(path, &text) {
+                Err(e) => unwritten.push(e),
+                Ok(()) => live.notice(&format!(
+                    "tep: wrote {} baseline entr{} to {} (use it with --baseline {})",
+                    file.expected_failures.len(),
+                    if file.expected_failures.len() == 1 {
+                        "y"
+                    } else {
+                        "ies"
+                    },
+                    path.display(),
+                    path.display()
+                )),
+            }
         }
     }
     live.finish();
@@ -213,7 +231,14 @@ pub fn run(args: RunArgs) -> Result<u8> {
     } else {
         live.write(&report::closing(&run, outcome.as_ref(), &ctx))?;
     }
-    Ok(report::exit_code(&run, outcome.as_ref()))
+    if unwritten.is_empty() {
+        return Ok(stopped_by.unwrap_or_else(|| report::exit_code(&run, outcome.as_ref())));
+    }
+    // Every output was tried; those that failed are named, and the run is not a success.
+    for e in &unwritten {
+        live.notice(&format!("tep: error: {e:#}"));
+    }
+    Ok(report::EXIT_USAGE)
 }
 
 /// The scenarios of `--scenario-file`, each parsed and validated like a corpus file; two files
@@ -237,8 +262,9 @@ fn read_scenario_files(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
     Ok(scenarios)
 }
 
-/// Every output is tried before the first adapter starts, not found unwritable after the run.
-fn check_outputs(args: &RunArgs) -> Result<()> {
+/// Every output is tried before the first adapter starts, not found unwritable after the run:
+/// the reports, the baseline, and the directory the traces are kept in.
+fn check_outputs(args: &RunArgs, keeper: &TraceKeeper) -> Result<()> {
     for (path, what) in [
         (&args.junit, "JUnit report"),
         (&args.json, "JSON report"),
@@ -256,16 +282,10 @@ fn check_outputs(args: &RunArgs) -> Result<()> {
             &dir.join(format!(".tep-probe-{}", std::process::id())),
             "traces",
         )?;
+    } else {
+        check_dir_creatable(&keeper.dir, "run directory")?;
     }
     Ok(())
-}
-
-/// Writes a report, creating its directory.
-pub(crate) fn write_file(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The first line: who is tested, against what.
@@ -290,8 +310,9 @@ fn header(ready: &Ready, args: &RunArgs, plan: &Plan) -> String {
         format!("{} scenario file(s)", args.scenario_files.len())
     };
     format!(
-        "tep {} ({source}): {who} against {}, observation level {}, {} scenario(s) selected, {} to run\n\n",
+        "tep {} ({source}): {} against {}, observation level {}, {} scenario(s) selected, {} to run\n\n",
         suite::VERSION,
+        escape_controls(&who),
         args.spec,
         args.observed.unwrap_or(ready.level()),
         plan.len(),
@@ -411,83 +432,13 @@ impl TraceKeeper {
                 self.created = true;
             }
             let path = self.dir.join(format!("{}.jsonl", result.id));
-            std::fs::write(&path, to_jsonl(records))
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            write_atomically(&path, &to_jsonl(records))
+                .with_context(|| format!("cannot keep the trace of {}", result.id))?;
             self.kept.insert(result.id.clone(), path);
         }
         if !failing {
             result.trace = None;
         }
         Ok(())
-    }
-}
-
-/// Routes Ctrl-C (SIGINT) to the run: the first stops it, the second abandons what is running.
-fn on_ctrl_c(interrupter: Interrupter) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the Ctrl-C handler")?;
-    // Registered here, before any scenario starts, so no Ctrl-C falls between the two.
-    #[cfg(unix)]
-    let mut signal = {
-        let _entered = runtime.enter();
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .context("cannot handle Ctrl-C")?
-    };
-    std::thread::Builder::new()
-        .name("ctrl-c".to_owned())
-        .spawn(move || {
-            runtime.block_on(async move {
-                loop {
-                    #[cfg(unix)]
-                    let pressed = signal.recv().await.is_some();
-                    #[cfg(not(unix))]
-                    let pressed = tokio::signal::ctrl_c().await.is_ok();
-                    if !pressed || interrupter.interrupt() {
-                        break;
-                    }
-                }
-            });
-        })
-        .context("cannot start the Ctrl-C handler")?;
-    Ok(())
-}
-
-/// Kills the adapters still running after the run was abandoned: each is our child and leads
-/// its own process group (the adapter module starts them so), which takes its children along.
-/// Best effort, Linux only (it reads /proc); elsewhere they see their stdin close and exit.
-fn kill_children() {
-    #[cfg(target_os = "linux")]
-    {
-        let me = std::process::id();
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-                .and_then(|p| p.parse::<u32>().ok());
-            if ppid != Some(me) {
-                continue;
-            }
-            let Some(pid) = i32::try_from(pid)
-                .ok()
-                .and_then(rustix::process::Pid::from_raw)
-            else {
-                continue;
-            };
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
     }
 }

@@ -7,9 +7,11 @@
 //!
 //! Killing an adapter ends everything it started. On Unix its process group is killed; on Linux
 //! also every process below it (a grandchild that called `setsid` has left the group), and, once
-//! [`adopt_orphans`] has made this process a child subreaper, every process orphaned on the way
-//! (a daemon whose parent exited is reparented to us rather than to init). Elsewhere only the
-//! process group is killed.
+//! [`adopt_orphans`] has made this process a child subreaper, every process it orphaned on the
+//! way (a daemon whose parent exited is reparented to us rather than to init): the orphans in
+//! its process group or started with its [`JOB_MARKER`], never another adapter's. Orphans that
+//! exit are reaped after every scenario; [`end_orphans`] ends the ones nobody claimed. Elsewhere
+//! only the process group is killed.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -104,6 +106,8 @@ impl Tail {
 struct Running {
     child: Child,
     pid: Option<u32>,
+    /// The value of [`JOB_MARKER`] this process and everything it starts inherit.
+    marker: String,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     tail: Arc<Mutex<Tail>>,
@@ -183,7 +187,7 @@ impl Drop for ProcessAdapter {
                 if exited {
                     // It stopped when told to; what it left running must not outlive us.
                     leftovers::forget(running.pid);
-                    leftovers::end(&below);
+                    leftovers::end(&below, running.pid, &running.marker);
                 } else {
                     kill(running).await;
                 }
@@ -258,6 +262,8 @@ impl Implementation for ProcessAdapter {
                 Ok(result) => result,
             }
         });
+        // What the adapter's helpers left (exited daemons are our zombies): reaped as we go.
+        leftovers::reap();
         let answered = self.answered;
         let outcome = outcome.and_then(|answer| match answer.seq {
             s if s == seq => Ok(answer),
@@ -304,8 +310,10 @@ async fn launch(
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
-    let mut child = command
-        .spawn()
+    let marker = leftovers::new_marker();
+    command.env(JOB_MARKER, &marker);
+    // Tracked as it is spawned: no sweep or reaping sees it as an orphan in between.
+    let mut child = leftovers::spawn_tracked(|| command.spawn())
         .map_err(|e| (format!("cannot start {:?}: {e}", argv[0]), String::new()))?;
     let (Some(stdin), Some(stdout), Some(mut stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -316,9 +324,6 @@ async fn launch(
         ));
     };
     let pid = child.id();
-    if let Some(pid) = pid {
-        leftovers::track(pid);
-    }
     let tail = Arc::new(Mutex::new(Tail::default()));
     let sink = tail.clone();
     let drain = tokio::spawn(async move {
@@ -335,6 +340,7 @@ async fn launch(
     let mut running = Running {
         child,
         pid,
+        marker,
         stdin,
         stdout: BufReader::new(stdout),
         tail,
@@ -409,7 +415,7 @@ async fn kill(mut running: Running) -> String {
     {
         leftovers::forget(running.pid);
     }
-    leftovers::end(&below);
+    leftovers::end(&below, running.pid, &running.marker);
     // Give the drain a moment to collect what was written before the end.
     let _ = tokio::time::timeout(Duration::from_millis(200), &mut running.drain).await;
     running.drain.abort();
@@ -423,17 +429,31 @@ async fn kill(mut running: Running) -> String {
 /// Makes this process the reaper of every process its adapters orphan (Linux: a child
 /// subreaper), so that killing an adapter can end a daemon it started even after that daemon's
 /// parent exited. Meant for a program whose only children are adapters (the `tep` binary): after
-/// it, each adapter that ends takes every orphaned child of this process with it. Elsewhere it
-/// does nothing and only the adapter's process group is killed.
+/// it, each adapter that ends takes its own orphans with it (see [`JOB_MARKER`]), and
+/// [`end_orphans`] the rest at the end. Elsewhere it does nothing and only the adapter's process
+/// group is killed.
 pub fn adopt_orphans() -> std::io::Result<()> {
     leftovers::adopt()
+}
+
+/// The environment variable every adapter process is started with, a value of its own per
+/// process (`<tep pid>-<n>`); what the adapter starts inherits it. With the adapter's process
+/// group, it tells whose an orphan is: an adapter that ends takes only its own orphans along,
+/// never another job's live helper (a daemon a language server double-forks, say).
+pub const JOB_MARKER: &str = "TEP_ADAPTER_JOB";
+
+/// Kills and reaps every orphan adopted by [`adopt_orphans`] that is still around: the ones no
+/// adapter could claim (a daemon that left the adapter's process group and cleared its
+/// environment). Meant for the end of a run, once every adapter has stopped.
+pub fn end_orphans() {
+    leftovers::end_all();
 }
 
 /// The processes an adapter leaves behind, found and ended through `/proc` (Linux).
 #[cfg(target_os = "linux")]
 mod leftovers {
     use std::collections::{BTreeMap, BTreeSet};
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{Mutex, PoisonError};
     use std::time::Duration;
 
@@ -450,11 +470,53 @@ mod leftovers {
         Ok(())
     }
 
-    pub(super) fn track(pid: u32) {
-        ADAPTERS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(pid);
+    /// Spawns an adapter with the set of adapters locked, and adds it: a sweep or a reaping
+    /// (which hold the lock) never sees an adapter that is not tracked yet.
+    pub(super) fn spawn_tracked(
+        spawn: impl FnOnce() -> std::io::Result<tokio::process::Child>,
+    ) -> std::io::Result<tokio::process::Child> {
+        let mut adapters = ADAPTERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let child = spawn()?;
+        if let Some(pid) = child.id() {
+            adapters.insert(pid);
+        }
+        Ok(child)
+    }
+
+    /// A marker value no other adapter process of this run has.
+    pub(super) fn new_marker() -> String {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        )
+    }
+
+    /// Whether `pid`'s environment (as it was started) holds `JOB_MARKER=marker`.
+    fn carries(pid: u32, marker: &str) -> bool {
+        let wanted = format!("{}={marker}", super::JOB_MARKER);
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == wanted.as_bytes()))
+    }
+
+    /// Reaps the orphans that have exited (zombies reparented to us), now.
+    pub(super) fn reap() {
+        if !ADOPTING.load(Ordering::SeqCst) {
+            return;
+        }
+        let me = std::process::id();
+        // Held throughout: no adapter is spawned (and so none unknown to us) meanwhile.
+        let adapters = ADAPTERS.lock().unwrap_or_else(PoisonError::into_inner);
+        for (pid, p) in processes() {
+            if p.zombie
+                && p.parent == me
+                && !adapters.contains(&pid)
+                && let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw)
+            {
+                let _ = waitpid(Some(pid), WaitOptions::NOHANG);
+            }
+        }
     }
 
     /// The adapter has been reaped.
@@ -470,6 +532,7 @@ mod leftovers {
     /// A process as `/proc/<pid>/stat` shows it. The start time tells a reused pid apart.
     struct Process {
         parent: u32,
+        group: u32,
         zombie: bool,
         started: u64,
     }
@@ -490,6 +553,7 @@ mod leftovers {
                     Process {
                         zombie: *fields.first()? == "Z",
                         parent: fields.get(1)?.parse().ok()?,
+                        group: fields.get(2)?.parse().ok()?,
                         started: fields.get(19)?.parse().ok()?,
                     },
                 ))
@@ -532,8 +596,21 @@ mod leftovers {
     }
 
     /// Kills what an ended adapter left: the processes of `below` still running, everything
-    /// below them and, after [`adopt`], every orphan reparented to us; reaps the orphans.
-    pub(super) fn end(below: &[(u32, u64)]) {
+    /// below them and, after [`adopt`], the orphans reparented to us that are its own (in its
+    /// process group, or started with its `marker`); reaps them. Another adapter's orphans are
+    /// left alone.
+    pub(super) fn end(below: &[(u32, u64)], adapter: Option<u32>, marker: &str) {
+        sweep(below, |pid, p| {
+            adapter.is_some_and(|a| p.group == a) || carries(pid, marker)
+        });
+    }
+
+    /// Kills and reaps every orphan reparented to us, whoever started it.
+    pub(super) fn end_all() {
+        sweep(&[], |_, _| true);
+    }
+
+    fn sweep(below: &[(u32, u64)], ours: impl Fn(u32, &Process) -> bool) {
         let me = std::process::id();
         // A few rounds: a process may fork while its siblings are being killed.
         for _ in 0..50 {
@@ -550,6 +627,7 @@ mod leftovers {
                 table
                     .iter()
                     .filter(|(pid, p)| p.parent == me && !adapters.contains(pid))
+                    .filter(|(pid, p)| ours(**pid, p))
                     .map(|(&pid, _)| pid)
                     .collect()
             } else {
@@ -584,12 +662,21 @@ mod leftovers {
     pub(super) fn adopt() -> std::io::Result<()> {
         Ok(())
     }
-    pub(super) fn track(_pid: u32) {}
+    pub(super) fn spawn_tracked(
+        spawn: impl FnOnce() -> std::io::Result<tokio::process::Child>,
+    ) -> std::io::Result<tokio::process::Child> {
+        spawn()
+    }
+    pub(super) fn new_marker() -> String {
+        std::process::id().to_string()
+    }
+    pub(super) fn reap() {}
     pub(super) fn forget(_pid: Option<u32>) {}
     pub(super) fn snapshot(_adapter: u32) -> Vec<(u32, u64)> {
         Vec::new()
     }
-    pub(super) fn end(_below: &[(u32, u64)]) {}
+    pub(super) fn end(_below: &[(u32, u64)], _adapter: Option<u32>, _marker: &str) {}
+    pub(super) fn end_all() {}
 }
 
 /// Reads one protocol line and parses it as `T`.

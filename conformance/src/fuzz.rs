@@ -19,6 +19,8 @@
 //! and `n` alone.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
@@ -706,7 +708,15 @@ pub struct FuzzOptions {
     pub oracle: bool,
     /// Count the constructs of the generated scenarios ([`FuzzReport::constructs`]).
     pub stats: bool,
+    /// Set (by a signal handler) to stop: no new case starts, shrinking ends with what it has.
+    pub stop: Option<Arc<AtomicBool>>,
 }
+
+/// The longest a shrink may take, whatever `time` is: five minutes.
+pub const MAX_SHRINK_TIME: Duration = Duration::from_secs(300);
+/// Shrinking gives up after this many errored runs in a row (an adapter that hangs or crashes
+/// makes every run cost a timeout and tells nothing).
+pub const MAX_SHRINK_ERRORS_IN_A_ROW: usize = 3;
 
 impl FuzzOptions {
     pub fn new(seed: u64) -> Self {
@@ -719,6 +729,7 @@ impl FuzzOptions {
             strict: false,
             oracle: true,
             stats: false,
+            stop: None,
         }
     }
 }
@@ -753,6 +764,8 @@ pub struct FuzzReport {
     pub failure: Option<Failure>,
     /// With [`FuzzOptions::stats`]: how many generated scenarios used each construct.
     pub constructs: BTreeMap<String, usize>,
+    /// Stopped by [`FuzzOptions::stop`]: the counts cover the cases judged before.
+    pub interrupted: bool,
 }
 
 /// Why fuzzing could not run.
@@ -930,8 +943,18 @@ pub fn fuzz(
     let mut report = FuzzReport::default();
     let mut seq = 0u64;
     let strategy = strategy(&profile);
+    let stopped = || {
+        options
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::SeqCst))
+    };
     for case in 0..options.cases {
         if options.time.is_some_and(|t| started.elapsed() >= t) {
+            break;
+        }
+        if stopped() {
+            report.interrupted = true;
             break;
         }
         let mut runner = TestRunner::new_with_rng(Config::default(), case_rng(options.seed, case));
@@ -945,6 +968,11 @@ pub fn fuzz(
             }
         }
         let verdict = run_one(implementation, &judge, seq, &tree.current());
+        // A case cut short by a stop is not judged.
+        if stopped() {
+            report.interrupted = true;
+            break;
+        }
         report.cases += 1;
         progress(case);
         let violations = match verdict {
@@ -966,25 +994,46 @@ pub fn fuzz(
         let (invariant, check) = (first.invariant, check_of(first));
         let original_size = size(&tree.current());
         // Shrink: simplify while the same check still fails, else step back.
+        // Bounded in runs, in time (`time`, at most MAX_SHRINK_TIME) and in errors in a row.
+        let shrink_started = Instant::now();
+        let budget = options.time.unwrap_or(MAX_SHRINK_TIME).min(MAX_SHRINK_TIME);
+        let mut errors_in_a_row = 0;
+        let spent = |runs: usize, errors: usize| {
+            runs >= options.max_shrink_runs
+                || errors >= MAX_SHRINK_ERRORS_IN_A_ROW
+                || shrink_started.elapsed() >= budget
+                || stopped()
+        };
         let mut best = (tree.current(), violations);
         let mut runs = 0;
-        while runs < options.max_shrink_runs && tree.simplify() {
+        while !spent(runs, errors_in_a_row) && tree.simplify() {
             loop {
                 runs += 1;
                 seq += 1;
                 let candidate = tree.current();
-                let kept = match run_one(implementation, &judge, seq, &candidate) {
+                let verdict = run_one(implementation, &judge, seq, &candidate);
+                if let Verdict::Errored(message) = &verdict {
+                    if !stopped() {
+                        report.errored += 1;
+                        report.first_error.get_or_insert_with(|| message.clone());
+                    }
+                    errors_in_a_row += 1;
+                } else {
+                    errors_in_a_row = 0;
+                }
+                let kept = match verdict {
                     Verdict::Fails(v) if v.iter().any(|x| check_of(x) == check) => {
                         best = (candidate, v);
                         true
                     }
                     _ => false,
                 };
-                if kept || runs >= options.max_shrink_runs || !tree.complicate() {
+                if kept || spent(runs, errors_in_a_row) || !tree.complicate() {
                     break;
                 }
             }
         }
+        report.interrupted |= stopped();
         let (mut scenario, violations) = best;
         scenario.id = format!("fuzz-{}-{case}", options.seed);
         scenario.description = format!(

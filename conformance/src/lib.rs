@@ -12,7 +12,7 @@
 //!   running them (in parallel, interruptibly), judging traces against the invariants and the
 //!   scenario's expectations, expected-failure baselines, terminal/JSON/JUnit reports;
 //!   [`html`]: the HTML report, the run drawn on the docs' pictures of the graphs; [`suite`]:
-//!   the version and corpus hash.
+//!   the version and corpus hash; [`terminal`]: text an implementation controls, shown escaped.
 //! - [`mutants`]: what each mutant of the reference breaks.
 //! - [`fuzz`]: random scenarios through an implementation, the first failure shrunk.
 //! - [`generate`]: synthetic traces (the corpus mix, wide batches, long Code Mode programs, many
@@ -35,6 +35,7 @@ pub mod scripted;
 pub mod select;
 pub mod serve;
 pub mod suite;
+pub mod terminal;
 
 /// How big a scenario may be: part of reading one.
 pub use scenario::limits;

@@ -17,6 +17,7 @@ use tep_reference::trace::{Capability, ObservationLevel, to_jsonl};
 use crate::baseline::{BaselineOutcome, ScenarioComparison, StaleEntry};
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
 use crate::runner::{Coverage, RunReport, ScenarioResult, Status, steps_pointed_at};
+use crate::terminal::escape_controls as shown;
 use tep_check::catalog::invariant;
 use tep_check::checker::{CheckOptions, CheckReport, InvariantStatus, StepRecord, Violation};
 use tep_check::invariants::{InvariantId, Level};
@@ -281,8 +282,9 @@ pub fn quote(word: &str) -> String {
         .unwrap_or_else(|_| format!("'{}'", word.replace('\'', "'\\''").replace('\0', "")))
 }
 
+/// `text` in `style`; what `text` holds is shown, not obeyed (it may quote an implementation).
 fn paint(style: Style, text: &str) -> String {
-    format!("{style}{text}{style:#}")
+    format!("{style}{}{style:#}", shown(text))
 }
 
 const DIM: Style = AnsiColor::BrightBlack.on_default();
@@ -309,7 +311,7 @@ pub fn scenario_line(
         "{} {} {}",
         paint(verdict.style(), &format!("{:>5}", verdict.tag())),
         paint(DIM, &time),
-        result.id
+        shown(&result.id)
     );
     let why = match verdict {
         Verdict::Failed | Verdict::Warned => result
@@ -351,14 +353,14 @@ const GROUP_LINES: usize = 10;
 /// The witness lines of `v`, with a line of context around each, from `trace`'s JSON Lines.
 fn quote_witnesses(out: &mut String, lines: &[&str], v: &Violation, indent: &str) {
     let witnesses: BTreeSet<usize> = v.lines.iter().copied().collect();
-    let shown: BTreeSet<usize> = witnesses
+    let quoted: BTreeSet<usize> = witnesses
         .iter()
         .flat_map(|&n| [n.saturating_sub(1), n, n + 1])
         .filter(|&n| n >= 1 && n <= lines.len())
         .collect();
-    let width = shown.iter().max().map_or(1, |n| n.to_string().len());
+    let width = quoted.iter().max().map_or(1, |n| n.to_string().len());
     let mut previous = None;
-    for n in shown {
+    for n in quoted {
         if previous.is_some_and(|p| p + 1 < n) {
             let _ = writeln!(
                 out,
@@ -376,8 +378,9 @@ fn quote_witnesses(out: &mut String, lines: &[&str], v: &Violation, indent: &str
         if witnesses.contains(&n) {
             let _ = writeln!(
                 out,
-                "{indent}{} {text}",
-                paint(BOLD, &format!("> {n:>width$} \u{2502}"))
+                "{indent}{} {}",
+                paint(BOLD, &format!("> {n:>width$} \u{2502}")),
+                shown(&text)
             );
         } else {
             let _ = writeln!(
@@ -399,7 +402,12 @@ fn failure_detail(out: &mut String, result: &ScenarioResult, strict: bool, ctx: 
     let Some(first) = result.first_failing(strict) else {
         return;
     };
-    let _ = writeln!(out, "    {}: {}", paint(BOLD, &result.id), first.message);
+    let _ = writeln!(
+        out,
+        "    {}: {}",
+        paint(BOLD, &result.id),
+        shown(&first.message)
+    );
     let others: Vec<&Violation> = result
         .violations
         .iter()
@@ -409,7 +417,9 @@ fn failure_detail(out: &mut String, result: &ScenarioResult, strict: bool, ctx: 
         let _ = writeln!(
             out,
             "      also: {} [{}] {}",
-            v.invariant, v.level, v.message
+            v.invariant,
+            v.level,
+            shown(&v.message)
         );
     }
     if others.len() > 3 {
@@ -420,7 +430,7 @@ fn failure_detail(out: &mut String, result: &ScenarioResult, strict: bool, ctx: 
         let lines: Vec<&str> = jsonl.lines().collect();
         match ctx.traces.get(&result.id) {
             Some(path) => {
-                let _ = writeln!(out, "      trace {}:", path.display());
+                let _ = writeln!(out, "      trace {}:", shown(&path.display().to_string()));
             }
             None => {
                 let _ = writeln!(out, "      trace:");
@@ -441,7 +451,12 @@ fn compact_line(out: &mut String, result: &ScenarioResult, strict: bool) {
     } else {
         String::new()
     };
-    let _ = writeln!(out, "    {}: {}{more}", result.id, first.message);
+    let _ = writeln!(
+        out,
+        "    {}: {}{more}",
+        shown(&result.id),
+        shown(&first.message)
+    );
 }
 
 /// Everything after the scenarios' lines: the failures grouped by the invariant each scenario
@@ -539,14 +554,14 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
                 if let Some(stderr) = &first.stderr {
                     let _ = writeln!(out, "      adapter stderr (tail):");
                     for line in stderr.lines() {
-                        let _ = writeln!(out, "        | {line}");
+                        let _ = writeln!(out, "        | {}", shown(line));
                     }
                 }
                 let _ = writeln!(out, "      rerun: {}", ctx.rerun_command(&first.id));
             }
             let rest: Vec<_> = results.collect();
             for result in rest.iter().take(GROUP_LINES) {
-                let _ = writeln!(out, "    {}", result.id);
+                let _ = writeln!(out, "    {}", shown(&result.id));
             }
             if rest.len() > GROUP_LINES {
                 let _ = writeln!(
@@ -609,16 +624,21 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
         let _ = writeln!(
             out,
             "baseline {}: {} scenario(s) failed as expected, {} unexpectedly, {} stale",
-            b.path,
+            shown(&b.path),
             counts.expected_failures,
             counts.failed + counts.errored,
             counts.stale
         );
         for u in &b.unexpected {
-            let _ = writeln!(out, "  unexpected: {u}");
+            let _ = writeln!(out, "  unexpected: {}", shown(u));
         }
         for s in &b.stale {
-            let _ = writeln!(out, "  stale entry {}: {}; remove it", s.id, s.why);
+            let _ = writeln!(
+                out,
+                "  stale entry {}: {}; remove it",
+                shown(&s.id),
+                shown(&s.why)
+            );
         }
     }
     let kept_failing = verdicts.iter().any(|(v, s)| {
@@ -628,7 +648,7 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
         let _ = writeln!(
             out,
             "traces of the failing scenarios: {}{}<scenario>.jsonl",
-            dir.display(),
+            shown(&dir.display().to_string()),
             std::path::MAIN_SEPARATOR
         );
     }
@@ -649,7 +669,7 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
                 out,
                 "  {} {}  {}",
                 paint(verdict.style(), &format!("{:>5}", verdict.tag())),
-                result.id,
+                shown(&result.id),
                 paint(DIM, &why)
             );
         }
