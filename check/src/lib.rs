@@ -35,10 +35,12 @@
 //! tokio, no `tep-reference`, no processes, no files; threads only in the parallel reader.
 
 pub mod catalog;
+pub mod checkability;
 pub mod checker;
 pub mod facts;
 pub mod invariants;
 pub mod mutation;
 pub mod observation;
 pub mod rules;
+pub mod teeth;
 pub mod trace_io;
