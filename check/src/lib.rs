@@ -37,6 +37,7 @@
 //! tokio, no `tep-reference`, no processes, no files; threads only in the parallel reader.
 
 pub mod catalog;
+pub mod checkability;
 pub mod checker;
 pub mod deepseek_harness;
 pub mod facts;
@@ -44,4 +45,5 @@ pub mod invariants;
 pub mod mutation;
 pub mod observation;
 pub mod rules;
+pub mod teeth;
 pub mod trace_io;

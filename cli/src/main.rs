@@ -562,6 +562,13 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
             _ => None,
         })
         .collect();
+    let partly: Vec<(InvariantId, String)> = statuses
+        .iter()
+        .filter_map(|(id, s)| match s {
+            InvariantStatus::PartlyCheckable(what) => Some((*id, what.clone())),
+            _ => None,
+        })
+        .collect();
     match format {
         Format::Json => {
             let mut value = serde_json::json!({
@@ -574,6 +581,10 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
                 "violations": report.violations,
                 "omitted": report.omitted,
                 "checked": checked,
+                "partlyCheckable": partly
+                    .iter()
+                    .map(|(id, what)| serde_json::json!({"invariant": id, "catches": what}))
+                    .collect::<Vec<_>>(),
                 "notCheckable": not_checkable
                     .iter()
                     .map(|(id, why)| serde_json::json!({"invariant": id, "why": why}))
@@ -622,6 +633,13 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
                         .join(", ")
                 }
             )?;
+            for (id, what) in &partly {
+                writeln!(
+                    out,
+                    "partly checkable at level {}: {id}: {what}",
+                    options.level
+                )?;
+            }
             if !tested {
                 writeln!(
                     out,

@@ -404,8 +404,18 @@ fn summary(out: &mut String, page: &Page<'_>) {
         .iter()
         .filter(|i| i.status == InvariantCheck::NotApplicable)
         .count();
+    let partly = report
+        .invariants
+        .iter()
+        .filter(|i| i.status == InvariantCheck::PartlyCheckable)
+        .count();
+    let partly = if partly > 0 {
+        format!(", {partly} partly checkable")
+    } else {
+        String::new()
+    };
     let mut invariants = format!(
-        "{checked} checked, {not_applicable} not applicable, {} not checkable",
+        "{checked} checked{partly}, {not_applicable} not applicable, {} not checkable",
         not_checkable.len()
     );
     if !not_checkable.is_empty() {

@@ -20,6 +20,7 @@
 
 pub mod adapter;
 pub mod baseline;
+pub mod checkability;
 pub mod expectations;
 pub mod fuzz;
 pub mod fuzz_stats;
@@ -41,4 +42,4 @@ pub mod terminal;
 pub use scenario::limits;
 
 // The checker is `tep-check`'s; these paths stay for the suite's users.
-pub use tep_check::{catalog, checker, invariants, mutation, observation, rules, trace_io};
+pub use tep_check::{catalog, checker, invariants, mutation, observation, rules, teeth, trace_io};

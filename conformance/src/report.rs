@@ -226,6 +226,12 @@ pub fn invariants_line(report: &RunReport) -> String {
         .filter(|(_, s)| matches!(s, InvariantStatus::NotCheckable(_)))
         .map(|(id, _)| id.as_str())
         .collect();
+    let partly: Vec<&str> = report
+        .invariants
+        .iter()
+        .filter(|(_, s)| matches!(s, InvariantStatus::PartlyCheckable(_)))
+        .map(|(id, _)| id.as_str())
+        .collect();
     let not_applicable = report
         .invariants
         .iter()
@@ -235,6 +241,14 @@ pub fn invariants_line(report: &RunReport) -> String {
         "observation level {}: {checked} invariants checked, {not_applicable} not applicable",
         report.level
     );
+    if !partly.is_empty() {
+        let _ = write!(
+            line,
+            "; partly checkable at this level ({}): {}",
+            partly.len(),
+            partly.join(", ")
+        );
+    }
     if !not_checkable.is_empty() {
         let _ = write!(
             line,
@@ -888,7 +902,7 @@ pub struct EdgeTaken {
 pub struct InvariantReport {
     pub invariant: InvariantId,
     pub status: InvariantCheck,
-    /// Why it was not checkable or not applicable.
+    /// Why it was not checkable or not applicable; what it still catches when partly checkable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
 }
@@ -897,7 +911,9 @@ pub struct InvariantReport {
 #[serde(rename_all = "kebab-case")]
 pub enum InvariantCheck {
     Checked,
-    /// The observation level lacks the records the check reads.
+    /// Some of its breaches are caught at this level; `why` says which.
+    PartlyCheckable,
+    /// The observation level lacks the records the check reads, or does not record its breach.
     NotCheckable,
     /// Outside the revision, or about a part the implementation does not declare.
     NotApplicable,
@@ -1174,6 +1190,9 @@ pub fn json(
             .map(|(id, status)| {
                 let (status, why) = match status {
                     InvariantStatus::Checked => (InvariantCheck::Checked, None),
+                    InvariantStatus::PartlyCheckable(what) => {
+                        (InvariantCheck::PartlyCheckable, Some(what.clone()))
+                    }
                     InvariantStatus::NotCheckable(why) => {
                         (InvariantCheck::NotCheckable, Some(why.clone()))
                     }

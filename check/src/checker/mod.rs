@@ -23,6 +23,7 @@ use tep_model::session::{EventBody, FileState, MessageSource, SessionEvent};
 use tep_model::trace::{EventRecord, Mark, MarkKind, Observation, ObservationLevel, TraceRecord};
 
 use crate::catalog::invariant;
+use crate::checkability::{self, Checkability};
 pub use crate::facts::state::scanned;
 use crate::facts::state::{Batch, Call, Section};
 use crate::facts::walk::{Step, Walker, bit};
@@ -92,11 +93,34 @@ impl CheckOptions {
                 inv.observed, self.level
             ));
         }
-        InvariantStatus::Checked
+        // What its planted breaches showed at this level (`crate::checkability`).
+        match checkability::at(id, self.level) {
+            Checkability::Checked => InvariantStatus::Checked,
+            Checkability::Partly => InvariantStatus::PartlyCheckable(
+                checkability::partly(id, self.level)
+                    .unwrap_or("some of its breaches are not recorded at this level")
+                    .to_owned(),
+            ),
+            Checkability::NotCheckable => InvariantStatus::NotCheckable(format!(
+                "its breach is not recorded at level {} (docs/invariants.md)",
+                self.level
+            )),
+        }
     }
 
+    /// Whether the invariant's rule runs (and its findings are kept): it applies, and the level
+    /// holds the records it reads. A rule runs where its breaches are caught only in part, or
+    /// not at all, too: what it finds there is still a breach.
     pub fn checks(&self, id: InvariantId) -> bool {
-        self.status(id) == InvariantStatus::Checked
+        match self.status(id) {
+            InvariantStatus::NotApplicable(_) => false,
+            InvariantStatus::Checked | InvariantStatus::PartlyCheckable(_) => true,
+            InvariantStatus::NotCheckable(_) => {
+                let inv = invariant(id);
+                inv.observed <= self.level
+                    && !(inv.reads.contains(&Read::Scenario) && self.facts.is_none())
+            }
+        }
     }
 
     /// Every invariant with its status.

@@ -52,7 +52,10 @@ pub struct CheckOptions {
 #[serde(tag = "status", content = "why", rename_all = "kebab-case")]
 pub enum InvariantStatus {
     Checked,
-    /// The trace's observation level lacks the records the check reads.
+    /// Some of its breaches are caught at this level: what it still catches.
+    PartlyCheckable(String),
+    /// The trace's observation level lacks the records the check reads, or does not record
+    /// its breach.
     NotCheckable(String),
     /// Outside the revision, or about a part the implementation does not declare.
     NotApplicable(String),
