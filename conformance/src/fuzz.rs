@@ -5,8 +5,9 @@
 //! lesson). [`strategy`] generates scenarios from the scenario language (batches, listeners,
 //! approval answers, guards, wrappers, bodies, post-execute decisions, finalizers, observers,
 //! Code Mode programs), weighted toward the mixes where pipelines go wrong (parallel pools with
-//! exclusive calls, throws at every stage, contexts from several origins), using only what the
-//! implementation declares. [`fuzz`] runs them; a failing scenario is shrunk with proptest's value
+//! exclusive calls, throws at every stage, contexts from several origins), using only the
+//! capabilities the implementation declares. [`fuzz`] runs them, drawing again (from the same
+//! case's RNG) while a scenario uses a construct newer than the implementation's protocol; a failing scenario is shrunk with proptest's value
 //! trees (fewer calls, fewer listeners, simpler steps) while the same invariant still fails.
 //!
 //! Only the invariants judge: the scenario's expectations are not checked (no oracle knows them
@@ -29,6 +30,7 @@ use tep_reference::session::{Todo, TodoStatus};
 use tep_reference::trace::{Capability, TraceRecord};
 
 use crate::runner::{Answer, Implementation};
+use crate::scenario::versions::versions;
 use crate::scenario::{
     AcceptSpec, ApprovalAnswer, ApprovalSpec, BindingCall, BlockSpec, BodyStep, CallExpectation,
     CallSpec, EditSpec, Expectation, ExpectedContext, FinalizeAction, GuardAction, HookSpec,
@@ -805,9 +807,12 @@ pub fn fuzz(
             break;
         }
         let mut runner = TestRunner::new_with_rng(Config::default(), case_rng(options.seed, case));
-        let mut tree = strategy
-            .new_tree(&mut runner)
-            .map_err(|e| FuzzError::Generate(e.to_string()))?;
+        let Some(mut tree) = draw(&strategy, &mut runner, ready.protocol)? else {
+            report.cases += 1;
+            report.skipped += 1;
+            progress(case);
+            continue;
+        };
         seq += 1;
         let verdict = run_one(implementation, &check, seq, &tree.current(), options.strict);
         report.cases += 1;
@@ -835,10 +840,16 @@ pub fn fuzz(
         while runs < options.max_shrink_runs && tree.simplify() {
             loop {
                 runs += 1;
-                seq += 1;
                 let candidate = tree.current();
-                let kept = match run_one(implementation, &check, seq, &candidate, options.strict) {
-                    Verdict::Fails(v) if v.iter().any(|x| x.invariant == invariant) => {
+                // A simpler candidate may pick a construct the adapter's protocol lacks: unsent.
+                let sendable = versions().newer_than(&candidate, ready.protocol).is_empty();
+                if sendable {
+                    seq += 1;
+                }
+                let verdict = sendable
+                    .then(|| run_one(implementation, &check, seq, &candidate, options.strict));
+                let kept = match verdict {
+                    Some(Verdict::Fails(v)) if v.iter().any(|x| x.invariant == invariant) => {
                         best = (candidate, v);
                         true
                     }
@@ -875,6 +886,28 @@ pub fn fuzz(
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// How many scenarios one case may draw to find one the adapter's protocol can carry.
+const MAX_DRAWS: usize = 64;
+
+/// The value tree of one case: the first scenario drawn from the case's RNG that uses no
+/// construct newer than `protocol` (a filter after generation: the strategy itself generates the
+/// whole language), or `None` if `MAX_DRAWS` draws all need a newer protocol.
+fn draw(
+    strategy: &BoxedStrategy<Scenario>,
+    runner: &mut TestRunner,
+    protocol: u32,
+) -> Result<Option<Box<dyn ValueTree<Value = Scenario>>>, FuzzError> {
+    for _ in 0..MAX_DRAWS {
+        let tree = strategy
+            .new_tree(runner)
+            .map_err(|e| FuzzError::Generate(e.to_string()))?;
+        if versions().newer_than(&tree.current(), protocol).is_empty() {
+            return Ok(Some(tree));
+        }
+    }
+    Ok(None)
 }
 
 /// The outcome the built-in reference gives a scenario, as corpus expectations (so a shrunk
