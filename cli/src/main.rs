@@ -211,6 +211,10 @@ enum Command {
         /// Break it on purpose.
         #[arg(long, value_name = "NAME")]
         mutant: Vec<Mutant>,
+        /// Declare this protocol version instead of the newest: tep then sends it no scenario
+        /// construct newer than that (and the adapter answers `errored` if it gets one).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(tep_conformance::protocol::PROTOCOL_VERSION)))]
+        protocol: Option<u32>,
     },
 }
 
@@ -375,7 +379,10 @@ fn dispatch(command: Command) -> Result<u8> {
         }
         Command::Schema { name } => {
             let schema = match name {
-                SchemaName::Scenario => schemars::schema_for!(Scenario),
+                SchemaName::Scenario => {
+                    schemars::Schema::try_from(tep_conformance::scenario::versions::schema())
+                        .map_err(|_| anyhow::anyhow!("the scenario schema is not a JSON object"))?
+                }
                 SchemaName::TraceRecord => schemars::schema_for!(TraceRecord),
                 SchemaName::ProtocolRequest => {
                     schemars::schema_for!(tep_conformance::protocol::Request)
@@ -396,10 +403,20 @@ fn dispatch(command: Command) -> Result<u8> {
             writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&schema)?)?;
             Ok(0)
         }
-        Command::ReferenceAdapter { mutant } => {
+        Command::ReferenceAdapter { mutant, protocol } => {
             let stdin = std::io::stdin();
             let stdout = std::io::stdout();
-            match tep_conformance::serve::serve_reference(mutant, stdin.lock(), stdout.lock()) {
+            let mut reference = tep_conformance::runner::BuiltinReference::new(mutant);
+            if let Some(protocol) = protocol {
+                reference = reference.with_protocol(protocol);
+            }
+            let served = tep_conformance::serve::serve_builtin(
+                reference,
+                stdin.lock(),
+                stdout.lock(),
+                std::io::stderr(),
+            );
+            match served {
                 Ok(()) => Ok(0),
                 // The runner went away: nobody is left to serve or to tell.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
@@ -761,7 +778,8 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
                 std::fs::write(&path, text)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
-            let schema = serde_json::to_string_pretty(&schemars::schema_for!(Scenario))?;
+            let schema =
+                serde_json::to_string_pretty(&tep_conformance::scenario::versions::schema())?;
             std::fs::write(dir.join("scenario.schema.json"), schema + "\n")
                 .with_context(|| format!("cannot write the schema into {}", dir.display()))?;
             note(format_args!(

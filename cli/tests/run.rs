@@ -435,7 +435,7 @@ fn the_json_report_follows_its_schema_and_names_the_suite_and_the_implementation
     );
     assert_eq!(implementation["language"], "Rust");
     assert_eq!(implementation["observation"], "full");
-    assert_eq!(implementation["protocol"], 2);
+    assert_eq!(implementation["protocol"], 3);
     assert_eq!(implementation["capabilities"].as_array().unwrap().len(), 6);
     assert_eq!(report["exitCode"], 0);
     assert_eq!(report["conformant"], true);
@@ -884,7 +884,7 @@ fn failures_are_grouped_quoted_kept_and_rerunnable() {
 #[test]
 fn errored_scenarios_are_grouped_by_cause() {
     let crashing = sh(
-        r#"read l; echo '{"ready":true,"protocol":2,"implementation":{"name":"crashy"}}'; read l; echo "segfault in handler" >&2; exit 3"#,
+        r#"read l; echo '{"ready":true,"protocol":3,"implementation":{"name":"crashy"}}'; read l; echo "segfault in handler" >&2; exit 3"#,
     );
     let o = tep(&[
         "run",

@@ -5,8 +5,9 @@
 //! lesson). [`strategy`] generates scenarios from the scenario language (batches, listeners,
 //! approval answers, guards, wrappers, bodies, post-execute decisions, finalizers, observers,
 //! Code Mode programs), weighted toward the mixes where pipelines go wrong (parallel pools with
-//! exclusive calls, throws at every stage, contexts from several origins), using only what the
-//! implementation declares. [`fuzz`] runs them; a failing scenario is shrunk with proptest's value
+//! exclusive calls, throws at every stage, contexts from several origins), using only the
+//! capabilities the implementation declares. [`fuzz`] runs them, drawing again (from the same
+//! case's RNG) while a scenario uses a construct newer than the implementation's protocol; a failing scenario is shrunk with proptest's value
 //! trees (fewer calls, fewer listeners, simpler steps) while the same invariant still fails.
 //!
 //! The invariants judge every trace, and so does the built-in reference (the differential
@@ -34,6 +35,7 @@ use tep_reference::trace::{Capability, TraceRecord};
 
 use crate::expectations::{self, Source};
 use crate::runner::{Answer, Implementation};
+use crate::scenario::versions::versions;
 use crate::scenario::{
     AcceptSpec, ApprovalAnswer, ApprovalSpec, BindingCall, BlockSpec, BodyStep, CallExpectation,
     CallSpec, EditSpec, Expectation, FinalizeAction, GuardAction, HookSpec, Listener, ObserverSpec,
@@ -958,9 +960,12 @@ pub fn fuzz(
             break;
         }
         let mut runner = TestRunner::new_with_rng(Config::default(), case_rng(options.seed, case));
-        let mut tree = strategy
-            .new_tree(&mut runner)
-            .map_err(|e| FuzzError::Generate(e.to_string()))?;
+        let Some(mut tree) = draw(&strategy, &mut runner, ready.protocol)? else {
+            report.cases += 1;
+            report.skipped += 1;
+            progress(case);
+            continue;
+        };
         seq += 1;
         if options.stats {
             for c in fuzz_stats::constructs(&tree.current()) {
@@ -1009,10 +1014,14 @@ pub fn fuzz(
         while !spent(runs, errors_in_a_row) && tree.simplify() {
             loop {
                 runs += 1;
-                seq += 1;
                 let candidate = tree.current();
-                let verdict = run_one(implementation, &judge, seq, &candidate);
-                if let Verdict::Errored(message) = &verdict {
+                // A simpler candidate may pick a construct the adapter's protocol lacks: unsent.
+                let sendable = versions().newer_than(&candidate, ready.protocol).is_empty();
+                if sendable {
+                    seq += 1;
+                }
+                let verdict = sendable.then(|| run_one(implementation, &judge, seq, &candidate));
+                if let Some(Verdict::Errored(message)) = &verdict {
                     if !stopped() {
                         report.errored += 1;
                         report.first_error.get_or_insert_with(|| message.clone());
@@ -1022,7 +1031,7 @@ pub fn fuzz(
                     errors_in_a_row = 0;
                 }
                 let kept = match verdict {
-                    Verdict::Fails(v) if v.iter().any(|x| check_of(x) == check) => {
+                    Some(Verdict::Fails(v)) if v.iter().any(|x| check_of(x) == check) => {
                         best = (candidate, v);
                         true
                     }
@@ -1061,6 +1070,28 @@ pub fn fuzz(
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// How many scenarios one case may draw to find one the adapter's protocol can carry.
+const MAX_DRAWS: usize = 64;
+
+/// The value tree of one case: the first scenario drawn from the case's RNG that uses no
+/// construct newer than `protocol` (a filter after generation: the strategy itself generates the
+/// whole language), or `None` if `MAX_DRAWS` draws all need a newer protocol.
+fn draw(
+    strategy: &BoxedStrategy<Scenario>,
+    runner: &mut TestRunner,
+    protocol: u32,
+) -> Result<Option<Box<dyn ValueTree<Value = Scenario>>>, FuzzError> {
+    for _ in 0..MAX_DRAWS {
+        let tree = strategy
+            .new_tree(runner)
+            .map_err(|e| FuzzError::Generate(e.to_string()))?;
+        if versions().newer_than(&tree.current(), protocol).is_empty() {
+            return Ok(Some(tree));
+        }
+    }
+    Ok(None)
 }
 
 /// A scenario as the corpus writes it: pretty JSON, with a trailing newline.

@@ -10,12 +10,14 @@ use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
 use crate::scenario::Scenario;
 
-/// The protocol version this runner speaks.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// The protocol version this runner speaks: the newest version of the scenario language
+/// (`scenario::versions`; a test keeps the two equal).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The versions it accepts from an adapter. Version 1 adapters (before `observation` and
-/// `escaped`) are checked at level `hooks`.
-pub const SUPPORTED_PROTOCOLS: [u32; 2] = [1, 2];
+/// `escaped`) are checked at level `hooks`. An adapter is sent no scenario construct newer than
+/// the version it declares: such a scenario is N/A.
+pub const SUPPORTED_PROTOCOLS: [u32; 3] = [1, 2, 3];
 
 /// What the runner sends, one per line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -40,7 +42,8 @@ pub enum Request {
 pub struct Ready {
     /// Must be `true`.
     pub ready: bool,
-    /// The protocol version the adapter speaks; must equal the runner's.
+    /// The protocol version the adapter speaks: one the runner supports. No scenario construct
+    /// newer than it is sent.
     pub protocol: u32,
     pub implementation: ImplementationInfo,
     /// The optional parts the implementation has. Scenarios needing others are N/A.

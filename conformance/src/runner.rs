@@ -14,7 +14,7 @@ use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
 use crate::expectations::{Note, check_expectations};
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, versions};
 use crate::scripted::{ReferenceRun, implementation_name, run_reference_to_the_end};
 use tep_check::checker::{
     CheckOptions, Checker, InvariantStatus, ScenarioFacts, StepRecord, Violation,
@@ -97,6 +97,19 @@ impl BuiltinReference {
             },
             mutants,
         }
+    }
+}
+
+impl BuiltinReference {
+    /// The same reference declaring an older protocol version (`tep reference-adapter
+    /// --protocol N`), for testing that a runner sends such an adapter nothing newer. Protocol 1
+    /// had no `observation`: it is left out, as a protocol 1 adapter leaves it out.
+    pub fn with_protocol(mut self, protocol: u32) -> Self {
+        self.ready.protocol = protocol;
+        if protocol < 2 {
+            self.ready.observation = None;
+        }
+        self
     }
 }
 
@@ -355,7 +368,8 @@ pub enum RunError {
 }
 
 /// A run decided against the implementation's handshake: which of the selected scenarios run,
-/// and which are not applicable (outside the revision, or needing a capability it lacks).
+/// and which are not applicable (outside the revision, needing a capability it lacks, or using a
+/// construct of the scenario language newer than its protocol).
 #[derive(Debug, Clone)]
 pub struct Plan {
     ready: Ready,
@@ -419,16 +433,21 @@ impl Plan {
                     .filter(|c| !capabilities.contains(c))
                     .map(|c| c.as_str())
                     .collect();
-                if missing.is_empty() {
-                    Slot::Run(Arc::new(scenario.clone()))
-                } else {
-                    Slot::NotApplicable(Box::new(ScenarioResult::skipped(
+                if !missing.is_empty() {
+                    return Slot::NotApplicable(Box::new(ScenarioResult::skipped(
                         &scenario.id,
                         format!(
                             "N/A: the implementation does not declare {}",
                             missing.join(", ")
                         ),
-                    )))
+                    )));
+                }
+                // Never send a construct newer than the adapter's protocol.
+                match versions::not_applicable(scenario, ready.protocol) {
+                    Some(reason) => {
+                        Slot::NotApplicable(Box::new(ScenarioResult::skipped(&scenario.id, reason)))
+                    }
+                    None => Slot::Run(Arc::new(scenario.clone())),
                 }
             })
             .collect();

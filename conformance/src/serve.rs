@@ -10,6 +10,7 @@ use tep_reference::mutant::Mutant;
 
 use crate::protocol::{Request, RunAnswer, RunOutcome};
 use crate::runner::{Answer, BuiltinReference, Implementation};
+use crate::scenario::versions;
 
 /// The longest request line served; a longer one is skipped like any other bad request.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
@@ -29,11 +30,23 @@ pub fn serve_reference(
 /// [`serve_reference`], with the notes about skipped lines written to `notes` (best effort).
 pub fn serve_reference_with_notes(
     mutants: Vec<Mutant>,
+    input: impl BufRead,
+    output: impl Write,
+    notes: impl Write,
+) -> std::io::Result<()> {
+    serve_builtin(BuiltinReference::new(mutants), input, output, notes)
+}
+
+/// [`serve_reference_with_notes`] for a given reference (e.g. one declaring an older protocol,
+/// [`BuiltinReference::with_protocol`]). A scenario using a construct newer than the protocol it
+/// declares is answered `errored`: a runner must not send one.
+pub fn serve_builtin(
+    mut reference: BuiltinReference,
     mut input: impl BufRead,
     mut output: impl Write,
     mut notes: impl Write,
 ) -> std::io::Result<()> {
-    let mut reference = BuiltinReference::new(mutants);
+    let declared = reference.ready().protocol;
     let mut line = Vec::new();
     loop {
         let request = match read_request(&mut input, &mut line)? {
@@ -55,10 +68,17 @@ pub fn serve_reference_with_notes(
                 spec,
                 scenario,
             } => {
+                let newer = versions::not_applicable(&scenario, declared);
                 let outcome = match scenario.validate() {
                     Err(e) => RunOutcome::Errored {
                         message: e.to_string(),
                         context: None,
+                    },
+                    Ok(()) if newer.is_some() => RunOutcome::Errored {
+                        message: format!(
+                            "tep sent a construct newer than the declared protocol {declared}"
+                        ),
+                        context: newer,
                     },
                     Ok(()) => match reference.run(seq, spec, &scenario) {
                         Answer::Ran(records) => RunOutcome::Trace(records),

@@ -230,6 +230,13 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
         .and_then(|p| {
             markdown::replace_region(&p, "observation-model", &pages::observation_table())
         })
+        .and_then(|p| {
+            markdown::replace_region(
+                &p,
+                "scenario-versions",
+                &crate::versions_page::version_table(),
+            )
+        })
         .map_err(|source| DocsError::Template {
             path: template.into(),
             source,

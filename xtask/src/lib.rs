@@ -8,6 +8,7 @@ pub mod layered;
 pub mod markdown;
 pub mod pages;
 pub mod svg;
+pub mod versions_page;
 
 /// The repository root (the workspace this xtask belongs to).
 pub fn repo_root() -> std::path::PathBuf {

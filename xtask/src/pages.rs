@@ -502,10 +502,15 @@ pub fn scenarios_page(corpus: &[Scenario]) -> String {
     let _ = writeln!(
         out,
         "{} scenarios, each a JSON file in `conformance/scenarios/` (format: [adapter-protocol.md](adapter-protocol.md#scenarios)). \
-         `tep scenarios show ID` prints one; `tep scenarios export DIR` writes them all with their schema.\n",
+         `tep scenarios show ID` prints one; `tep scenarios export DIR` writes them all with their schema. \
+         *protocol* is the adapter protocol version that has every construct the scenario uses \
+         ([Versioning](adapter-protocol.md#versioning)): an adapter declaring an older one is not sent it.\n",
         corpus.len()
     );
-    out.push_str("| scenario | revisions | needs | what it shows |\n|---|---|---|---|\n");
+    out.push_str(
+        "| scenario | revisions | needs | protocol | what it shows |\n|---|---|---|---|---|\n",
+    );
+    let versions = tep_conformance::scenario::versions::versions();
     for s in corpus {
         let needs: Vec<String> = s
             .requires
@@ -514,13 +519,14 @@ pub fn scenarios_page(corpus: &[Scenario]) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "| [`{id}`](#{id}) | {} | {} | {} |",
+            "| [`{id}`](#{id}) | {} | {} | {} | {} |",
             revisions(&s.revisions),
             if needs.is_empty() {
                 "—".to_owned()
             } else {
                 needs.join(", ")
             },
+            versions.needs(s),
             cell(&s.description),
             id = s.id
         );
@@ -826,7 +832,10 @@ pub fn changes_page(corpus: &[Scenario]) -> String {
 pub fn schemas() -> Vec<(&'static str, Value)> {
     use tep_conformance::{baseline, protocol, report};
     vec![
-        ("scenario.schema.json", schema_of::<Scenario>()),
+        (
+            "scenario.schema.json",
+            tep_conformance::scenario::versions::schema(),
+        ),
         ("trace-record.schema.json", schema_of::<TraceRecord>()),
         (
             "protocol-request.schema.json",

@@ -617,7 +617,7 @@ export function serveStreams(
 export function runScenario(adapter: Adapter<any, any>, scenario: object, options?: { spec?: Revision }): Promise<Answer>;
 export function readyMessage(adapter: Adapter<any, any>): {
   ready: true;
-  protocol: 2;
+  protocol: 3;
   implementation: Adapter['implementation'];
   capabilities: Capability[];
   specs: Revision[];

@@ -21,6 +21,7 @@ use tep_check::catalog::invariant;
 use tep_check::invariants::InvariantId;
 
 pub mod limits;
+pub mod versions;
 
 /// One scenario of the corpus.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,4 +1,4 @@
-"""The adapter protocol (version 2): the loop on stdin/stdout, and running one scenario locally.
+"""The adapter protocol (version 3): the loop on stdin/stdout, and running one scenario locally.
 
 `serve(setup, dialect, ...)` is an adapter's whole `main`. With no arguments it speaks the
 protocol: it answers `start` with `ready`, each `run` with a trace, a skip, an error or an escape
@@ -42,7 +42,7 @@ from .records import Capability, ObservationLevel, Record
 from .scenario import Json, ScenarioError, decode_scenario
 from .scripts import Escaped, Run, Skip
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 Setup = Callable[[Run], Awaitable[Any]]
 """Your adapter: builds a fresh pipeline for `run`, mounts the run's scripts, and awaits the batch

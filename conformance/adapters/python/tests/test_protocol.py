@@ -42,12 +42,12 @@ def adapter(setup: Any = records_one_call) -> Adapter:
 
 class HandshakeTest(unittest.TestCase):
     def test_ready_says_who_and_what(self) -> None:
-        ready = adapter().handle({"cmd": "start", "protocol": 2})
+        ready = adapter().handle({"cmd": "start", "protocol": 3})
         self.assertEqual(
             ready,
             {
                 "ready": True,
-                "protocol": 2,
+                "protocol": 3,
                 "implementation": {"name": "fake-harness", "language": "Python", "version": "1.2.3"},
                 "capabilities": ["approval", "ui"],
                 "specs": ["rev2"],
@@ -133,7 +133,7 @@ class RunTest(unittest.TestCase):
 class LoopTest(unittest.TestCase):
     def test_one_answer_per_request_and_nothing_else(self) -> None:
         requests = [
-            json.dumps({"cmd": "start", "protocol": 2}),
+            json.dumps({"cmd": "start", "protocol": 3}),
             "",
             "this is not json",
             json.dumps({"cmd": "run", "seq": 1, "spec": "rev2", "scenario": scenario()}),
@@ -167,7 +167,7 @@ class LoopTest(unittest.TestCase):
             """
         )
         requests = [
-            {"cmd": "start", "protocol": 2},
+            {"cmd": "start", "protocol": 3},
             {"cmd": "run", "seq": 1, "spec": "rev2", "scenario": scenario()},
             {"cmd": "stop"},
         ]

@@ -11,7 +11,7 @@ import { Scenario } from './scenario.js';
 import { messageOf } from './results.js';
 import { EncodeError, stringify } from './json.js';
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /**
  * Takes stdout for the kit: returns a writer to the real stream, and from then on sends anything

@@ -173,7 +173,7 @@ async function converse(lines) {
 test('over the protocol: what JSON cannot hold, a throwing timer and a stray rejection leave the adapter serving', async () => {
   const run = (seq, id) => JSON.stringify({ cmd: 'run', seq, spec: 'rev2', scenario: { ...scenario(), id } });
   const { answers, stderr, code } = await converse([
-    JSON.stringify({ cmd: 'start', protocol: 2 }),
+    JSON.stringify({ cmd: 'start', protocol: 3 }),
     run(1, 'bigint'),
     run(2, 'stray'),
     run(3, 'plain'),

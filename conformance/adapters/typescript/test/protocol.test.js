@@ -33,7 +33,7 @@ async function converse(lines, argv = []) {
 test('handshake, then one answer per run with its seq, then stop', async () => {
   const run = (seq, id) => JSON.stringify({ cmd: 'run', seq, spec: 'rev2', scenario: scenario(id) });
   const { out, stderr, code } = await converse([
-    JSON.stringify({ cmd: 'start', protocol: 2 }),
+    JSON.stringify({ cmd: 'start', protocol: 3 }),
     '',
     run(1, 'plain'),
     run(2, 'skip'),
@@ -47,7 +47,7 @@ test('handshake, then one answer per run with its seq, then stop', async () => {
   assert.equal(messages.length, 5, 'nothing but protocol on stdout');
   assert.deepEqual(messages[0], {
     ready: true,
-    protocol: 2,
+    protocol: 3,
     implementation: { name: 'fixture', version: '1.0.0', language: 'JavaScript' },
     capabilities: ['ui'],
     specs: ['rev2'],
@@ -87,7 +87,7 @@ test('handshake, then one answer per run with its seq, then stop', async () => {
 
 test('stop ends the adapter even when work is still pending', async () => {
   const { out, code } = await converse([
-    JSON.stringify({ cmd: 'start', protocol: 2 }),
+    JSON.stringify({ cmd: 'start', protocol: 3 }),
     JSON.stringify({ cmd: 'run', seq: 1, spec: 'rev2', scenario: scenario('linger') }),
     JSON.stringify({ cmd: 'stop' }),
   ]);
@@ -96,7 +96,7 @@ test('stop ends the adapter even when work is still pending', async () => {
 });
 
 test('end of input ends the adapter', async () => {
-  const { out, code } = await converse([JSON.stringify({ cmd: 'start', protocol: 2 })]);
+  const { out, code } = await converse([JSON.stringify({ cmd: 'start', protocol: 3 })]);
   assert.deepEqual([out.length, code], [1, 0]);
 });
 
@@ -135,7 +135,7 @@ test('runScenario answers in process; defaults fill the ready message', async ()
   assert.equal(answer.trace[0].spec, 'rev1');
   assert.deepEqual(readyMessage(adapter), {
     ready: true,
-    protocol: 2,
+    protocol: 3,
     implementation: { name: 'inline' },
     capabilities: [],
     specs: ['rev2'],
