@@ -6,6 +6,7 @@ pub mod docs;
 pub mod layered;
 pub mod markdown;
 pub mod pages;
+pub mod readme;
 pub mod svg;
 
 /// The repository root (the workspace this xtask belongs to).
