@@ -52,6 +52,11 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The summary line a text report ends with.
+fn summary(out: &str) -> &str {
+    out.trim_end().lines().last().unwrap_or_default()
+}
+
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
@@ -678,21 +683,26 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     let report = valid(&read_json(&dir.join("3.json"))).clone();
     assert_eq!(report["summary"]["stale"], failed);
     assert!(
-        stdout(&o).trim_end().ends_with(&format!(
-            "{} passed, 0 failed, 1 skipped, {failed} stale",
+        summary(&stdout(&o)).starts_with(&format!(
+            "{} passed, 0 failed, 1 skipped, {failed} stale in ",
             corpus_len() - 1 - failed
         )),
         "one unit, scenarios: {}",
         stdout(&o)
     );
 
-    // 4. An entry for a scenario the corpus no longer has is stale: exit 1, one clear line,
-    //    and a failing test case of its own.
+    // 4. An entry for a scenario the corpus does not have is an unknown id (not "stale, remove
+    //    it": it is more often a typo): exit 1, one clear line with the closest id, and a
+    //    failing test case of its own.
     let mut file = read_json(&dir.join("baseline.json"));
     file["expectedFailures"]
         .as_array_mut()
         .unwrap()
         .push(serde_json::json!({"id": "retired-scenario", "reason": "was flaky"}));
+    file["expectedFailures"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"id": "pre-deny-skip-body", "reason": "a typo"}));
     file["expectedFailures"][0]["reason"] = Value::from("tracked in #7");
     let kept_id = file["expectedFailures"][0]["id"]
         .as_str()
@@ -710,18 +720,20 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     let out = stdout(&o);
     let lines: Vec<&str> = out
         .lines()
-        .filter(|l| l.contains("retired-scenario"))
+        .filter(|l| l.contains("retired-scenario") || l.contains("skip-body"))
         .collect();
     assert_eq!(
         lines,
         vec![
-            "  stale entry retired-scenario: the corpus has no scenario retired-scenario (any more); remove it"
+            "  unknown id retired-scenario: the corpus has no scenario retired-scenario",
+            "  unknown id pre-deny-skip-body: the corpus has no scenario pre-deny-skip-body \
+             (did you mean `pre-deny-skips-body`?)"
         ],
         "{out}"
     );
     assert_eq!(
         junit(&dir.join("4.xml")),
-        (corpus_len() + 1, 1, 0, failed + 1)
+        (corpus_len() + 2, 1, 0, failed + 2)
     );
     assert_eq!(
         junit_case(&dir.join("4.xml"), "retired-scenario")
@@ -732,7 +744,11 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     // Rewriting keeps the reasons of the entries that still apply and drops the stale one.
     let new = read_json(&dir.join("new.json"));
     let entries = new["expectedFailures"].as_array().unwrap();
-    assert!(entries.iter().all(|e| e["id"] != "retired-scenario"));
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["id"] != "retired-scenario" && e["id"] != "pre-deny-skip-body")
+    );
     let kept = entries
         .iter()
         .find(|e| e["id"] == kept_id.as_str())
@@ -740,7 +756,7 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     assert_eq!(kept["reason"], "tracked in #7");
     assert_eq!(
         entries.len(),
-        file["expectedFailures"].as_array().unwrap().len() - 1
+        file["expectedFailures"].as_array().unwrap().len() - 2
     );
 }
 
@@ -867,9 +883,7 @@ fn failures_are_grouped_quoted_kept_and_rerunnable() {
         .unwrap();
     assert_eq!(code(&again), 1, "{}", stderr(&again));
     assert!(
-        stdout(&again)
-            .trim_end()
-            .ends_with("0 passed, 1 failed, 0 skipped"),
+        summary(&stdout(&again)).starts_with("0 passed, 1 failed, 0 skipped in "),
         "{}",
         stdout(&again)
     );
@@ -999,8 +1013,7 @@ fn the_progress_bar_is_drawn_on_a_terminal_only() {
         "the bar stays off stdout"
     );
     assert!(
-        text.trim_end()
-            .ends_with(&format!("{pre} passed, 0 failed, 0 skipped")),
+        summary(&text).starts_with(&format!("{pre} passed, 0 failed, 0 skipped in ")),
         "{text}"
     );
 }
