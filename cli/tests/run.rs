@@ -1207,21 +1207,32 @@ fn run_steps(workflow: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_ci_template_runs_against_the_reference() {
+fn the_ci_templates_run_against_the_reference() {
+    // From source (cargo install), and from the packages (the wheel brings tep).
+    for (file, install) in [
+        ("docs/ci/conformance.yml", "cargo install --locked"),
+        (
+            "docs/ci/conformance-packages.yml",
+            "python3 -m pip install \"$TEP_PACKAGE\"",
+        ),
+    ] {
+        ci_template_runs_against_the_reference(file, install);
+    }
+}
+
+fn ci_template_runs_against_the_reference(file: &str, install: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let workflow = std::fs::read_to_string(root.join("docs/ci/conformance.yml")).unwrap();
+    let workflow = std::fs::read_to_string(root.join(file)).unwrap();
     // docs/ci.md shows the template verbatim.
     let page = std::fs::read_to_string(root.join("docs/ci.md")).unwrap();
     assert!(
         page.contains(&format!("```yaml\n{workflow}```")),
-        "docs/ci.md shows another workflow"
+        "docs/ci.md does not show {file}"
     );
     let steps = run_steps(&workflow);
     assert!(
-        steps
-            .iter()
-            .any(|(_, s)| s.contains("cargo install --locked")),
-        "{steps:?}"
+        steps.iter().any(|(_, s)| s.contains(install)),
+        "{file}: {steps:?}"
     );
     let suite: Vec<&(String, String)> = steps
         .iter()
@@ -1230,7 +1241,7 @@ fn the_ci_template_runs_against_the_reference() {
     assert_eq!(suite.len(), 1, "{steps:?}");
     // Run that step as the workflow would, with the built tep on PATH and the reference as the
     // adapter.
-    let cwd = temp_dir("ci");
+    let cwd = temp_dir(&format!("ci-{}", file.replace('/', "-")));
     let bin = Path::new(TEP).parent().unwrap();
     let path = format!(
         "{}:{}",
