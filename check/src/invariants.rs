@@ -108,7 +108,10 @@ impl fmt::Display for InvariantId {
 
 /// The error for an invariant id that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown invariant `{0}` (run `tep invariants list`)")]
+#[error(
+    "unknown invariant `{0}`{hint} (run `tep invariants list`)",
+    hint = tep_model::suggest::hint(&self.0, InvariantId::ALL.iter().map(|i| i.as_str()))
+)]
 pub struct UnknownInvariant(pub String);
 
 impl FromStr for InvariantId {

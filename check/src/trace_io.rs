@@ -103,7 +103,7 @@ fn parse_record_in_words(line_no: usize, text: &str) -> Result<TraceRecord, Trac
         "stage" => match map.get("node") {
             Some(Value::String(node)) => {
                 node.parse::<NodeId>()
-                    .map_err(|_| TraceError::new(line_no, format!("unknown stage `{node}`")))?;
+                    .map_err(|e| TraceError::new(line_no, e.to_string()))?;
             }
             Some(_) => return Err(TraceError::new(line_no, "field `node` must be a string")),
             None => {
@@ -560,7 +560,7 @@ mod tests {
         );
         assert_eq!(
             err(r#"{"kind":"stage","node":"pree"}"#),
-            "line 3: unknown stage `pree`"
+            "line 3: unknown stage `pree` (did you mean `pre`?)"
         );
         assert_eq!(
             err(r#"{"kind":"stage"}"#),

@@ -752,9 +752,18 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
                 }
                 Format::Text => {
                     let mut out = Stdout::new();
+                    let listed: Vec<_> = listed.collect();
+                    // The id column fits the longest id, so no description starts out of line.
+                    let width = listed.iter().map(|s| s.id.len()).max().unwrap_or(0);
                     for s in listed {
                         let revs: Vec<&str> = s.revisions.iter().map(|r| r.as_str()).collect();
-                        writeln!(out, "{:<40} {:<10} {}", s.id, revs.join(","), s.description)?;
+                        writeln!(
+                            out,
+                            "{:<width$} {:<10} {}",
+                            s.id,
+                            revs.join(","),
+                            s.description
+                        )?;
                     }
                 }
             }
@@ -765,7 +774,13 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
                 .iter()
                 .find(|(file, _)| file.trim_end_matches(".json") == id)
                 .with_context(|| {
-                    format!("no scenario is called {id} (run `tep scenarios list`)")
+                    let hint = tep_model::suggest::hint(
+                        &id,
+                        corpus_files()
+                            .iter()
+                            .map(|(f, _)| f.trim_end_matches(".json")),
+                    );
+                    format!("no scenario is called {id}{hint} (run `tep scenarios list`)")
                 })?;
             write!(Stdout::new(), "{text}")?;
             Ok(0)

@@ -5,6 +5,9 @@
 //! pipe) they appear in corpus order, each as soon as every scenario before it has finished, so
 //! the same run always prints the same bytes (durations aside) whatever `--jobs` is.
 //!
+//! The bar says how the run is going, as nextest's does: `12/57: 2 running, 9 passed, 1 failed`,
+//! then the running scenarios' ids (cut at the terminal's width).
+//!
 //! Every write to stdout goes through [`Live::write`], which lets no control character through
 //! but newlines, tabs and colours (see `tep_conformance::terminal`). A reader that goes away (`tep run | head`)
 //! ends the output quietly: the run goes on, its files are written and its exit code still says
@@ -29,7 +32,11 @@ pub struct Live {
     waiting: BTreeMap<usize, String>,
     /// The index of the next line to print in order.
     next: usize,
+    /// The scenarios an implementation is running, by index.
+    running: BTreeMap<usize, String>,
+    passed: usize,
     failed: usize,
+    skipped: usize,
     /// Stdout's reader went away: the rest of the output is dropped.
     closed: bool,
 }
@@ -47,10 +54,11 @@ impl Live {
         };
         let bar = ProgressBar::with_draw_target(Some(runnable as u64), target);
         if let Ok(style) = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] [{wide_bar}] {pos}/{len} scenarios {msg}",
+            "{spinner} [{elapsed_precise}] [{bar:24}] {pos}/{len}: {wide_msg}",
         ) {
             bar.set_style(style.progress_chars("=> "));
         }
+        bar.set_message(tally(&[], 0, 0, 0));
         if !bar.is_hidden() {
             bar.enable_steady_tick(Duration::from_millis(120));
         }
@@ -60,7 +68,10 @@ impl Live {
             in_order,
             waiting: BTreeMap::new(),
             next: 0,
+            running: BTreeMap::new(),
+            passed: 0,
             failed: 0,
+            skipped: 0,
             closed: false,
         }
     }
@@ -90,6 +101,12 @@ impl Live {
         }
     }
 
+    /// Scenario `index` (`id`) was sent to an implementation.
+    pub fn started(&mut self, index: usize, id: &str) {
+        self.running.insert(index, id.to_owned());
+        self.show_tally();
+    }
+
     /// Scenario `index` finished: print its line (now, or once the scenarios before it have
     /// finished) and advance the bar if it ran.
     pub fn finished(
@@ -97,15 +114,18 @@ impl Live {
         index: usize,
         line: Option<String>,
         ran: bool,
-        failed: bool,
+        outcome: Tallied,
     ) -> std::io::Result<()> {
         if ran {
             self.bar.inc(1);
         }
-        if failed {
-            self.failed += 1;
-            self.bar.set_message(format!("({} failed)", self.failed));
+        self.running.remove(&index);
+        match outcome {
+            Tallied::Passed => self.passed += 1,
+            Tallied::Failed => self.failed += 1,
+            Tallied::Skipped => self.skipped += 1,
         }
+        self.show_tally();
         let Some(line) = line else {
             return Ok(());
         };
@@ -123,6 +143,12 @@ impl Live {
         } else {
             self.write(&ready)
         }
+    }
+
+    fn show_tally(&self) {
+        let running: Vec<&str> = self.running.values().map(String::as_str).collect();
+        self.bar
+            .set_message(tally(&running, self.passed, self.failed, self.skipped));
     }
 
     /// The run is over: print the lines still waiting for scenarios that did not run.
@@ -152,5 +178,62 @@ impl Drop for Live {
     /// An error ends the run early: leave no bar behind on the terminal.
     fn drop(&mut self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// How a finished scenario counts on the bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tallied {
+    /// Passed, warned only, or failed as the baseline expects: not a failure of the run.
+    Passed,
+    /// Fails the run.
+    Failed,
+    Skipped,
+}
+
+/// The bar's message: `N running, N passed, N failed` (and skipped, when any), then the ids of
+/// the running scenarios.
+fn tally(running: &[&str], passed: usize, failed: usize, skipped: usize) -> String {
+    let mut text = format!(
+        "{} running, {passed} passed, {failed} failed",
+        running.len()
+    );
+    if skipped > 0 {
+        text.push_str(&format!(", {skipped} skipped"));
+    }
+    if !running.is_empty() {
+        text.push_str(": ");
+        text.push_str(&running.join(", "));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tally_names_the_running_scenarios() {
+        assert_eq!(tally(&[], 0, 0, 0), "0 running, 0 passed, 0 failed");
+        assert_eq!(
+            tally(&["pre-deny-skips-body", "allow-runs-body"], 9, 1, 2),
+            "2 running, 9 passed, 1 failed, 2 skipped: pre-deny-skips-body, allow-runs-body"
+        );
+    }
+
+    #[test]
+    fn started_and_finished_scenarios_move_between_running_and_the_counts() {
+        let mut live = Live::new(3, ColorChoice::Never);
+        live.started(0, "a");
+        live.started(2, "c");
+        assert_eq!(live.bar.message(), "2 running, 0 passed, 0 failed: a, c");
+        live.finished(2, None, true, Tallied::Failed).unwrap();
+        assert_eq!(live.bar.message(), "1 running, 0 passed, 1 failed: a");
+        live.finished(0, None, true, Tallied::Passed).unwrap();
+        live.finished(1, None, false, Tallied::Skipped).unwrap();
+        assert_eq!(
+            live.bar.message(),
+            "0 running, 1 passed, 1 failed, 1 skipped"
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::progress::Live;
+use crate::progress::{Live, Tallied};
 use anyhow::{Context, Result, anyhow, bail};
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::baseline::{self, Baseline};
@@ -128,6 +128,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let mut unwritten: Vec<anyhow::Error> = Vec::new();
     let outcome = plan.run_parallel(workers, control, |event| -> Result<()> {
         match event {
+            RunEvent::Started { index, id } => live.started(index, id),
             RunEvent::Finished { index, result } => {
                 let comparison = baseline.as_ref().map(|b| b.compare(result, strict));
                 let verdict = verdict(result, strict, comparison.as_ref());
@@ -138,7 +139,14 @@ pub fn run(args: RunArgs) -> Result<u8> {
                 let line = (!args.json_stdout)
                     .then(|| report::scenario_line(result, strict, comparison.as_ref()));
                 let ran = !(result.status == Status::Skipped && result.duration.is_zero());
-                live.finished(index, line, ran, verdict.fails_the_run())?;
+                let tallied = if verdict.fails_the_run() {
+                    Tallied::Failed
+                } else if result.status == Status::Skipped {
+                    Tallied::Skipped
+                } else {
+                    Tallied::Passed
+                };
+                live.finished(index, line, ran, tallied)?;
             }
             RunEvent::Interrupted { running } => live.notice(&format!(
                 "tep: interrupted: no new scenario starts; waiting for {running} running \

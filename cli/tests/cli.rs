@@ -39,6 +39,11 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The summary line a text report ends with.
+fn summary(out: &str) -> &str {
+    out.trim_end().lines().last().unwrap_or_default()
+}
+
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
@@ -72,8 +77,17 @@ fn run_against_the_built_in_reference_is_conformant_with_full_coverage() {
         out.contains("edge coverage: 29/29 edges of the rev2 stage graph (100%)"),
         "{out}"
     );
-    let last = out.lines().last().unwrap();
-    assert!(last.starts_with("59 passed, 0 failed, 1 skipped"), "{last}");
+    // The summary ends with the wall time, as nextest's does: `… in 0.214s`.
+    let last = summary(&out);
+    let time = last
+        .strip_prefix("59 passed, 0 failed, 1 skipped in ")
+        .and_then(|t| t.strip_suffix('s'));
+    assert!(
+        time.is_some_and(|t| t.len() >= 5
+            && t.split_once('.').is_some_and(|(_, ms)| ms.len() == 3)
+            && t.parse::<f64>().is_ok()),
+        "{last}"
+    );
 }
 
 #[test]
@@ -137,7 +151,20 @@ fn a_broken_reference_fails_with_the_invariant_it_breaks() {
     );
     assert!(out.contains("docs/invariants.md#deny-skips-body"));
     assert!(
-        out.trim_end().ends_with("0 passed, 1 failed, 0 skipped"),
+        summary(&out).starts_with("0 passed, 1 failed, 0 skipped in "),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_frozen_outcome_violation_names_the_field_that_differs() {
+    let o = tep(&["run", "--mutant", "result-differs-from-notification"]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            r#"differs from the outcome tools/result announced at line 14: content[1] {"text":"(edited after notification)","type":"text"} is extra (announced 1 item(s))"#
+        ),
         "{out}"
     );
 }
@@ -160,6 +187,47 @@ fn run_usage_errors_exit_2() {
     );
     let o = tep(&["run", "--timeout", "0"]);
     assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn mistyped_names_get_one_suggestion() {
+    let dir = temp_dir("typos");
+    let trace = write(
+        &dir,
+        "typo.jsonl",
+        "{\"kind\":\"stage\",\"node\":\"deneid\"}\n",
+    );
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["run", "--scenario", "pre-deny-skip-body"],
+            "no scenario is called pre-deny-skip-body (did you mean `pre-deny-skips-body`?)",
+        ),
+        (
+            &["scenarios", "show", "pre-deny-skip-body"],
+            "no scenario is called pre-deny-skip-body (did you mean `pre-deny-skips-body`?)",
+        ),
+        (
+            &["run", "--invariant", "deny-skip-body"],
+            "unknown invariant `deny-skip-body` (did you mean `deny-skips-body`?)",
+        ),
+        (
+            &["run", "--mutant", "run-body-after-dny"],
+            "unknown mutant `run-body-after-dny` (did you mean `run-body-after-deny`?) (run `tep mutants`)",
+        ),
+        (
+            &["check", &trace],
+            "unknown stage `deneid` (did you mean `denied`?)",
+        ),
+    ];
+    for (args, message) in cases {
+        let o = tep(args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        let err = stderr(&o);
+        assert!(err.contains(message), "{args:?}: {err}");
+        // One suggestion, not the list of every name.
+        assert_eq!(err.matches("did you mean").count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("run-body-after-deny,"), "{args:?}: {err}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -583,8 +651,8 @@ fn an_adapter_that_skips_everything_tested_nothing_and_is_not_conformant() {
         stdout(&text)
     );
     assert!(
-        stdout(&text).trim_end().ends_with(&format!(
-            "0 passed, 0 failed, {} skipped",
+        summary(&stdout(&text)).starts_with(&format!(
+            "0 passed, 0 failed, {} skipped in ",
             corpus().unwrap().len()
         )),
         "{}",
@@ -668,6 +736,11 @@ fn invariants_and_scenarios_can_be_listed_explained_shown_and_exported() {
 
     let o = tep(&["scenarios", "list", "--spec", "rev1"]);
     assert!(!stdout(&o).contains("finalize-content-runs-last"));
+    // Every row's revisions column starts at the same place, whatever the id's length.
+    let o = tep(&["scenarios", "list"]);
+    let starts: std::collections::BTreeSet<usize> =
+        stdout(&o).lines().filter_map(|l| l.find(" rev")).collect();
+    assert_eq!(starts.len(), 1, "{}", stdout(&o));
     let o = tep(&["scenarios", "show", "allow-runs-body"]);
     let shown: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(shown["id"], "allow-runs-body");

@@ -52,6 +52,11 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The summary line a text report ends with.
+fn summary(out: &str) -> &str {
+    out.trim_end().lines().last().unwrap_or_default()
+}
+
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
@@ -121,6 +126,16 @@ fn text_without_times(text: &str) -> String {
         .map(|line| match (line.find('['), line.find("s]")) {
             (Some(a), Some(b)) if a < b && line[a + 1..b].trim().parse::<f64>().is_ok() => {
                 format!("{}{}", &line[..a], &line[b + 2..])
+            }
+            // The summary's wall time: `… 1 skipped in 0.123s`.
+            _ if line.rsplit_once(" in ").is_some_and(|(_, t)| {
+                t.strip_suffix('s')
+                    .is_some_and(|t| t.parse::<f64>().is_ok())
+            }) =>
+            {
+                line.rsplit_once(" in ")
+                    .map(|(l, _)| l.to_owned())
+                    .unwrap_or_default()
             }
             _ => line.to_owned(),
         })
@@ -678,21 +693,26 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     let report = valid(&read_json(&dir.join("3.json"))).clone();
     assert_eq!(report["summary"]["stale"], failed);
     assert!(
-        stdout(&o).trim_end().ends_with(&format!(
-            "{} passed, 0 failed, 1 skipped, {failed} stale",
+        summary(&stdout(&o)).starts_with(&format!(
+            "{} passed, 0 failed, 1 skipped, {failed} stale in ",
             corpus_len() - 1 - failed
         )),
         "one unit, scenarios: {}",
         stdout(&o)
     );
 
-    // 4. An entry for a scenario the corpus no longer has is stale: exit 1, one clear line,
-    //    and a failing test case of its own.
+    // 4. An entry for a scenario the corpus does not have is an unknown id (not "stale, remove
+    //    it": it is more often a typo): exit 1, one clear line with the closest id, and a
+    //    failing test case of its own.
     let mut file = read_json(&dir.join("baseline.json"));
     file["expectedFailures"]
         .as_array_mut()
         .unwrap()
         .push(serde_json::json!({"id": "retired-scenario", "reason": "was flaky"}));
+    file["expectedFailures"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"id": "pre-deny-skip-body", "reason": "a typo"}));
     file["expectedFailures"][0]["reason"] = Value::from("tracked in #7");
     let kept_id = file["expectedFailures"][0]["id"]
         .as_str()
@@ -710,18 +730,20 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     let out = stdout(&o);
     let lines: Vec<&str> = out
         .lines()
-        .filter(|l| l.contains("retired-scenario"))
+        .filter(|l| l.contains("retired-scenario") || l.contains("skip-body"))
         .collect();
     assert_eq!(
         lines,
         vec![
-            "  stale entry retired-scenario: the corpus has no scenario retired-scenario (any more); remove it"
+            "  unknown id retired-scenario: the corpus has no scenario retired-scenario",
+            "  unknown id pre-deny-skip-body: the corpus has no scenario pre-deny-skip-body \
+             (did you mean `pre-deny-skips-body`?)"
         ],
         "{out}"
     );
     assert_eq!(
         junit(&dir.join("4.xml")),
-        (corpus_len() + 1, 1, 0, failed + 1)
+        (corpus_len() + 2, 2, 0, failed + 1)
     );
     assert_eq!(
         junit_case(&dir.join("4.xml"), "retired-scenario")
@@ -732,7 +754,11 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     // Rewriting keeps the reasons of the entries that still apply and drops the stale one.
     let new = read_json(&dir.join("new.json"));
     let entries = new["expectedFailures"].as_array().unwrap();
-    assert!(entries.iter().all(|e| e["id"] != "retired-scenario"));
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["id"] != "retired-scenario" && e["id"] != "pre-deny-skip-body")
+    );
     let kept = entries
         .iter()
         .find(|e| e["id"] == kept_id.as_str())
@@ -740,7 +766,7 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     assert_eq!(kept["reason"], "tracked in #7");
     assert_eq!(
         entries.len(),
-        file["expectedFailures"].as_array().unwrap().len() - 1
+        file["expectedFailures"].as_array().unwrap().len() - 2
     );
 }
 
@@ -867,9 +893,7 @@ fn failures_are_grouped_quoted_kept_and_rerunnable() {
         .unwrap();
     assert_eq!(code(&again), 1, "{}", stderr(&again));
     assert!(
-        stdout(&again)
-            .trim_end()
-            .ends_with("0 passed, 1 failed, 0 skipped"),
+        summary(&stdout(&again)).starts_with("0 passed, 1 failed, 0 skipped in "),
         "{}",
         stdout(&again)
     );
@@ -990,7 +1014,7 @@ fn the_progress_bar_is_drawn_on_a_terminal_only() {
     let terminal = stdout(&o);
     let pre = pre_scenarios();
     assert!(
-        terminal.contains(&format!("{pre}/{pre} scenarios")),
+        terminal.contains(&format!("{pre}/{pre}: 0 running, {pre} passed, 0 failed")),
         "{terminal:?}"
     );
     let text = std::fs::read_to_string(&report).unwrap();
@@ -999,8 +1023,7 @@ fn the_progress_bar_is_drawn_on_a_terminal_only() {
         "the bar stays off stdout"
     );
     assert!(
-        text.trim_end()
-            .ends_with(&format!("{pre} passed, 0 failed, 0 skipped")),
+        summary(&text).starts_with(&format!("{pre} passed, 0 failed, 0 skipped in ")),
         "{text}"
     );
 }
@@ -1194,21 +1217,32 @@ fn run_steps(workflow: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_ci_template_runs_against_the_reference() {
+fn the_ci_templates_run_against_the_reference() {
+    // From source (cargo install), and from the packages (the wheel brings tep).
+    for (file, install) in [
+        ("docs/ci/conformance.yml", "cargo install --locked"),
+        (
+            "docs/ci/conformance-packages.yml",
+            "python3 -m pip install \"$TEP_PACKAGE\"",
+        ),
+    ] {
+        ci_template_runs_against_the_reference(file, install);
+    }
+}
+
+fn ci_template_runs_against_the_reference(file: &str, install: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let workflow = std::fs::read_to_string(root.join("docs/ci/conformance.yml")).unwrap();
+    let workflow = std::fs::read_to_string(root.join(file)).unwrap();
     // docs/ci.md shows the template verbatim.
     let page = std::fs::read_to_string(root.join("docs/ci.md")).unwrap();
     assert!(
         page.contains(&format!("```yaml\n{workflow}```")),
-        "docs/ci.md shows another workflow"
+        "docs/ci.md does not show {file}"
     );
     let steps = run_steps(&workflow);
     assert!(
-        steps
-            .iter()
-            .any(|(_, s)| s.contains("cargo install --locked")),
-        "{steps:?}"
+        steps.iter().any(|(_, s)| s.contains(install)),
+        "{file}: {steps:?}"
     );
     let suite: Vec<&(String, String)> = steps
         .iter()
@@ -1217,7 +1251,7 @@ fn the_ci_template_runs_against_the_reference() {
     assert_eq!(suite.len(), 1, "{steps:?}");
     // Run that step as the workflow would, with the built tep on PATH and the reference as the
     // adapter.
-    let cwd = temp_dir("ci");
+    let cwd = temp_dir(&format!("ci-{}", file.replace('/', "-")));
     let bin = Path::new(TEP).parent().unwrap();
     let path = format!(
         "{}:{}",

@@ -4,7 +4,8 @@
 //! "deny-skips-body"`) or one invariant of one scenario (`"id":
 //! "deny-skips-body:denial-reaches-post"`). An unexpected failure fails the run, and so does an
 //! entry that no longer fails (stale), so the baseline only ever shrinks honestly. An entry
-//! naming a scenario the corpus no longer has is stale too. [`write`] makes a baseline from a
+//! naming no scenario of the corpus (a typo, or a scenario since removed) is an *unknown id*,
+//! which fails the run as well, with the closest scenario id when there is one. [`write`] makes a baseline from a
 //! run's failures, keeping the reasons of the entries that still apply.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,8 +47,9 @@ pub struct Baseline {
     scenarios: BTreeMap<String, BaselineEntry>,
     /// Single invariants of scenarios expected to be violated.
     checks: BTreeMap<(String, InvariantId), BaselineEntry>,
-    /// Entries naming a scenario the corpus does not have (any more): stale whatever the run.
-    missing: Vec<BaselineEntry>,
+    /// Entries naming a scenario the corpus does not have (unknown ids), each with why: they
+    /// fail the run whatever it finds.
+    missing: Vec<StaleEntry>,
 }
 
 /// Why a baseline file is refused.
@@ -101,7 +103,8 @@ pub struct BaselineOutcome {
     pub stale: Vec<StaleEntry>,
     /// Each scenario of the run, compared.
     pub comparisons: BTreeMap<String, ScenarioComparison>,
-    /// The scenarios named by entries that the corpus does not have.
+    /// The scenarios named by entries that the corpus does not have (their entries, in `stale`,
+    /// are unknown ids).
     pub missing_scenarios: BTreeSet<String>,
 }
 
@@ -147,7 +150,12 @@ impl Baseline {
                 None => (entry.id.clone(), None),
             };
             if !corpus.iter().any(|s| s.id == scenario) {
-                baseline.missing.push(entry);
+                let hint =
+                    tep_model::suggest::hint(&scenario, corpus.iter().map(|s| s.id.as_str()));
+                baseline.missing.push(StaleEntry {
+                    why: format!("the corpus has no scenario {scenario}{hint}"),
+                    id: entry.id,
+                });
                 continue;
             }
             match check {
@@ -238,10 +246,7 @@ impl Baseline {
         for entry in &self.missing {
             let scenario = entry.id.split(':').next().unwrap_or_default();
             outcome.missing_scenarios.insert(scenario.to_owned());
-            outcome.stale.push(StaleEntry {
-                id: entry.id.clone(),
-                why: format!("the corpus has no scenario {scenario} (any more)"),
-            });
+            outcome.stale.push(entry.clone());
         }
         outcome
     }

@@ -192,6 +192,18 @@ pub fn counts(report: &RunReport, baseline: Option<&BaselineOutcome>) -> Counts 
     counts
 }
 
+/// How a baseline entry that fails the run is reported: an entry naming no scenario of the
+/// corpus is an unknown id (likely a typo: fix it, rather than remove it); any other no longer
+/// fails (remove it).
+fn stale_line(b: &BaselineOutcome, e: &StaleEntry) -> String {
+    let scenario = e.id.split(':').next().unwrap_or_default();
+    if b.missing_scenarios.contains(scenario) {
+        format!("unknown id {}: {}", shown(&e.id), shown(&e.why))
+    } else {
+        format!("stale entry {}: {}; remove it", shown(&e.id), shown(&e.why))
+    }
+}
+
 /// The line every text report ends with: `N passed, N failed, N skipped`, then the other
 /// counts that are not zero. Every number counts scenarios.
 pub fn summary_line(counts: &Counts) -> String {
@@ -475,7 +487,8 @@ fn compact_line(out: &mut String, result: &ScenarioResult, strict: bool) {
 
 /// Everything after the scenarios' lines: the failures grouped by the invariant each scenario
 /// breaks first (one root cause, one group), the errored scenarios, warnings, coverage, the
-/// baseline, where the traces are, the failed scenarios, and the summary line last.
+/// baseline, where the traces are, the failed scenarios, and the summary line last (ending with
+/// the run's wall time).
 pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &RunContext) -> String {
     let mut out = String::new();
     let strict = report.strict;
@@ -647,12 +660,7 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
             let _ = writeln!(out, "  unexpected: {}", shown(u));
         }
         for s in &b.stale {
-            let _ = writeln!(
-                out,
-                "  stale entry {}: {}; remove it",
-                shown(&s.id),
-                shown(&s.why)
-            );
+            let _ = writeln!(out, "  {}", stale_line(b, s));
         }
     }
     let kept_failing = verdicts.iter().any(|(v, s)| {
@@ -706,7 +714,13 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
             report.count(Status::Errored)
         );
     }
-    let _ = writeln!(out, "{}", summary_line(&counts));
+    // The wall time last, as nextest's summary has it.
+    let _ = writeln!(
+        out,
+        "{} in {}",
+        summary_line(&counts),
+        seconds(report.duration)
+    );
     out
 }
 
@@ -1302,13 +1316,13 @@ pub fn junit(
                 .stale
                 .iter()
                 .filter(|e| e.id.split(':').next() == Some(scenario.as_str()))
-                .map(|e| format!("stale baseline entry {}: {}; remove it", e.id, e.why))
+                .map(|e| stale_line(b, e))
                 .collect::<Vec<_>>()
                 .join("\n");
             cases.push(run_case(
                 scenario,
                 CaseOutcome::Failure {
-                    kind: "stale-baseline-entry".to_owned(),
+                    kind: "unknown-baseline-entry".to_owned(),
                     message,
                 },
             ));

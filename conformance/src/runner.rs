@@ -612,6 +612,17 @@ impl Plan {
             // The control keeps a sender, so this only ends through the messages.
             let Ok(message) = rx.recv() else { break };
             match message {
+                Message::Started { index } => {
+                    if let Some(Slot::Run(scenario)) = plan.slots.get(index) {
+                        emit(
+                            RunEvent::Started {
+                                index,
+                                id: &scenario.id,
+                            },
+                            &mut failure,
+                        );
+                    }
+                }
                 Message::Finished {
                     index,
                     mut result,
@@ -695,6 +706,8 @@ impl Plan {
 /// What a parallel run reports while it goes.
 #[derive(Debug)]
 pub enum RunEvent<'a> {
+    /// A scenario was sent to an implementation (for a progress display: what is running).
+    Started { index: usize, id: &'a str },
     /// A scenario finished (or was found not applicable); `index` is its place in the selection.
     /// The receiver may mark it (`expected_failure`) or drop its trace.
     Finished {
@@ -706,6 +719,9 @@ pub enum RunEvent<'a> {
 }
 
 enum Message {
+    Started {
+        index: usize,
+    },
     Finished {
         index: usize,
         result: Box<ScenarioResult>,
@@ -728,6 +744,7 @@ pub struct RunControl {
 impl std::fmt::Debug for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Message::Started { .. } => "Started",
             Message::Finished { .. } => "Finished",
             Message::WorkerDone => "WorkerDone",
             Message::Interrupt => "Interrupt",
@@ -812,6 +829,9 @@ impl Worker {
                 break;
             };
             seq += 1;
+            if self.tx.send(Message::Started { index }).is_err() {
+                break;
+            }
             let (result, coverage) = self.plan.run_one(implementation.as_mut(), seq, scenario);
             let message = Message::Finished {
                 index,

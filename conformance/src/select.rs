@@ -30,8 +30,9 @@ pub struct Selection {
 pub enum SelectError {
     #[error("`{pattern}` is not a valid glob: {message}")]
     BadGlob { pattern: String, message: String },
-    #[error("no scenario is called {0} (run `tep scenarios list`)")]
-    UnknownScenario(String),
+    /// `hint`: a "did you mean" for the closest id, or empty.
+    #[error("no scenario is called {0}{1} (run `tep scenarios list`)")]
+    UnknownScenario(String, String),
     #[error("no scenario matches `{0}` (run `tep scenarios list`)")]
     NoMatch(String),
     #[error("no scenario exercises {0} (run `tep invariants explain {0}`)")]
@@ -55,7 +56,10 @@ impl Selection {
         for (pattern, matcher) in &include {
             if !corpus.iter().any(|s| matcher.is_match(&s.id)) {
                 return Err(if is_literal(pattern) {
-                    SelectError::UnknownScenario(pattern.clone())
+                    SelectError::UnknownScenario(
+                        pattern.clone(),
+                        tep_model::suggest::hint(pattern, corpus.iter().map(|s| s.id.as_str())),
+                    )
                 } else {
                     SelectError::NoMatch(pattern.clone())
                 });
@@ -185,7 +189,23 @@ mod tests {
         });
         assert_eq!(
             unknown,
-            Err(SelectError::UnknownScenario("no-such-scenario".into()))
+            Err(SelectError::UnknownScenario(
+                "no-such-scenario".into(),
+                String::new()
+            ))
+        );
+        let typo = ids(&Selection {
+            scenarios: vec!["pre-deny-skip-body".into()],
+            ..Selection::default()
+        })
+        .map_err(|e| e.to_string());
+        assert_eq!(
+            typo,
+            Err(
+                "no scenario is called pre-deny-skip-body (did you mean `pre-deny-skips-body`?) \
+                 (run `tep scenarios list`)"
+                    .to_owned()
+            )
         );
         let no_match = ids(&Selection {
             scenarios: vec!["zzz*".into()],

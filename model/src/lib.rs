@@ -10,14 +10,17 @@
 //!   semantics.
 //! - [`trace`]: trace records (stage observations, session events, marks) and their reader.
 //! - [`vocabulary`]: the names the docs may use.
+//! - [`suggest`]: "did you mean" for mistyped names.
 //!
-//! Architecture invariant: this crate depends on serde, serde_json, schemars and thiserror only
+//! Architecture invariant: this crate depends on serde, serde_json, schemars, thiserror and
+//! strsim (a string distance) only
 //! (no tokio, no files, no processes, no threads); everything else may depend on it.
 
 pub mod graph;
 pub mod identity;
 pub mod result;
 pub mod session;
+pub mod suggest;
 pub mod trace;
 pub mod vocabulary;
 

@@ -115,7 +115,10 @@ impl fmt::Display for Mutant {
 
 /// The error for a mutant name that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown mutant `{0}`; known: {known}", known = Mutant::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "))]
+#[error(
+    "unknown mutant `{0}`{hint} (run `tep mutants`)",
+    hint = tep_model::suggest::hint(&self.0, Mutant::ALL.iter().map(|m| m.name()))
+)]
 pub struct UnknownMutant(pub String);
 
 impl FromStr for Mutant {

@@ -198,6 +198,14 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
         contents: pages::changes_page(&corpus),
     });
     out.push(Generated {
+        path: "README.md".into(),
+        contents: crate::readme::rewrite(
+            &read(root, "README.md")?,
+            &crate::readme::counts(&corpus),
+        )
+        .map_err(DocsError::Generate)?,
+    });
+    out.push(Generated {
         path: "docs/stage-graph.md".into(),
         contents: pages::stage_graph_page(&corpus).map_err(DocsError::Generate)?,
     });

@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 done (or fresh), 1 stale docs, unknown names in prose, a spec clause list that
 //! does not hold (`spec/clauses.toml`) or a fuzzing finding,
-//! 2 could not run.
+//! 2 could not run (or a package did not build).
 
 use std::process::ExitCode;
 
@@ -30,6 +30,16 @@ enum Task {
         #[arg(long, value_name = "DIR")]
         root: Option<std::path::PathBuf>,
     },
+    /// Build the packages into target/dist/: the Python wheel (tep and the Python kit, via
+    /// maturin) and the TypeScript kit's npm tarball.
+    Dist {
+        /// The cargo profile of the wheel's tep binary (CI uses dev, to reuse its debug build).
+        #[arg(long, default_value = "release")]
+        profile: String,
+        /// Where the packages go (default: target/dist under the repository).
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
+    },
     /// Fuzz tep's readers (the `tep-fuzz` crate, built in release) for a while.
     Fuzz {
         /// Minutes per target.
@@ -50,6 +60,7 @@ enum Task {
 fn main() -> ExitCode {
     match Cli::parse().task {
         Task::Docs { check, root } => docs_task(check, root),
+        Task::Dist { profile, out } => dist_task(profile, out),
         Task::Fuzz {
             minutes,
             target,
@@ -89,6 +100,24 @@ fn fuzz_task(minutes: f64, target: Option<String>, seed: Option<u64>, dev: bool)
         Ok(status) => ExitCode::from(status.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
         Err(e) => {
             eprintln!("error: cannot run cargo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dist_task(profile: String, out: Option<std::path::PathBuf>) -> ExitCode {
+    let root = xtask::repo_root();
+    let out = out.unwrap_or_else(|| root.join("target").join("dist"));
+    let options = xtask::dist::DistOptions { root, out, profile };
+    match xtask::dist::build(&options) {
+        Ok(packages) => {
+            for path in &packages {
+                println!("built {}", path.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
             ExitCode::from(2)
         }
     }

@@ -25,8 +25,12 @@ const CRATES: &[&str] = &[
 
 /// What each library crate may depend on (normal dependencies, by package name).
 const ALLOWED: &[(&str, &[&str])] = &[
-    // The spec's data: serde and a few data crates, no runtime, no I/O.
-    ("model", &["serde", "serde_json", "schemars", "thiserror"]),
+    // The spec's data: serde and a few data crates (strsim: a string distance for "did you
+    // mean"), no runtime, no I/O.
+    (
+        "model",
+        &["serde", "serde_json", "schemars", "thiserror", "strsim"],
+    ),
     // The checker: the model and data crates; no tokio, no reference, no processes.
     (
         "check",

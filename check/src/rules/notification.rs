@@ -1,6 +1,7 @@
 //! The `tools/result` notification: before the recorded `tool/result`, synchronous in rev2 and
 //! awaited in rev1, and the frozen outcome is what gets recorded.
 
+use serde_json::{Value, json};
 use tep_model::graph::NodeId as N;
 use tep_model::session::EventBody;
 
@@ -121,21 +122,31 @@ pub(crate) const FROZEN_OUTCOME: Rule = Rule::new(entry(
     let Some((announced, nl)) = &call.notified else {
         return;
     };
-    let differs = match &event.body {
-        EventBody::ToolResult(data) => {
-            data.content() != announced.content
-                || data.is_error() != announced.is_error
-                || data.error().map(|e| e.code.as_str()) != announced.error_code()
-        }
-        EventBody::CodeDispatch(data) => {
-            data.is_error != announced.is_error
-                || data.content.as_ref().is_some_and(|c| *c != announced.content)
-        }
-        _ => false,
+    // The outcome's fields, as JSON: what was recorded and what was announced.
+    let announced_code = announced.error_code();
+    let (recorded, expected) = match &event.body {
+        EventBody::ToolResult(data) => (
+            json!({"content": data.content(), "isError": data.is_error(),
+                   "error code": data.error().map(|e| e.code.as_str())}),
+            json!({"content": announced.content, "isError": announced.is_error,
+                   "error code": announced_code}),
+        ),
+        // A sub-call's record has no error code, and may leave the content out.
+        EventBody::CodeDispatch(data) => match &data.content {
+            Some(content) => (
+                json!({"content": content, "isError": data.is_error}),
+                json!({"content": announced.content, "isError": announced.is_error}),
+            ),
+            None => (
+                json!({"isError": data.is_error}),
+                json!({"isError": announced.is_error}),
+            ),
+        },
+        _ => return,
     };
-    if differs {
+    if let Some(difference) = first_difference(&recorded, &expected, String::new()) {
         let message = format!(
-            "line {} ({}, call {}) differs from the outcome tools/result announced at line {nl}",
+            "line {} ({}, call {}) differs from the outcome tools/result announced at line {nl}: {difference}",
             v.line,
             event.body.type_name(),
             call.id
@@ -143,3 +154,120 @@ pub(crate) const FROZEN_OUTCOME: Rule = Rule::new(entry(
         cx.report(I::FrozenOutcome, Some(v.call), vec![v.line, *nl], message);
     }
 });
+
+/// The longest a value is quoted in a difference (then cut, with `…`).
+const QUOTE: usize = 120;
+
+/// The first place two JSON values differ, as `path recorded, announced expected` (the path in
+/// `content[0].text` form), or `None` when they are equal: a small diff that names the field.
+fn first_difference(recorded: &Value, announced: &Value, path: String) -> Option<String> {
+    match (recorded, announced) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let child = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                first_difference(
+                    a.get(k).unwrap_or(&Value::Null),
+                    b.get(k).unwrap_or(&Value::Null),
+                    child,
+                )
+            })
+        }
+        (Value::Array(a), Value::Array(b)) => (0..a.len().max(b.len())).find_map(|i| {
+            let at = format!("{path}[{i}]");
+            match (a.get(i), b.get(i)) {
+                (Some(x), Some(y)) => first_difference(x, y, at),
+                (Some(x), None) => Some(format!(
+                    "{at} {} is extra (announced {} item(s))",
+                    quote(x),
+                    b.len()
+                )),
+                (None, y) => Some(format!(
+                    "{at} is missing, announced {}",
+                    y.map_or_else(String::new, quote)
+                )),
+            }
+        }),
+        _ if recorded == announced => None,
+        _ => Some(format!(
+            "{path} {}, announced {}",
+            quote(recorded),
+            quote(announced)
+        )),
+    }
+}
+
+/// A JSON value as compact JSON, cut at [`QUOTE`] characters.
+fn quote(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(QUOTE) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_difference_names_the_field_and_both_values() {
+        let recorded =
+            json!({"content": [{"type": "text", "text": "hello\n(edited)"}], "isError": false});
+        let announced = json!({"content": [{"type": "text", "text": "hello"}], "isError": false});
+        assert_eq!(
+            first_difference(&recorded, &announced, String::new()).as_deref(),
+            Some(r#"content[0].text "hello\n(edited)", announced "hello""#)
+        );
+        let flipped = json!({"content": [], "isError": true});
+        assert_eq!(
+            first_difference(
+                &flipped,
+                &json!({"content": [], "isError": false}),
+                String::new()
+            )
+            .as_deref(),
+            Some("isError true, announced false")
+        );
+        assert_eq!(first_difference(&recorded, &recorded, String::new()), None);
+    }
+
+    #[test]
+    fn arrays_of_other_lengths_and_long_values_are_quoted_short() {
+        let long = "x".repeat(500);
+        let d = first_difference(
+            &json!({"content": [long]}),
+            &json!({"content": []}),
+            String::new(),
+        )
+        .unwrap_or_default();
+        assert!(d.starts_with("content[0] \"xxx"), "{d}");
+        assert!(d.ends_with("… is extra (announced 0 item(s))"), "{d}");
+        assert!(d.chars().count() < 200, "{d}");
+        // A block appended after the announced ones: the first extra one is named.
+        let hello = json!({"type": "text", "text": "hello"});
+        let edited = json!({"type": "text", "text": "(edited)"});
+        assert_eq!(
+            first_difference(
+                &json!({"content": [hello, edited]}),
+                &json!({"content": [hello]}),
+                String::new()
+            )
+            .as_deref(),
+            Some(r#"content[1] {"text":"(edited)","type":"text"} is extra (announced 1 item(s))"#)
+        );
+        assert_eq!(
+            first_difference(
+                &json!({"content": []}),
+                &json!({"content": [hello]}),
+                String::new()
+            )
+            .as_deref(),
+            Some(r#"content[0] is missing, announced {"text":"hello","type":"text"}"#)
+        );
+    }
+}

@@ -202,7 +202,10 @@ impl fmt::Display for NodeId {
 
 /// The error for a node id no revision has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown stage `{0}`")]
+#[error(
+    "unknown stage `{0}`{hint}",
+    hint = crate::suggest::hint(&self.0, NodeId::ALL.iter().map(|n| n.as_str()))
+)]
 pub struct UnknownNode(pub String);
 
 impl FromStr for NodeId {

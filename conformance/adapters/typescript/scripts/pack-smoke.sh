@@ -8,6 +8,8 @@
 #   - the kit's local runner finds tep through $TEP_BIN and on PATH.
 # Needs $TEP_BIN (or `tep` on PATH) and Node >= 20 with npm; no network (the kit has no runtime
 # dependencies). Usage: TEP_BIN=path/to/tep conformance/adapters/typescript/scripts/pack-smoke.sh
+# With TEP_TARBALL=path/to/tep-adapter-*.tgz (what `cargo xtask dist` builds) that tarball is
+# checked instead of a fresh `npm pack` (.ci/dist-smoke.sh does so).
 set -euo pipefail
 
 kit="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,9 +25,14 @@ trap 'rm -rf "$work"' EXIT
 step() { printf '\n==> pack-smoke: %s\n' "$*"; }
 fail() { echo "pack-smoke: FAILED: $*" >&2; exit 1; }
 
-step "npm pack"
-tarball="$(cd "$kit" && npm pack --silent --pack-destination "$work" | tail -n 1)"
-tarball="$work/$tarball"
+if [ -n "${TEP_TARBALL:-}" ]; then
+  step "the tarball $TEP_TARBALL"
+  tarball="$(cd "$(dirname "$TEP_TARBALL")" && pwd)/$(basename "$TEP_TARBALL")"
+else
+  step "npm pack"
+  tarball="$(cd "$kit" && npm pack --silent --pack-destination "$work" | tail -n 1)"
+  tarball="$work/$tarball"
+fi
 [ -f "$tarball" ] || fail "npm pack made no tarball"
 listing="$(tar -tzf "$tarball")"
 for file in package/package.json package/index.d.ts package/README.md package/src/index.js package/src/recorder.js; do

@@ -1,0 +1,81 @@
+//! The counts README.md quotes (scenarios, invariants, mutants), kept true by `cargo xtask docs`:
+//! each number sits between `<!-- count:NAME -->` and `<!-- /count -->` and is rewritten from the
+//! corpus, the invariant catalog and the mutant list. The rest of the README is hand-written.
+
+use tep_conformance::catalog::CATALOG;
+use tep_conformance::scenario::Scenario;
+use tep_reference::graph::Revision;
+use tep_reference::mutant::Mutant;
+
+const END: &str = "<!-- /count -->";
+
+/// The counts, by marker name.
+pub fn counts(corpus: &[Scenario]) -> Vec<(&'static str, usize)> {
+    vec![
+        ("scenarios", corpus.len()),
+        (
+            "invariants",
+            CATALOG
+                .iter()
+                .filter(|i| i.applies_to(Revision::Rev2))
+                .count(),
+        ),
+        ("mutants", Mutant::ALL.len()),
+    ]
+}
+
+/// `text` with every marked count rewritten; an error names a count with no marker (each must
+/// appear at least once, so a README edit cannot drop one silently) or a marker left open.
+pub fn rewrite(text: &str, counts: &[(&str, usize)]) -> Result<String, String> {
+    let mut out = text.to_owned();
+    for (name, value) in counts {
+        let start = format!("<!-- count:{name} -->");
+        let mut from = 0;
+        let mut seen = false;
+        while let Some(at) = out[from..].find(&start) {
+            let body = from + at + start.len();
+            let Some(len) = out[body..].find(END) else {
+                return Err(format!("README.md: `{start}` has no `{END}` after it"));
+            };
+            out.replace_range(body..body + len, &value.to_string());
+            from = body;
+            seen = true;
+        }
+        if !seen {
+            return Err(format!(
+                "README.md has no `{start}…{END}` marker for the {name} count"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marked_counts_are_rewritten_and_the_rest_is_kept() {
+        let text = "a corpus of <!-- count:scenarios -->54<!-- /count --> scenarios, \
+                    <!-- count:mutants -->1<!-- /count --> mutants; 54 elsewhere";
+        assert_eq!(
+            rewrite(text, &[("scenarios", 58), ("mutants", 30)]).unwrap(),
+            "a corpus of <!-- count:scenarios -->58<!-- /count --> scenarios, \
+             <!-- count:mutants -->30<!-- /count --> mutants; 54 elsewhere"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_open_marker_is_an_error() {
+        assert!(
+            rewrite("no markers", &[("scenarios", 58)])
+                .unwrap_err()
+                .contains("count:scenarios")
+        );
+        assert!(
+            rewrite("<!-- count:scenarios -->54", &[("scenarios", 58)])
+                .unwrap_err()
+                .contains("has no")
+        );
+    }
+}
