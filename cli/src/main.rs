@@ -29,6 +29,7 @@ use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecor
 mod fuzz_command;
 mod output;
 mod progress;
+mod report_command;
 mod run_command;
 
 use output::{Stdout, note};
@@ -149,7 +150,14 @@ enum Command {
         /// the implementation declares: records the level does not hold are dropped first.
         #[arg(long, value_name = "LEVEL")]
         observed: Option<ObservationLevel>,
+        #[command(flatten)]
+        docs_url: report_command::DocsUrlArg,
+        #[command(flatten)]
+        compare: report_command::CompareArg,
     },
+    /// Many runs side by side: their JSON reports as one page (--html), implementations as
+    /// columns, and what changed since an earlier run (--compare).
+    Report(report_command::ReportArgs),
     /// Generative mode: random scenarios through an implementation, judged by the invariants;
     /// the first failure is shrunk to a small scenario and written as a corpus file.
     Fuzz(fuzz_command::FuzzArgs),
@@ -180,6 +188,8 @@ enum Command {
         /// or more or one read from a pipe, else 1.
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
+        #[command(flatten)]
+        docs_url: report_command::DocsUrlArg,
     },
     /// List, show or export the scenario corpus.
     Scenarios {
@@ -305,6 +315,8 @@ fn dispatch(command: Command) -> Result<u8> {
             color,
             mutant,
             observed,
+            docs_url,
+            compare,
         } => run_command::run(run_command::RunArgs {
             adapter,
             spec,
@@ -328,7 +340,10 @@ fn dispatch(command: Command) -> Result<u8> {
             },
             mutant,
             observed,
+            docs_url: docs_url.docs_url,
+            compare: compare.compare,
         }),
+        Command::Report(args) => report_command::report(args),
         Command::Fuzz(args) => fuzz_command::fuzz(args),
         Command::Check {
             trace,
@@ -339,6 +354,7 @@ fn dispatch(command: Command) -> Result<u8> {
             strict,
             html,
             jobs,
+            docs_url,
         } => check(
             trace,
             CheckArgs {
@@ -349,6 +365,7 @@ fn dispatch(command: Command) -> Result<u8> {
                 strict,
                 html,
                 jobs,
+                docs_url: docs_url.docs_url,
             },
         ),
         Command::Scenarios { action } => scenarios(action),
@@ -406,6 +423,7 @@ struct CheckArgs {
     html: Option<PathBuf>,
     /// `--jobs`: how many threads read the trace.
     jobs: Option<u16>,
+    docs_url: Option<String>,
 }
 
 /// The size of a trace file; `None` for stdin, a pipe, or what cannot be read (opening it
@@ -443,6 +461,7 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         strict,
         html,
         jobs,
+        docs_url,
     } = args;
     // Threads that parse while this one checks (none: it parses too).
     let workers = match jobs {
@@ -633,8 +652,10 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
             report: &json,
             traces: &traces,
             corpus: &[],
-            docs: &html::docs_base(out),
+            paths: &html::paths(&run),
+            docs_url: docs_url.as_deref(),
             rerun: None,
+            compare: None,
         };
         run_command::write_file(out, &html::render(&page))?;
     }

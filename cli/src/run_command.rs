@@ -24,6 +24,7 @@ use tep_reference::mutant::Mutant;
 use tep_reference::trace::{ObservationLevel, to_jsonl};
 
 use crate::output::check_writable;
+use crate::report_command;
 
 /// The options of `tep run`, parsed.
 #[derive(Debug)]
@@ -48,6 +49,10 @@ pub struct RunArgs {
     pub color: anstream::ColorChoice,
     pub mutant: Vec<Mutant>,
     pub observed: Option<ObservationLevel>,
+    /// `--docs-url`: where the HTML report's invariants link.
+    pub docs_url: Option<String>,
+    /// `--compare OLD.json`: an earlier run to say what changed since.
+    pub compare: Option<PathBuf>,
 }
 
 /// The default timeout of `--timeout`, left out of rerun commands.
@@ -83,6 +88,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
             .unwrap_or(1)
     });
     check_outputs(&args)?;
+    // An earlier report that cannot be compared with stops the run before it starts.
+    let old = match &args.compare {
+        Some(path) => Some((path.clone(), report_command::read(path)?)),
+        None => None,
+    };
     if args.adapter.is_some() {
         // So that no process an adapter starts outlives the run (Linux only; where it cannot be
         // had, the adapter's process group is still killed).
@@ -159,6 +169,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         write_file(path, &xml)?;
     }
     let json = report::json(&run, outcome.as_ref(), &ctx, &corpus_hash);
+    let comparison = report_command::comparison(old.as_ref(), &json);
     let json_text = serde_json::to_string_pretty(&json)? + "\n";
     if let Some(path) = &args.json {
         write_file(path, &json_text)?;
@@ -179,8 +190,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
             report: &json,
             traces: &traces,
             corpus: &corpus,
-            docs: &html::docs_base(path),
+            paths: &html::paths(&run),
+            docs_url: args.docs_url.as_deref(),
             rerun: Some(&ctx),
+            compare: comparison.as_ref(),
         };
         write_file(path, &html::render(&page))?;
     }
@@ -212,6 +225,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
         live.write(&json_text)?;
     } else {
         live.write(&report::closing(&run, outcome.as_ref(), &ctx))?;
+        if let Some(c) = &comparison {
+            live.write(&(c.lines().join("\n") + "\n"))?;
+        }
     }
     Ok(report::exit_code(&run, outcome.as_ref()))
 }
