@@ -3,14 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use tep_conformance::html::compare::{self, Comparison};
 use tep_conformance::html::matrix::{self, MatrixPage, Run};
 use tep_conformance::report::JsonReport;
 
 use crate::output::check_writable;
-use crate::run_command::write_file;
 
 /// The options of `tep report`.
 #[derive(Debug, Args)]
@@ -117,7 +116,9 @@ pub fn report(args: ReportArgs) -> Result<u8> {
             compare: comparison.as_ref(),
             version: version(),
         };
-        write_file(path, &matrix::render(&page))?;
+        // Not run_command's writer: run_command reads reports through this module.
+        std::fs::write(path, matrix::render(&page))
+            .with_context(|| format!("cannot write the HTML report {}", path.display()))?;
     }
     Ok(0)
 }
