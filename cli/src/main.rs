@@ -30,6 +30,7 @@ mod from_log;
 mod fuzz_command;
 mod output;
 mod progress;
+mod report_command;
 mod run_command;
 mod signals;
 
@@ -151,7 +152,14 @@ enum Command {
         /// the implementation declares: records the level does not hold are dropped first.
         #[arg(long, value_name = "LEVEL")]
         observed: Option<ObservationLevel>,
+        #[command(flatten)]
+        docs_url: report_command::DocsUrlArg,
+        #[command(flatten)]
+        compare: report_command::CompareArg,
     },
+    /// Many runs side by side: their JSON reports as one page (--html), implementations as
+    /// columns, and what changed since an earlier run (--compare).
+    Report(report_command::ReportArgs),
     /// Generative mode: random scenarios through an implementation, judged by the invariants;
     /// the first failure is shrunk to a small scenario and written as a corpus file.
     Fuzz(fuzz_command::FuzzArgs),
@@ -190,6 +198,8 @@ enum Command {
         /// without it the exclusive-call barrier is not checkable).
         #[arg(long, value_delimiter = ',', value_name = "TOOLS", requires = "from")]
         safe: Option<Vec<String>>,
+        #[command(flatten)]
+        docs_url: report_command::DocsUrlArg,
     },
     /// List, show or export the scenario corpus.
     Scenarios {
@@ -319,6 +329,8 @@ fn dispatch(command: Command) -> Result<u8> {
             color,
             mutant,
             observed,
+            docs_url,
+            compare,
         } => run_command::run(run_command::RunArgs {
             adapter,
             spec,
@@ -342,7 +354,10 @@ fn dispatch(command: Command) -> Result<u8> {
             },
             mutant,
             observed,
+            docs_url: docs_url.docs_url,
+            compare: compare.compare,
         }),
+        Command::Report(args) => report_command::report(args),
         Command::Fuzz(args) => fuzz_command::fuzz(args),
         Command::Check {
             trace,
@@ -355,6 +370,7 @@ fn dispatch(command: Command) -> Result<u8> {
             jobs,
             from,
             safe,
+            docs_url,
         } => check(
             trace,
             CheckArgs {
@@ -366,6 +382,7 @@ fn dispatch(command: Command) -> Result<u8> {
                 html,
                 jobs,
                 from: from.map(|source| from_log::FromLog::new(source, safe)),
+                docs_url: docs_url.docs_url,
             },
         ),
         Command::Scenarios { action } => scenarios(action),
@@ -438,6 +455,7 @@ struct CheckArgs {
     jobs: Option<u16>,
     /// `--from`: a harness's session log, not a trace.
     from: Option<from_log::FromLog>,
+    docs_url: Option<String>,
 }
 
 /// The size of a trace file; `None` for stdin, a pipe, or what cannot be read (opening it
@@ -476,6 +494,7 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         html,
         jobs,
         from,
+        docs_url,
     } = args;
     if from.is_some() && observed.is_some_and(|l| l != ObservationLevel::Events) {
         anyhow::bail!("--from reads a session log, which holds level `events`: drop --observed");
@@ -709,8 +728,10 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
             report: &json,
             traces: &traces,
             corpus: &[],
-            docs: &html::docs_base(out),
+            paths: &html::paths(&run),
+            docs_url: docs_url.as_deref(),
             rerun: None,
+            compare: None,
         };
         output::write_atomically(out, &html::render(&page))?;
     }

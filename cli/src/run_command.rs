@@ -26,6 +26,7 @@ use tep_reference::trace::{ObservationLevel, to_jsonl};
 
 use crate::output::{check_dir_creatable, check_writable, write_atomically};
 use crate::signals::{Signals, kill_children};
+use crate::report_command;
 
 /// The options of `tep run`, parsed.
 #[derive(Debug)]
@@ -50,6 +51,10 @@ pub struct RunArgs {
     pub color: anstream::ColorChoice,
     pub mutant: Vec<Mutant>,
     pub observed: Option<ObservationLevel>,
+    /// `--docs-url`: where the HTML report's invariants link.
+    pub docs_url: Option<String>,
+    /// `--compare OLD.json`: an earlier run to say what changed since.
+    pub compare: Option<PathBuf>,
 }
 
 /// The default timeout of `--timeout`, left out of rerun commands.
@@ -86,6 +91,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
     });
     let mut keeper = TraceKeeper::new(&args, started_at);
     check_outputs(&args, &keeper)?;
+    // An earlier report that cannot be compared with stops the run before it starts.
+    let old = match &args.compare {
+        Some(path) => Some((path.clone(), report_command::read(path)?)),
+        None => None,
+    };
     // Signals are ours before the first adapter starts: one during a handshake kills it.
     let signals = Signals::install()?;
     if args.adapter.is_some() {
@@ -183,6 +193,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     if let Some(code) = stopped_by {
         json.exit_code = code;
     }
+    let comparison = report_command::comparison(old.as_ref(), &json);
     let json_text = serde_json::to_string_pretty(&json)? + "\n";
     if let Some(path) = &args.json {
         unwritten.extend(write_atomically(path, &json_text).err());
@@ -203,8 +214,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
             report: &json,
             traces: &traces,
             corpus: &corpus,
-            docs: &html::docs_base(path),
+            paths: &html::paths(&run),
+            docs_url: args.docs_url.as_deref(),
             rerun: Some(&ctx),
+            compare: comparison.as_ref(),
         };
         unwritten.extend(write_atomically(path, &html::render(&page)).err());
     }
@@ -238,6 +251,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
         live.write(&json_text)?;
     } else {
         live.write(&report::closing(&run, outcome.as_ref(), &ctx))?;
+        if let Some(c) = &comparison {
+            live.write(&(c.lines().join("\n") + "\n"))?;
+        }
     }
     if unwritten.is_empty() {
         return Ok(stopped_by.unwrap_or_else(|| report::exit_code(&run, outcome.as_ref())));

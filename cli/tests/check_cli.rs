@@ -182,9 +182,9 @@ fn the_html_report_of_a_check_quotes_the_trace_and_marks_its_witnesses() {
             1,
             "{name}"
         );
-        assert!(
-            html.contains("<g class=\"refused-step\" data-from=\"denied\" data-to=\"around\">")
-        );
+        assert!(html.contains(
+            "<g class=\"step-line refused failing\" data-from=\"denied\" data-to=\"around\">"
+        ));
     }
     // An unwritable page is refused before the trace is read.
     let blocker = dir.join("a-file");

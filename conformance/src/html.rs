@@ -22,13 +22,24 @@ use sha2::{Digest, Sha256};
 use tep_reference::graph::{GraphKind, NodeId, Revision, StageGraph};
 
 use crate::report::{
-    EdgeCoverage, GraphName, InvariantCheck, JsonReport, RunContext, ScenarioReport,
-    ViolationReport,
+    EdgeCoverage, GraphName, JsonReport, RunContext, ScenarioReport, ViolationReport,
 };
 use crate::runner::Status;
 use crate::scenario::Scenario;
 use tep_check::catalog::invariant;
-use tep_check::invariants::InvariantId;
+use tep_check::checker::StepRecord;
+use tep_check::invariants::{CheckKind, InvariantId};
+
+pub mod compare;
+pub mod matrix;
+mod path;
+mod results;
+
+pub use path::{TakenPath, paths};
+use path::{is_line, line_steps, path_coverage};
+
+pub use compare::Comparison;
+pub use results::docs_page;
 
 const STYLE: &str = include_str!("html/report.css");
 const SCRIPT: &str = include_str!("html/report.js");
@@ -117,10 +128,14 @@ pub struct Page<'a> {
     pub traces: &'a BTreeMap<String, TraceExcerpt>,
     /// The scenarios, for what each needs and exercises (the table's filters).
     pub corpus: &'a [Scenario],
-    /// Where `docs/` is, seen from the page (`docs/`, `../docs/`): the violations link there.
-    pub docs: &'a str,
+    /// Each scenario's path: every record's step on its call's graph, in trace order.
+    pub paths: &'a BTreeMap<String, TakenPath>,
+    /// Where the project publishes `docs/` (`--docs-url`): the embedded invariants link there.
+    pub docs_url: Option<&'a str>,
     /// How to rerun a scenario alone, for a run.
     pub rerun: Option<&'a RunContext>,
+    /// What changed since an earlier run (`--compare`).
+    pub compare: Option<&'a Comparison>,
 }
 
 /// `text` for a quoted HTML attribute (and anywhere else): `&`, `<`, `>`, `"` and `'` become
@@ -184,7 +199,7 @@ pub fn shades(coverage: &EdgeCoverage) -> Vec<(usize, f64)> {
 }
 
 /// What a scenario's row says it is: its status, or `xfail` for a failure the baseline expects.
-fn status_class(s: &ScenarioReport) -> &'static str {
+pub(crate) fn status_class(s: &ScenarioReport) -> &'static str {
     if s.expected_failure {
         "xfail"
     } else {
@@ -192,7 +207,7 @@ fn status_class(s: &ScenarioReport) -> &'static str {
     }
 }
 
-fn status_tag(s: &ScenarioReport) -> &'static str {
+pub(crate) fn status_tag(s: &ScenarioReport) -> &'static str {
     if s.expected_failure {
         return "XFAIL";
     }
@@ -205,35 +220,66 @@ fn status_tag(s: &ScenarioReport) -> &'static str {
     }
 }
 
-/// The failing steps on one graph: the nodes and edges of the violations of failing scenarios,
-/// and the steps the graph does not have (from, to).
+/// What one graph marks: the steps the graph refused to a failing scenario (red, with both
+/// boxes), the stages where another invariant was broken (outlined), and every step of a path
+/// that is not one edge (drawn box to box: refused, or through stages the level implies).
 #[derive(Debug, Default)]
-struct Failing {
-    nodes: BTreeSet<NodeId>,
-    edges: BTreeSet<usize>,
-    refused: BTreeSet<(NodeId, NodeId)>,
+struct Marks {
+    refused_nodes: BTreeSet<NodeId>,
+    violated_nodes: BTreeSet<NodeId>,
+    lines: BTreeMap<(NodeId, NodeId), Line>,
 }
 
-fn failing(report: &JsonReport, graph: GraphName) -> Failing {
-    let mut failing = Failing::default();
-    let steps = report
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    refused: bool,
+    /// A failing scenario's violation claims it (drawn before any scenario is selected).
+    failing: bool,
+}
+
+/// Whether a violation is about the trace (a place on the graph) rather than about the
+/// scenario's expected outcome, which is shown on its call and never as a graph fault.
+pub(crate) fn on_the_graph(v: &ViolationReport) -> bool {
+    invariant(v.invariant).check != CheckKind::Expectation
+}
+
+fn marks(page: &Page<'_>, graph: GraphName) -> Marks {
+    let mut marks = Marks::default();
+    let steps = page
+        .report
         .scenarios
         .iter()
         .filter(|s| s.status == Status::Failed)
         .flat_map(|s| &s.violations)
+        .filter(|v| on_the_graph(v))
         .filter_map(|v| v.step.as_ref())
         .filter(|step| step.graph == graph);
     for step in steps {
-        failing.nodes.insert(step.to);
-        if let Some(edge) = step.edge {
-            failing.edges.insert(edge);
-        }
         if step.refused {
-            failing.nodes.insert(step.from);
-            failing.refused.insert((step.from, step.to));
+            marks.refused_nodes.extend([step.from, step.to]);
+            marks.lines.insert(
+                (step.from, step.to),
+                Line {
+                    refused: true,
+                    failing: true,
+                },
+            );
+        } else {
+            marks.violated_nodes.insert(step.to);
         }
     }
-    failing
+    let path_steps = page
+        .paths
+        .values()
+        .flat_map(|p| &p.steps)
+        .filter(|step| GraphName::from(step.graph) == graph && is_line(step));
+    for step in path_steps {
+        marks.lines.entry((step.from, step.to)).or_insert(Line {
+            refused: step.refused,
+            failing: false,
+        });
+    }
+    marks
 }
 
 /// The page.
@@ -266,7 +312,7 @@ pub fn render(page: &Page<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "<a class=\"skip\" href=\"#scenarios\">Skip to the scenarios</a>\n<header>\n<h1><span>{}</span> <span class=\"verdict {}\">{}</span></h1>\n\
+        "<a class=\"skip\" href=\"#results\">Skip to the results</a>\n<header>\n<h1><span>{}</span> <span class=\"verdict {}\">{}</span></h1>\n\
          <p class=\"sub\">{} against {}, observation level {}{}</p>\n</header>\n<main>",
         escape(page.title),
         verdict.0,
@@ -276,9 +322,10 @@ pub fn render(page: &Page<'_>) -> String {
         report.observation,
         if report.strict { ", --strict" } else { "" }
     );
-    summary(&mut out, page);
+    results::results(&mut out, page);
     graphs(&mut out, page);
     scenarios(&mut out, page);
+    results::invariants(&mut out, report, page.docs_url);
     let _ = write!(
         out,
         "</main>\n<footer>tep {} · corpus {} · adapter protocol {}</footer>\n\
@@ -290,7 +337,7 @@ pub fn render(page: &Page<'_>) -> String {
     out
 }
 
-fn implementation_line(report: &JsonReport) -> String {
+pub(crate) fn implementation_line(report: &JsonReport) -> String {
     let i = &report.implementation;
     let mut who = i.name.clone();
     if let Some(version) = i.version.as_ref().filter(|v| !i.name.contains(v.as_str())) {
@@ -303,152 +350,6 @@ fn implementation_line(report: &JsonReport) -> String {
     who
 }
 
-fn summary(out: &mut String, page: &Page<'_>) {
-    let report = page.report;
-    let _ = writeln!(
-        out,
-        "<section id=\"summary\" aria-labelledby=\"summary-title\">\n<h2 id=\"summary-title\">Summary</h2>"
-    );
-    if report.interrupted {
-        let _ = writeln!(
-            out,
-            "<p class=\"banner\">Interrupted: {} selected scenario(s) did not run: {}.</p>",
-            report.not_run.len(),
-            escape(&report.not_run.join(", "))
-        );
-    }
-    if !report.tested {
-        let _ = writeln!(
-            out,
-            "<p class=\"banner\">Nothing was tested: no scenario passed or failed, and a run that tests nothing is not conformant.</p>"
-        );
-    }
-    let c = &report.summary;
-    let _ = writeln!(out, "<ul class=\"counts\">");
-    for (n, what, class, always) in [
-        (c.passed, "passed", "passed", true),
-        (c.failed, "failed", "failed", true),
-        (c.skipped, "skipped", "skipped", true),
-        (c.errored, "errored", "errored", false),
-        (c.warned, "warned", "warned", false),
-        (c.expected_failures, "failed as expected", "xfail", false),
-        (c.stale, "stale", "warned", false),
-        (c.not_run, "not run", "skipped", false),
-    ] {
-        if always || n > 0 {
-            let _ = writeln!(out, "<li class=\"{class}\"><b>{n}</b>{what}</li>");
-        }
-    }
-    let _ = writeln!(out, "</ul>");
-    let _ = writeln!(out, "<div class=\"coverage\">");
-    for (coverage, name) in [
-        (&report.coverage.edges, "stage graph"),
-        (&report.coverage.code_mode_edges, "Code Mode graph"),
-    ] {
-        let percent = (coverage.ratio * 100.0).round();
-        let _ = writeln!(
-            out,
-            "<div>Edge coverage of the {} {name}: <b>{} of {}</b> edges ({percent}%)\
-             <div class=\"bar\" role=\"img\" aria-label=\"{percent}%\"><span style=\"width: {percent}%\"></span></div></div>",
-            report.spec, coverage.taken, coverage.total
-        );
-    }
-    let _ = writeln!(out, "</div>");
-    let _ = writeln!(out, "<dl class=\"facts\">");
-    let mut fact = |name: &str, value: &str| {
-        let _ = writeln!(out, "<dt>{name}</dt><dd>{}</dd>", escape(value));
-    };
-    let i = &report.implementation;
-    fact("implementation", &implementation_line(report));
-    if let Some(homepage) = &i.homepage {
-        fact("homepage", homepage);
-    }
-    let specs: Vec<&str> = i.specs.iter().map(|r| r.as_str()).collect();
-    fact(
-        "spec revision",
-        &format!(
-            "{} (the implementation declares {})",
-            report.spec,
-            specs.join(", ")
-        ),
-    );
-    fact(
-        "observation level",
-        &format!(
-            "{} (the implementation declares {})",
-            report.observation, i.observation
-        ),
-    );
-    let capabilities: Vec<&str> = i.capabilities.iter().map(|c| c.as_str()).collect();
-    fact(
-        "capabilities",
-        &if capabilities.is_empty() {
-            "none".to_owned()
-        } else {
-            capabilities.join(", ")
-        },
-    );
-    let checked = report
-        .invariants
-        .iter()
-        .filter(|i| i.status == InvariantCheck::Checked)
-        .count();
-    let not_checkable: Vec<&str> = report
-        .invariants
-        .iter()
-        .filter(|i| i.status == InvariantCheck::NotCheckable)
-        .map(|i| i.invariant.as_str())
-        .collect();
-    let not_applicable = report
-        .invariants
-        .iter()
-        .filter(|i| i.status == InvariantCheck::NotApplicable)
-        .count();
-    let partly = report
-        .invariants
-        .iter()
-        .filter(|i| i.status == InvariantCheck::PartlyCheckable)
-        .count();
-    let partly = if partly > 0 {
-        format!(", {partly} partly checkable")
-    } else {
-        String::new()
-    };
-    let mut invariants = format!(
-        "{checked} checked{partly}, {not_applicable} not applicable, {} not checkable",
-        not_checkable.len()
-    );
-    if !not_checkable.is_empty() {
-        invariants.push_str(&format!(" at this level: {}", not_checkable.join(", ")));
-    }
-    fact("invariants", &invariants);
-    fact("exit code", &report.exit_code.to_string());
-    if let Some(b) = &report.baseline {
-        fact(
-            "baseline",
-            &format!(
-                "{}: {} expected, {} unexpected, {} stale",
-                b.file,
-                b.expected.len(),
-                b.unexpected.len(),
-                b.stale.len()
-            ),
-        );
-    }
-    if !report.started_at.is_empty() {
-        fact("started", &report.started_at);
-        fact("duration", &format!("{:.3} s", report.duration_seconds));
-    }
-    if let Some(dir) = &report.run_directory {
-        fact("failing traces kept in", dir);
-    }
-    fact(
-        "suite",
-        &format!("tep {}, corpus {}", report.version, report.corpus_hash),
-    );
-    let _ = writeln!(out, "</dl>\n</section>");
-}
-
 fn graphs(out: &mut String, page: &Page<'_>) {
     let report = page.report;
     let _ = writeln!(
@@ -457,10 +358,11 @@ fn graphs(out: &mut String, page: &Page<'_>) {
          <h2 id=\"graphs-title\">The run on the {} stage graph</h2>\n\
          <p class=\"legend\"><span><span class=\"swatch heat\"></span>taken: darker and wider, the more scenarios took it</span>\
          <span><span class=\"swatch untaken\"></span>taken by no scenario</span>\
-         <span><span class=\"swatch failing\"></span>a failing scenario's step (dashed: a step the graph does not have)</span></p>\n\
-         <p class=\"muted\">Click an edge (or Tab to it and press Enter) to list the scenarios that took it; expand a scenario below to draw its path.</p>\n\
-         <p id=\"focus-note\" class=\"panel\" hidden><button type=\"button\">show every scenario</button>Showing the path of <b class=\"name\"></b>.</p>\n\
-         <div id=\"edge-panel\" class=\"panel\" aria-live=\"polite\" hidden><button type=\"button\" class=\"close\">close</button><h3></h3><p></p><ul></ul></div>\n\
+         <span><span class=\"swatch failing\"></span>a step the graph does not have, refused to a failing scenario</span>\
+         <span><span class=\"swatch violated\"></span>a stage where an invariant was broken</span>\
+         <span><span class=\"swatch implied\"></span>stages the observation level implies, not recorded</span></p>\n\
+         <p class=\"muted\">Click an edge (or Tab to it and press Enter) to list the scenarios that took it; select a scenario to draw its path. Zoom with the buttons, Ctrl and the wheel, or + and − on a focused graph; drag to pan.</p>\n\
+         <div id=\"edge-panel\" class=\"panel\" aria-live=\"polite\" hidden><button type=\"button\" class=\"close\" aria-label=\"close the edge's scenarios\">close</button><h3></h3><p></p><ul></ul></div>\n\
          <div class=\"graphs\">",
         report.spec
     );
@@ -478,6 +380,7 @@ fn graphs(out: &mut String, page: &Page<'_>) {
             format!("Code Mode graph ({})", report.spec),
         ),
     ] {
+        let coverage = &path_coverage(page, name).unwrap_or_else(|| coverage.clone());
         // A run no sub-call of which took the Code Mode graph shows it only as a number.
         if kind == GraphKind::CodeMode && coverage.taken == 0 {
             let _ = writeln!(
@@ -497,22 +400,32 @@ fn graphs(out: &mut String, page: &Page<'_>) {
         };
         let _ = writeln!(
             out,
-            "<figure class=\"graph\" id=\"graph-{slug}\" data-graph=\"{slug}\" data-title=\"{}\">\n\
-             <figcaption>{}: {} of {} edges taken</figcaption>",
+            "<div class=\"graph-home\" id=\"home-{slug}\"><p class=\"moved muted\" hidden>The graph is drawn beside the selected scenario, <a href=\"#\"></a>.</p>\n\
+             <figure class=\"graph\" id=\"graph-{slug}\" data-graph=\"{slug}\" data-title=\"{}\" data-caption=\"{}: {} of {} edges taken\">\n\
+             <figcaption><span class=\"caption\">{}: {} of {} edges taken</span>\
+             <span class=\"zoom\" role=\"group\" aria-label=\"zoom\"><button type=\"button\" data-zoom=\"out\" aria-label=\"zoom out\">−</button>\
+             <button type=\"button\" data-zoom=\"fit\">fit</button><button type=\"button\" data-zoom=\"one\">100%</button>\
+             <button type=\"button\" data-zoom=\"in\" aria-label=\"zoom in\">+</button>\
+             <button type=\"button\" class=\"unfocus\" hidden>show every scenario</button></span></figcaption>\n\
+             <div class=\"viewport\" tabindex=\"0\" aria-label=\"{}: + and − zoom, arrows pan\">",
             escape(&title),
             escape(&title),
             coverage.taken,
-            coverage.total
+            coverage.total,
+            escape(&title),
+            coverage.taken,
+            coverage.total,
+            escape(&title),
         );
         out.push_str(&drawing(
             picture(report.spec, kind),
             graph,
             slug,
             coverage,
-            &failing(report, name),
+            &marks(page, name),
             &title,
         ));
-        let _ = writeln!(out, "</figure>");
+        let _ = writeln!(out, "</div>\n</figure>\n</div>");
     }
     let _ = writeln!(out, "</div>\n</section>");
 }
@@ -524,7 +437,7 @@ fn drawing(
     graph: &StageGraph,
     slug: &str,
     coverage: &EdgeCoverage,
-    failing: &Failing,
+    marks: &Marks,
     title: &str,
 ) -> String {
     let shades = shades(coverage);
@@ -566,9 +479,6 @@ fn drawing(
             if count == 0 {
                 classes.push_str(" untaken");
             }
-            if failing.edges.contains(&n) {
-                classes.push_str(" failing");
-            }
             let taken = match count {
                 1 => "taken by 1 scenario".to_owned(),
                 n => format!("taken by {n} scenarios"),
@@ -590,13 +500,13 @@ fn drawing(
                 .iter()
                 .map(|n| n.id)
                 .find(|n| n.as_str() == id);
-            let failed = current_node.is_some_and(|n| failing.nodes.contains(&n));
-            if failed {
-                let _ = writeln!(
-                    out,
-                    "  <g class=\"node failing\" data-node=\"{}\">",
-                    escape(id)
-                );
+            let class = match current_node {
+                Some(n) if marks.refused_nodes.contains(&n) => Some("node failing"),
+                Some(n) if marks.violated_nodes.contains(&n) => Some("node violated"),
+                _ => None,
+            };
+            if let Some(class) = class {
+                let _ = writeln!(out, "  <g class=\"{class}\" data-node=\"{}\">", escape(id));
             } else {
                 out.push_str(&line);
                 out.push('\n');
@@ -625,25 +535,24 @@ fn drawing(
             let _ = writeln!(out, "{indent}<path class=\"hit\" d=\"{}\"/>", escape(d));
         }
     }
-    out.replace(
-        &refused_placeholder(slug),
-        &refused_steps(slug, failing, &boxes),
-    )
+    out.replace(&refused_placeholder(slug), &step_lines(slug, marks, &boxes))
 }
 
 fn refused_placeholder(slug: &str) -> String {
     format!("<!-- refused steps of {slug} -->\n")
 }
 
-/// The dashed lines of the steps the graph does not have, from box to box, with an arrowhead.
-fn refused_steps(slug: &str, failing: &Failing, boxes: &BTreeMap<NodeId, [f64; 4]>) -> String {
-    if failing.refused.is_empty() {
+/// The lines of the steps that are not one edge, from box to box, with an arrowhead: dashed
+/// and red for a step the graph does not have, dotted for stages the level implies.
+fn step_lines(slug: &str, marks: &Marks, boxes: &BTreeMap<NodeId, [f64; 4]>) -> String {
+    if marks.lines.is_empty() {
         return String::new();
     }
     let mut out = format!(
-        "  <defs><marker id=\"{slug}-refused-head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path class=\"refused-head\" d=\"M 0 0 L 10 5 L 0 10 z\"/></marker></defs>\n"
+        "  <defs><marker id=\"{slug}-refused-head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path class=\"refused-head\" d=\"M 0 0 L 10 5 L 0 10 z\"/></marker>\
+         <marker id=\"{slug}-implied-head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path class=\"implied-head\" d=\"M 0 0 L 10 5 L 0 10 z\"/></marker></defs>\n"
     );
-    for (from, to) in &failing.refused {
+    for ((from, to), line) in &marks.lines {
         let (Some(a), Some(b)) = (boxes.get(from), boxes.get(to)) else {
             continue;
         };
@@ -667,11 +576,18 @@ fn refused_steps(slug: &str, failing: &Failing, boxes: &BTreeMap<NodeId, [f64; 4
         let (s, e) = (leave(a, dx, dy), 1.0 - leave(b, dx, dy));
         let _ = writeln!(
             out,
-            "  <g class=\"refused-step\" data-from=\"{from}\" data-to=\"{to}\"><title>{from} --> {to}: a step the graph does not have</title><path class=\"refused\" d=\"M {:.2},{:.2} L {:.2},{:.2}\" marker-end=\"url(#{slug}-refused-head)\"/></g>",
+            "  <g class=\"step-line {kind}{failing}\" data-from=\"{from}\" data-to=\"{to}\"><title>{from} --> {to}: {what}</title><path class=\"{kind}\" d=\"M {:.2},{:.2} L {:.2},{:.2}\" marker-end=\"url(#{slug}-{kind}-head)\"/></g>",
             x1 + dx * s,
             y1 + dy * s,
             x1 + dx * e,
             y1 + dy * e,
+            kind = if line.refused { "refused" } else { "implied" },
+            failing = if line.failing { " failing" } else { "" },
+            what = if line.refused {
+                "a step the graph does not have"
+            } else {
+                "through stages the observation level implies"
+            },
         );
     }
     out
@@ -791,6 +707,16 @@ fn row(
         .map(|sc| sc.requires.iter().map(|c| c.as_str()).collect())
         .unwrap_or_default();
     let trace = page.traces.get(&s.id);
+    let taken = page.paths.get(&s.id);
+    let path = taken.map(|p| p.steps.as_slice()).unwrap_or_default();
+    // The edges its path took; the report's, for a scenario without one.
+    let edges = match taken {
+        None => (s.edges.clone(), s.code_mode_edges.clone()),
+        Some(p) => (
+            p.edges(GraphName::Pipeline, &s.edges),
+            p.edges(GraphName::CodeMode, &s.code_mode_edges),
+        ),
+    };
     let expandable =
         !s.violations.is_empty() || !s.notes.is_empty() || s.stderr.is_some() || trace.is_some();
     let broken: BTreeSet<&str> = s.violations.iter().map(|v| v.invariant.as_str()).collect();
@@ -809,14 +735,16 @@ fn row(
     };
     let _ = write!(
         out,
-        "<tr id=\"s-{index}\" class=\"scenario {class}{}\" data-name=\"{}\" data-status=\"{class}\" data-invariants=\"{}\" data-capabilities=\"{}\" data-edges=\"{}\" data-code-mode-edges=\"{}\">\
+        "<tr id=\"s-{index}\" class=\"scenario {class}{}\" data-name=\"{}\" data-status=\"{class}\" data-invariants=\"{}\" data-capabilities=\"{}\" data-edges=\"{}\" data-code-mode-edges=\"{}\" data-steps=\"{}\" data-code-mode-steps=\"{}\">\
          <td><span class=\"status\">{}</span></td><td>",
         if expandable { " expandable" } else { "" },
         escape(&s.id),
         escape(&invariants.into_iter().collect::<Vec<_>>().join(" ")),
         escape(&requires.join(" ")),
-        numbers(&s.edges),
-        numbers(&s.code_mode_edges),
+        numbers(&edges.0),
+        numbers(&edges.1),
+        line_steps(path, GraphName::Pipeline),
+        line_steps(path, GraphName::CodeMode),
         status_tag(s),
     );
     if expandable {
@@ -837,10 +765,10 @@ fn row(
     if expandable {
         let _ = writeln!(
             out,
-            "<tr id=\"d-{index}\" class=\"detail\" hidden><td colspan=\"5\">"
+            "<tr id=\"d-{index}\" class=\"detail\" hidden><td colspan=\"5\"><div class=\"with-graph\"><div class=\"beside\"></div><div class=\"about-scenario\">"
         );
         detail(out, page, index, s, trace);
-        let _ = writeln!(out, "</td></tr>");
+        let _ = writeln!(out, "</div></div></td></tr>");
     }
 }
 
@@ -870,10 +798,11 @@ fn detail(
     if !s.violations.is_empty() {
         let _ = writeln!(out, "<ol class=\"violations\">");
         for v in &s.violations {
-            violation(out, page, v, &line_link);
+            violation(out, v, &line_link);
         }
         let _ = writeln!(out, "</ol>");
     }
+    off_the_graph(out, page.paths.get(&s.id).map(|p| &p.steps), &line_link);
     for note in &s.notes {
         let lines: Vec<String> = note.lines.iter().map(|&n| line_link(n)).collect();
         let _ = writeln!(
@@ -951,14 +880,47 @@ fn detail(
     }
 }
 
-fn violation(
+/// The steps of a scenario's path that are not one edge, with their lines: what the graph
+/// does not have, and where the observation level implies stages it does not record.
+fn off_the_graph(
     out: &mut String,
-    page: &Page<'_>,
-    v: &ViolationReport,
+    path: Option<&Vec<StepRecord>>,
     line_link: &dyn Fn(usize) -> String,
 ) {
+    let steps: Vec<&StepRecord> = path.into_iter().flatten().filter(|s| is_line(s)).collect();
+    if steps.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"muted\">Steps that are not one edge of the graph:</p>\n<ul class=\"off-graph\">"
+    );
+    for step in steps {
+        let graph = match step.graph {
+            GraphKind::Pipeline => "stage",
+            GraphKind::CodeMode => "Code Mode",
+        };
+        let _ = writeln!(
+            out,
+            "<li class=\"{}\">line {}: {} --> {}, {}</li>",
+            if step.refused { "refused" } else { "implied" },
+            line_link(step.line),
+            step.from,
+            step.to,
+            if step.refused {
+                format!("a step the {graph} graph does not have")
+            } else {
+                "through stages the observation level implies (not recorded)".to_owned()
+            }
+        );
+    }
+    let _ = writeln!(out, "</ul>");
+}
+
+fn violation(out: &mut String, v: &ViolationReport, line_link: &dyn Fn(usize) -> String) {
     let level = v.level.to_string();
-    let step = v.step.as_ref().map(|step| {
+    let expectation = !on_the_graph(v);
+    let step = v.step.as_ref().filter(|_| !expectation).map(|step| {
         let graph = match step.graph {
             GraphName::Pipeline => "pipeline",
             GraphName::CodeMode => "code-mode",
@@ -999,357 +961,27 @@ fn violation(
     if let Some(call) = &v.call {
         place.push(format!("call {}", escape(call)));
     }
+    if expectation {
+        place.push("the scenario's expected outcome, not a step on the graph".to_owned());
+    }
     if let Some((_, what)) = &step {
         place.push(format!("step {}", escape(what)));
     }
     let _ = writeln!(
         out,
-        "<li class=\"violation {}\"{}><a href=\"{}invariants.md#{id}\">{id}</a><span class=\"level\">{level}</span>{}\
+        "<li class=\"violation {}{}\"{}><a href=\"#invariant={id}\">{id}</a><span class=\"level\">{level}</span>{}\
          <span class=\"statement\">{}</span><span class=\"where\">{}</span></li>",
         level.to_lowercase(),
+        if expectation { " expectation" } else { "" },
         step.as_ref()
             .map(|(attrs, _)| attrs.as_str())
             .unwrap_or_default(),
-        escape(page.docs),
         escape_text(&v.message),
-        escape_text(invariant(v.invariant).statement),
+        results::inline_code(invariant(v.invariant).statement),
         place.join("; "),
         id = v.invariant.as_str(),
     );
 }
 
-/// Where `docs/` is seen from a report written to `report`: the nearest `docs/invariants.md` in
-/// the report's directory or above it (a checkout of this repository), else `docs/` beside it.
-pub fn docs_base(report: &std::path::Path) -> String {
-    let dir = report
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let Ok(dir) = dir.canonicalize() else {
-        return "docs/".to_owned();
-    };
-    for (up, ancestor) in dir.ancestors().enumerate() {
-        if ancestor.join("docs").join("invariants.md").is_file() {
-            return format!("{}docs/", "../".repeat(up));
-        }
-    }
-    "docs/".to_owned()
-}
-
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use std::time::Duration;
-
-    use tep_reference::mutant::Mutant;
-
-    use super::*;
-    use crate::report::{self, RunContext};
-    use crate::runner::{BuiltinReference, RunOptions, run_suite};
-    use crate::scenario::corpus;
-
-    const HOSTILE: &str = "</script><script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">";
-
-    #[test]
-    fn escape_leaves_no_markup() {
-        assert_eq!(
-            escape(HOSTILE),
-            "&lt;/script&gt;&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;\
-             &lt;img src=x onerror=&quot;document.title=&#39;pwned&#39;&quot;&gt;"
-        );
-        assert_eq!(escape("a & b"), "a &amp; b");
-        // In an element's content quotes need no escaping; the rest does.
-        assert_eq!(
-            escape_text(HOSTILE),
-            "&lt;/script&gt;&lt;script&gt;document.title='pwned'&lt;/script&gt;\
-             &lt;img src=x onerror=\"document.title='pwned'\"&gt;"
-        );
-        assert_eq!(escape_text("\u{1b}[1m"), "\u{fffd}[1m");
-        // The ANSI escapes of an adapter's stderr, and NUL, are not carried; tabs and newlines are.
-        assert_eq!(
-            escape("\u{1b}[31mred\0\tx\n"),
-            "\u{fffd}[31mred\u{fffd}\tx\n"
-        );
-        assert!(matches!(escape("plain text"), Cow::Borrowed(_)));
-    }
-
-    #[test]
-    fn an_edge_is_shaded_by_its_share_of_the_most_taken() {
-        let coverage = |counts: &[usize]| EdgeCoverage {
-            taken: counts.iter().filter(|&&n| n > 0).count(),
-            total: counts.len(),
-            ratio: 0.0,
-            missing: Vec::new(),
-            edges: counts
-                .iter()
-                .map(|&scenarios| report::EdgeTaken {
-                    edge: String::new(),
-                    from: NodeId::Model,
-                    to: NodeId::ToolCall,
-                    scenarios,
-                })
-                .collect(),
-        };
-        assert_eq!(
-            shades(&coverage(&[4, 0, 1, 2])),
-            [(4, 1.0), (0, 0.0), (1, 0.25), (2, 0.5)]
-        );
-        // Nothing taken: nothing shaded (and no division by zero).
-        assert_eq!(shades(&coverage(&[0, 0])), [(0, 0.0), (0, 0.0)]);
-    }
-
-    #[test]
-    fn a_long_trace_is_shown_around_its_witnesses() {
-        let short: String = (1..=5).map(|n| format!("line {n}\n")).collect();
-        let excerpt = TraceExcerpt::of(&short, &BTreeSet::from([3]));
-        assert_eq!(excerpt.total, 5);
-        assert_eq!(excerpt.lines.len(), 5);
-        assert_eq!(excerpt.lines[2], (3, "line 3".to_owned()));
-        let long: String = (1..=2000).map(|n| format!("line {n}\r\n")).collect();
-        let excerpt = TraceExcerpt::of(&long, &BTreeSet::from([400, 1500]));
-        let shown: Vec<usize> = excerpt.lines.iter().map(|(n, _)| *n).collect();
-        let expected: Vec<usize> = (1..=HEAD_LINES)
-            .chain(400 - CONTEXT_LINES..=400 + CONTEXT_LINES)
-            .chain(1500 - CONTEXT_LINES..=1500 + CONTEXT_LINES)
-            .collect();
-        assert_eq!(excerpt.total, 2000);
-        assert_eq!(shown, expected);
-        assert_eq!(excerpt.lines[HEAD_LINES + CONTEXT_LINES].1, "line 400");
-    }
-
-    #[test]
-    fn each_picture_names_every_node_and_edge_of_its_graph() {
-        for revision in Revision::ALL {
-            for kind in [GraphKind::Pipeline, GraphKind::CodeMode] {
-                let graph = match kind {
-                    GraphKind::Pipeline => StageGraph::of(revision),
-                    GraphKind::CodeMode => StageGraph::code_mode(revision),
-                };
-                let svg = picture(revision, kind);
-                for (n, edge) in graph.edges().iter().enumerate() {
-                    let group = format!(
-                        "<g class=\"edge\" data-edge=\"{n}\" data-from=\"{}\" data-to=\"{}\">",
-                        edge.from, edge.to
-                    );
-                    assert!(svg.contains(&group), "{revision} {kind:?}: {group}");
-                }
-                assert_eq!(
-                    svg.matches("<g class=\"edge\"").count(),
-                    graph.edges().len()
-                );
-                for node in graph.nodes() {
-                    let group = format!("<g class=\"node\" data-node=\"{}\">", node.id);
-                    assert!(svg.contains(&group), "{revision} {kind:?}: {group}");
-                }
-            }
-        }
-    }
-
-    /// A small run of the reference broken by a mutant: a passing, two failing (one of them a
-    /// Code Mode scenario) and a skipped scenario, with no time in it.
-    fn small_run() -> (JsonReport, BTreeMap<String, TraceExcerpt>, Vec<Scenario>) {
-        let corpus = corpus().unwrap();
-        let ids = [
-            "allow-runs-body",
-            "pre-deny-skips-body",
-            "code-mode-outer-call-is-ordinary",
-            "tools-result-is-awaited-in-rev1",
-        ];
-        let selected: Vec<Scenario> = corpus
-            .iter()
-            .filter(|s| ids.contains(&s.id.as_str()))
-            .cloned()
-            .collect();
-        let mut reference = BuiltinReference::new(vec![Mutant::RunBodyAfterDeny]);
-        let mut run = run_suite(&mut reference, &selected, &RunOptions::default()).unwrap();
-        run.duration = Duration::ZERO;
-        for s in &mut run.scenarios {
-            s.duration = Duration::ZERO;
-        }
-        let traces = run
-            .scenarios
-            .iter()
-            .filter(|s| s.status != Status::Passed)
-            .filter_map(|s| {
-                let jsonl = tep_reference::trace::to_jsonl(s.trace.as_ref()?);
-                Some((s.id.clone(), TraceExcerpt::of(&jsonl, &BTreeSet::new())))
-            })
-            .collect();
-        let ctx = context();
-        let json = report::json(&run, None, &ctx, "sha256:0123456789abcdef");
-        (json, traces, corpus)
-    }
-
-    fn context() -> RunContext {
-        RunContext {
-            started_at: "2025-06-01T10:15:00Z".to_owned(),
-            rerun: ["tep", "run", "--mutant", "run-body-after-deny"]
-                .map(String::from)
-                .to_vec(),
-            traces: BTreeMap::new(),
-            run_dir: None,
-        }
-    }
-
-    fn page<'a>(
-        report: &'a JsonReport,
-        traces: &'a BTreeMap<String, TraceExcerpt>,
-        corpus: &'a [Scenario],
-        ctx: &'a RunContext,
-    ) -> Page<'a> {
-        Page {
-            title: "tep run",
-            report,
-            traces,
-            corpus,
-            docs: "../docs/",
-            rerun: Some(ctx),
-        }
-    }
-
-    /// The start tag of the group of edge `n` of the figure `slug`.
-    fn edge_tag<'h>(html: &'h str, slug: &str, n: usize) -> &'h str {
-        let figure = &html[html
-            .find(&format!("<figure class=\"graph\" id=\"graph-{slug}\""))
-            .unwrap()..];
-        let start = figure.find(&format!(" data-edge=\"{n}\" ")).unwrap();
-        let start = figure[..start].rfind('<').unwrap();
-        &figure[start..start + figure[start..].find('>').unwrap()]
-    }
-
-    #[test]
-    fn each_edge_carries_its_count_and_the_failing_steps_are_marked() {
-        let (report, traces, corpus) = small_run();
-        let ctx = context();
-        let html = render(&page(&report, &traces, &corpus, &ctx));
-        let mut untaken = 0;
-        for (slug, coverage) in [
-            ("pipeline", &report.coverage.edges),
-            ("code-mode", &report.coverage.code_mode_edges),
-        ] {
-            for (n, edge) in coverage.edges.iter().enumerate() {
-                let tag = edge_tag(&html, slug, n);
-                assert!(
-                    tag.contains(&format!("data-count=\"{}\"", edge.scenarios)),
-                    "{tag}"
-                );
-                assert_eq!(tag.contains("untaken"), edge.scenarios == 0, "{tag}");
-                assert!(tag.contains("tabindex=\"0\" role=\"button\""), "{tag}");
-                untaken += usize::from(edge.scenarios == 0);
-            }
-        }
-        assert!(untaken > 0, "a small run leaves edges untaken");
-        // model --> toolCall: every scenario that ran took it, the most taken edge.
-        let first = edge_tag(&html, "pipeline", 0);
-        assert!(
-            first.contains("data-count=\"3\"") && first.contains("--share: 1.000"),
-            "{first}"
-        );
-        // The mutant runs denied calls' bodies: `denied` then `around`, a step the stage graph
-        // does not have, drawn between the two boxes; both nodes are marked.
-        assert!(html.contains("<g class=\"node failing\" data-node=\"denied\">"));
-        assert!(html.contains("<g class=\"node failing\" data-node=\"around\">"));
-        assert!(
-            html.contains("<g class=\"refused-step\" data-from=\"denied\" data-to=\"around\">")
-        );
-        assert!(!html.contains("<g class=\"node failing\" data-node=\"model\">"));
-        // The failing row expands to its trace, the witness lines marked, the violation linked.
-        assert!(html.contains("<li class=\"violation must\" data-step-graph=\"pipeline\" data-step-from=\"denied\" data-step-to=\"around\"><a href=\"../docs/invariants.md#deny-skips-body\">deny-skips-body</a>"));
-        assert!(html.contains("class=\"witness\""));
-    }
-
-    #[test]
-    fn nothing_from_a_run_becomes_markup() {
-        let (mut report, mut traces, corpus) = small_run();
-        report.implementation.name = HOSTILE.to_owned();
-        let failing = report
-            .scenarios
-            .iter_mut()
-            .find(|s| s.status == Status::Failed)
-            .unwrap();
-        let id = failing.id.clone();
-        failing.violations[0].message = HOSTILE.to_owned();
-        failing.stderr = Some(HOSTILE.to_owned());
-        failing.reason = Some(HOSTILE.to_owned());
-        failing.trace = Some(HOSTILE.to_owned());
-        failing.violations[0].call = Some(HOSTILE.to_owned());
-        let trace = traces.get_mut(&id).unwrap();
-        trace.lines[0].1 = format!("{{\"kind\":\"stage\",\"args\":{HOSTILE:?}}}");
-        // A scenario named by a hostile trace file (tep check names its row after the file).
-        report.scenarios[0].id = HOSTILE.to_owned();
-        let ctx = context();
-        let html = render(&page(&report, &traces, &corpus, &ctx));
-        assert_eq!(
-            html.matches("<script").count(),
-            1,
-            "only the page's own script"
-        );
-        // The tag stays text (its `onerror="..."` with it: text, not an attribute).
-        assert!(!html.contains("<img"));
-        assert!(html.contains(&*escape(HOSTILE)));
-        assert!(html.contains(&*escape_text(HOSTILE)));
-        // And only that script may run: the policy names it by its hash.
-        let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT));
-        assert!(html.contains(&format!("script-src 'sha256-{hash}'\">")));
-        assert!(html.contains(&format!("<script>{SCRIPT}</script>")));
-    }
-
-    /// The page with the docs' pictures' own drawing (paths, arrowheads, labels, boxes), the
-    /// stylesheet and the script left out: they are the committed SVGs (checked by `cargo xtask
-    /// docs --check` and xtask's svg_layout tests) and the files beside this module. What is
-    /// left is what the report writes.
-    fn without_constants(html: &str) -> String {
-        let mut out = String::new();
-        let mut in_svg = false;
-        for line in html.lines() {
-            let element = line.trim_start();
-            if element.starts_with("<svg ") {
-                in_svg = true;
-            }
-            let keep = !in_svg
-                || [
-                    "<svg ",
-                    "</svg>",
-                    "<g class=\"edge",
-                    "<g class=\"node",
-                    "<title>",
-                    "<g class=\"refused",
-                    "<defs><marker id=\"pipeline-refused",
-                ]
-                .iter()
-                .any(|p| element.starts_with(p));
-            if keep {
-                out.push_str(line);
-                out.push('\n');
-            }
-            if element.starts_with("</svg>") {
-                in_svg = false;
-            }
-        }
-        out.replace(STYLE, "/* report.css */\n")
-            .replace(SCRIPT, "/* report.js */")
-    }
-
-    #[test]
-    fn the_page_of_a_small_run() {
-        let (report, traces, corpus) = small_run();
-        let ctx = context();
-        let html = render(&page(&report, &traces, &corpus, &ctx));
-        insta::assert_snapshot!(without_constants(&html));
-    }
-
-    #[test]
-    fn the_docs_are_found_above_the_report() {
-        let root = std::env::temp_dir().join(format!("tep-html-docs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("docs")).unwrap();
-        std::fs::create_dir_all(root.join("a/b")).unwrap();
-        let outside = root.join("a/b/report.html");
-        assert_eq!(docs_base(&outside), "docs/", "no docs/invariants.md yet");
-        std::fs::write(root.join("docs/invariants.md"), "# Invariant catalog\n").unwrap();
-        assert_eq!(docs_base(&outside), "../../docs/");
-        assert_eq!(docs_base(&root.join("report.html")), "docs/");
-        let _ = std::fs::remove_dir_all(&root);
-    }
-}
+mod tests;

@@ -16,7 +16,7 @@ use tep_reference::trace::{Capability, ObservationLevel, to_jsonl};
 
 use crate::baseline::{BaselineOutcome, ScenarioComparison, StaleEntry};
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
-use crate::runner::{Coverage, RunReport, ScenarioResult, Status, steps_pointed_at};
+use crate::runner::{Coverage, RunReport, ScenarioResult, Status};
 use crate::terminal::escape_controls as shown;
 use tep_check::catalog::invariant;
 use tep_check::checker::{CheckOptions, CheckReport, InvariantStatus, StepRecord, Violation};
@@ -751,7 +751,7 @@ pub fn run_of_check(
         edges: check.edges,
         code_mode_edges: check.code_mode_edges,
     };
-    let steps = steps_pointed_at(&check.violations, check.steps);
+    let steps = check.steps;
     let result = ScenarioResult {
         id: name.to_owned(),
         status,

@@ -178,8 +178,8 @@ pub struct ScenarioResult {
     pub trace: Option<Vec<TraceRecord>>,
     /// The edges its trace took.
     pub edges: Coverage,
-    /// The steps of the lines its violations point at first (the offending records), in
-    /// trace order: where on the graph each violation happened.
+    /// Every record's step on its call's graph, in trace order: the path the trace took
+    /// (the HTML report draws it), and where each violation happened ([`Self::step_of`]).
     pub steps: Vec<StepRecord>,
 }
 
@@ -909,7 +909,7 @@ pub fn judge(
             let (violations, notes) = check_expectations(scenario, &records, options.level);
             result.violations.extend(violations);
             result.notes = notes;
-            result.steps = steps_pointed_at(&result.violations, check.steps);
+            result.steps = check.steps;
             result.status = if result.violations.iter().any(|v| v.level == Level::Must) {
                 Status::Failed
             } else if result.violations.is_empty() {

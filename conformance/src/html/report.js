@@ -1,5 +1,6 @@
 // The HTML report's behaviour: expanding scenarios, filtering the table, listing the scenarios
-// that took an edge, and drawing one scenario's path on the graphs. Everything it shows comes
+// that took an edge, drawing one scenario's path on the graphs (moved beside its row), zoom and
+// pan, and deep links (#scenario=ID, #invariant=ID, #edge=A--B). Everything it shows comes
 // from the page itself (data attributes and text), and it writes text only through textContent.
 (() => {
   'use strict';
@@ -10,23 +11,76 @@
   const filters = all('select[data-filter]');
   const shown = document.getElementById('shown');
   const panel = document.getElementById('edge-panel');
-  const focusNote = document.getElementById('focus-note');
   let focused = null;
 
   const detailOf = (row) => {
     const button = row.querySelector('button.expand');
     return button ? document.getElementById(button.getAttribute('aria-controls')) : null;
   };
+  const rowNamed = (name) => rows.find((row) => row.dataset.name === name);
 
-  // One scenario's path on the graphs: its edges, and the nodes and edges of its failing steps.
+  // Zoom: "fit" follows the width; a number scales the picture's own size.
+  function zoom(figure, how) {
+    const svg = figure.querySelector('svg');
+    const natural = Number(svg.getAttribute('width'));
+    const current = figure.dataset.zoom === undefined || figure.dataset.zoom === 'fit'
+      ? svg.getBoundingClientRect().width / natural : Number(figure.dataset.zoom);
+    let next;
+    if (how === 'fit') next = 'fit';
+    else if (how === 'one') next = 1;
+    else next = Math.min(4, Math.max(0.2, current * (how === 'in' ? 1.25 : 0.8)));
+    figure.dataset.zoom = String(next);
+    svg.style.width = next === 'fit' ? '' : `${natural * next}px`;
+    figure.classList.toggle('zoomed', next !== 'fit');
+  }
+  for (const figure of graphs) {
+    for (const button of all('button[data-zoom]', figure)) {
+      button.addEventListener('click', () => zoom(figure, button.dataset.zoom));
+    }
+    const viewport = figure.querySelector('.viewport');
+    viewport.addEventListener('wheel', (event) => {
+      if (!event.ctrlKey) return;
+      event.preventDefault();
+      zoom(figure, event.deltaY < 0 ? 'in' : 'out');
+    }, { passive: false });
+    viewport.addEventListener('keydown', (event) => {
+      if (event.target !== viewport) return;
+      if (event.key === '+' || event.key === '=') zoom(figure, 'in');
+      else if (event.key === '-') zoom(figure, 'out');
+      else if (event.key === '0') zoom(figure, 'fit');
+    });
+    // Drag to pan a zoomed picture.
+    let drag = null;
+    viewport.addEventListener('pointerdown', (event) => {
+      if (!figure.classList.contains('zoomed') || event.target.closest('.edge')) return;
+      drag = { x: event.clientX, y: event.clientY, left: viewport.scrollLeft, top: viewport.scrollTop };
+    });
+    viewport.addEventListener('pointermove', (event) => {
+      if (!drag) return;
+      viewport.scrollLeft = drag.left - (event.clientX - drag.x);
+      viewport.scrollTop = drag.top - (event.clientY - drag.y);
+    });
+    for (const end of ['pointerup', 'pointerleave']) viewport.addEventListener(end, () => { drag = null; });
+    figure.querySelector('button.unfocus').addEventListener('click', unfocus);
+  }
+
+  // The steps of a path that are not one edge: `from>to:r` (refused) or `from>to:i` (implied).
+  const lineSteps = (value) => words(value).map((w) => {
+    const [fromTo, kind] = w.split(':');
+    const [from, to] = fromTo.split('>');
+    return { from, to, kind };
+  });
+
+  // One scenario's path on the graphs, each moved beside its row.
   function focusOn(row) {
     focused = row;
     const detail = detailOf(row);
-    const steps = detail ? all('[data-step-graph]', detail) : [];
+    const place = detail ? detail.querySelector('.beside') : null;
     for (const figure of graphs) {
       const graph = figure.dataset.graph;
       const taken = new Set(words(graph === 'pipeline' ? row.dataset.edges : row.dataset.codeModeEdges));
-      const mine = steps.filter((s) => s.dataset.stepGraph === graph);
+      const lines = lineSteps(graph === 'pipeline' ? row.dataset.steps : row.dataset.codeModeSteps);
+      const faults = detail ? all(`[data-step-graph="${graph}"]`, detail) : [];
       const nodes = new Set();
       for (const edge of all('.edge', figure)) {
         const on = taken.has(edge.dataset.edge);
@@ -36,25 +90,64 @@
           nodes.add(edge.dataset.to);
         }
       }
-      for (const step of mine) {
-        nodes.add(step.dataset.stepFrom);
-        nodes.add(step.dataset.stepTo);
+      for (const line of all('.step-line', figure)) {
+        const on = lines.some((s) => s.from === line.dataset.from && s.to === line.dataset.to);
+        line.classList.toggle('on-path', on);
+        if (on) {
+          nodes.add(line.dataset.from);
+          nodes.add(line.dataset.to);
+        }
       }
-      for (const node of all('.node', figure)) node.classList.toggle('on-path', nodes.has(node.dataset.node));
-      for (const refused of all('.refused-step', figure)) {
-        const hit = mine.some((s) => s.dataset.stepFrom === refused.dataset.from && s.dataset.stepTo === refused.dataset.to);
-        refused.classList.toggle('on-path', hit);
+      const faultNodes = new Set(faults.map((f) => f.dataset.stepTo));
+      for (const node of all('.node', figure)) {
+        node.classList.toggle('on-path', nodes.has(node.dataset.node));
+        node.classList.toggle('fault', faultNodes.has(node.dataset.node));
       }
-      figure.classList.toggle('focused', taken.size > 0 || mine.length > 0);
+      const on = taken.size > 0 || lines.length > 0;
+      figure.classList.toggle('focused', on);
+      figure.querySelector('.caption').textContent = on
+        ? `${figure.dataset.title}: the path of ${row.dataset.name}`
+        : figure.dataset.caption;
+      figure.querySelector('button.unfocus').hidden = false;
+      const home = document.getElementById(`home-${graph}`);
+      if (place && on) {
+        place.append(figure);
+        // Beside the row the picture keeps its own size (readable labels), scrolled to where
+        // the scenario went wrong, else to where its path starts.
+        zoom(figure, 'one');
+        const spot = ['.step-line.on-path.refused', '.node.fault', '.node.on-path']
+          .map((selector) => figure.querySelector(selector)).find((el) => el);
+        if (spot) {
+          const viewport = figure.querySelector('.viewport');
+          const [box, view] = [spot.getBoundingClientRect(), viewport.getBoundingClientRect()];
+          viewport.scrollLeft += box.left + box.width / 2 - (view.left + view.width / 2);
+          viewport.scrollTop += box.top + box.height / 2 - (view.top + view.height / 2);
+        }
+        const moved = home.querySelector('.moved');
+        moved.hidden = false;
+        const link = moved.querySelector('a');
+        link.href = `#scenario=${row.dataset.name}`;
+        link.textContent = row.dataset.name;
+      } else if (figure.parentElement !== home) {
+        home.append(figure);
+        zoom(figure, 'fit');
+      }
     }
-    focusNote.querySelector('.name').textContent = row.dataset.name;
-    focusNote.hidden = false;
   }
 
   function unfocus() {
     focused = null;
-    for (const figure of graphs) figure.classList.remove('focused');
-    focusNote.hidden = true;
+    for (const figure of graphs) {
+      figure.classList.remove('focused');
+      figure.querySelector('.caption').textContent = figure.dataset.caption;
+      figure.querySelector('button.unfocus').hidden = true;
+      const home = document.getElementById(`home-${figure.dataset.graph}`);
+      home.querySelector('.moved').hidden = true;
+      if (figure.parentElement !== home) {
+        home.append(figure);
+        zoom(figure, 'fit');
+      }
+    }
   }
 
   function toggle(row, open) {
@@ -64,8 +157,11 @@
     const expand = open === undefined ? button.getAttribute('aria-expanded') !== 'true' : open;
     button.setAttribute('aria-expanded', String(expand));
     detail.hidden = !expand;
-    if (expand) focusOn(row);
-    else if (focused === row) unfocus();
+    if (expand) {
+      // One scenario at a time beside the graphs.
+      for (const other of rows) if (other !== row && other.querySelector('button.expand[aria-expanded="true"]')) toggle(other, false);
+      focusOn(row);
+    } else if (focused === row) unfocus();
   }
 
   for (const row of rows) {
@@ -81,7 +177,6 @@
       toggle(row);
     });
   }
-  focusNote.querySelector('button').addEventListener('click', unfocus);
 
   function applyFilters() {
     let count = 0;
@@ -116,13 +211,19 @@
     list.replaceChildren(...takers.map((row) => {
       const item = document.createElement('li');
       const link = document.createElement('a');
-      link.href = `#${row.id}`;
+      link.href = `#scenario=${row.dataset.name}`;
       link.textContent = row.dataset.name;
       link.className = row.dataset.status;
       item.append(link);
       return item;
     }));
     panel.hidden = false;
+    // The panel goes just above the edge's figure, wherever the figure is.
+    figure.before(panel);
+  }
+  function closePanel() {
+    panel.hidden = true;
+    for (const other of all('.edge.selected')) other.classList.remove('selected');
   }
   for (const edge of all('.graph .edge')) {
     edge.addEventListener('click', () => selectEdge(edge));
@@ -133,10 +234,55 @@
       }
     });
   }
-  panel.querySelector('button.close').addEventListener('click', () => {
-    panel.hidden = true;
-    for (const other of all('.edge.selected')) other.classList.remove('selected');
+  panel.querySelector('button.close').addEventListener('click', closePanel);
+  document.addEventListener('keydown', (event) => {
+    if (event.key !== 'Escape') return;
+    if (!panel.hidden) closePanel();
+    else if (focused) {
+      const row = focused;
+      toggle(row, false);
+      row.querySelector('button.expand').focus();
+    }
   });
 
+  // Deep links: #scenario=ID, #invariant=ID, #edge=FROM--TO.
+  function fromHash() {
+    const hash = decodeURIComponent(location.hash.slice(1));
+    const [kind, ...rest] = hash.split('=');
+    const value = rest.join('=');
+    if (kind === 'scenario') {
+      const row = rowNamed(value);
+      if (!row) return;
+      if (row.hidden) {
+        for (const select of filters) select.value = '';
+        applyFilters();
+      }
+      for (const other of all('tr.scenario.selected-row')) other.classList.remove('selected-row');
+      row.classList.add('selected-row');
+      if (row.querySelector('button.expand')) toggle(row, true);
+      else focusOn(row);
+      row.scrollIntoView({ block: 'start' });
+      (row.querySelector('button.expand') || row).focus({ preventScroll: true });
+    } else if (kind === 'invariant') {
+      for (const el of all('.selected-invariant')) el.classList.remove('selected-invariant');
+      const failure = document.getElementById(`failure-${value}`);
+      const entry = document.getElementById(`inv-${value}`);
+      const target = failure || entry;
+      if (!target) return;
+      if (failure) failure.classList.add('selected-invariant');
+      if (entry) entry.classList.add('selected-invariant');
+      target.scrollIntoView({ block: 'start' });
+    } else if (kind === 'edge') {
+      const [from, to] = value.split('--');
+      const edge = document.querySelector(`.graph .edge[data-from="${CSS.escape(from)}"][data-to="${CSS.escape(to)}"]`);
+      if (!edge) return;
+      selectEdge(edge);
+      edge.scrollIntoView({ block: 'center' });
+      edge.focus({ preventScroll: true });
+    }
+  }
+  window.addEventListener('hashchange', fromHash);
+
   applyFilters();
+  fromHash();
 })();

@@ -4,7 +4,9 @@
 //
 // Environment: TEP_BIN (the tep binary; default target/debug/tep), CHROMIUM (the browser;
 // default the `chromium` on PATH). Output: target/browser/ (the reports, their traces, and
-// screenshots to look at: report.png, report-graph.png, report-dark.png, hostile.png).
+// screenshots to look at: results-1440.png, phone-390.png, phone-390-expanded.png,
+// report.png, report-graph.png, deep-link-*.png, report-dark.png, hostile.png, matrix.png,
+// matrix-phone.png, matrix-cell.png).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -39,7 +41,12 @@ let browser;
 before(async () => {
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  browser = await chromium.launch({ executablePath: chromiumPath(), headless: true });
+  browser = await chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
 });
 
 after(async () => {
@@ -48,7 +55,7 @@ after(async () => {
 
 /** A page that records every console error, uncaught exception, dialog and request off disk. */
 async function open(file, options = {}) {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, ...options });
+  const page = await browser.newPage({ viewport: { width: 1440, height: 1000 }, ...options });
   const problems = [];
   page.on('console', (message) => {
     if (message.type() === 'error' || message.type() === 'warning') problems.push(`console ${message.type()}: ${message.text()}`);
@@ -63,16 +70,33 @@ async function open(file, options = {}) {
       problems.push(`network: ${request.url()}`);
     }
   });
-  await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
+  await page.goto(pathToFileURL(file).href + (options.hash || ''), { waitUntil: 'load' });
   return { page, problems };
+}
+
+/** The failing scenarios of a JSON run report, by id. */
+function failingIds(json) {
+  return JSON.parse(readFileSync(json, 'utf8')).scenarios.filter((s) => s.status === 'failed').map((s) => s.id).sort();
 }
 
 test('the report of a run with a mutant, opened from disk', async () => {
   const report = join(out, 'report.html');
-  runTep(['run', '--mutant', MUTANT, '--html', report, '--run-dir', join(out, 'traces')], 1);
+  runTep(['run', '--mutant', MUTANT, '--html', report, '--json', join(out, 'mutant.json'), '--run-dir', join(out, 'traces')], 1);
   const { page, problems } = await open(report);
 
   assert.match(await page.title(), /not conformant/);
+  // Results first: the first failing invariant's id is in the first screen at 1440x1000.
+  const firstInvariant = page.locator('ol.failures li.failure .inv').first();
+  assert.equal(await firstInvariant.textContent(), 'deny-skips-body');
+  const { y } = await firstInvariant.boundingBox();
+  assert.ok(y < 1000, `the first failing invariant is at y = ${y}`);
+  await page.screenshot({ path: join(out, 'results-1440.png') });
+  // A graph's node labels are readable before any zoom.
+  const label = await page.locator('figure#graph-pipeline g.node[data-node="pre"] text').first().boundingBox();
+  assert.ok(label.height >= 12, `a node label is ${label.height}px high`);
+  // The graphs are on rows of their own, each at the page's width.
+  const [stageBox, codeBox] = [await page.locator('#graph-pipeline').boundingBox(), await page.locator('#graph-code-mode').boundingBox()];
+  assert.ok(codeBox.y >= stageBox.y + stageBox.height, 'the Code Mode graph is below the stage graph');
   // The summary counts what the run counted.
   const failed = await page.locator('tr.scenario.failed').count();
   assert.ok(failed > 0, 'the mutant fails scenarios');
@@ -94,16 +118,54 @@ test('the report of a run with a mutant, opened from disk', async () => {
   const background = await witnesses.first().evaluate((li) => getComputedStyle(li).backgroundColor);
   assert.notEqual(background, 'rgba(0, 0, 0, 0)', 'a witness line is highlighted');
   const link = detail.locator('li.violation a', { hasText: 'deny-skips-body' });
-  assert.match(await link.getAttribute('href'), /docs\/invariants\.md#deny-skips-body$/);
+  assert.equal(await link.getAttribute('href'), '#invariant=deny-skips-body');
 
-  // Expanding it drew its path: its failing step's nodes stand out on the stage graph.
+  // Expanding it drew its path, the stage graph moved beside its row, the caption naming it.
   const stage = page.locator('figure#graph-pipeline');
   assert.match(await stage.getAttribute('class'), /focused/);
+  assert.equal(await detail.locator('figure#graph-pipeline').count(), 1, 'the graph is beside the row');
+  assert.match(await stage.locator('figcaption .caption').textContent(), new RegExp(`the path of ${FAILING}`));
   assert.match(await stage.locator('g.node[data-node="around"]').getAttribute('class'), /failing/);
-  assert.equal(await stage.locator('g.refused-step[data-from="denied"][data-to="around"]').count(), 1);
+  assert.equal(await stage.locator('g.step-line.refused.on-path[data-from="denied"][data-to="around"]').count(), 1);
+  // The detour the trace took: around --> toolBody --> around --> post, not denied --> post;
+  // post --> final through the stages the level implies, drawn as such.
+  for (const [from, to] of [['around', 'toolBody'], ['toolBody', 'around'], ['around', 'post']]) {
+    assert.match(await stage.locator(`g.edge[data-from="${from}"][data-to="${to}"]`).first().getAttribute('class'), /on-path/, `${from} --> ${to}`);
+  }
+  assert.doesNotMatch(await stage.locator('g.edge[data-from="denied"][data-to="post"]').getAttribute('class'), /on-path/);
+  assert.equal(await stage.locator('g.step-line.implied.on-path[data-from="post"][data-to="final"]').count(), 1);
+  // The expected-outcome failure is on its call, not a graph fault: only the refused step's
+  // two boxes are red, and its violation names no step.
+  const expectation = detail.locator('li.violation.expectation', { hasText: 'expected-outcome' });
+  assert.equal(await expectation.count(), 1);
+  assert.equal(await expectation.getAttribute('data-step-graph'), null);
+  assert.match(await expectation.locator('.where').textContent(), /call c1/);
+  const red = await page.locator('figure.graph g.node.failing, figure.graph g.node.violated, figure.graph g.edge.failing').evaluateAll((els) => els.map((e) => e.dataset.node || e.dataset.edge).sort());
+  assert.deepEqual(red, ['around', 'denied']);
+  // Beside the row the picture is at its own size: its labels stay readable, and the refused
+  // step is scrolled into the graph's view.
+  const besideLabel = await stage.locator('g.node[data-node="denied"] text').first().boundingBox();
+  assert.ok(besideLabel.height >= 12, `a node label beside the row is ${besideLabel.height}px high`);
+  const [refusedBox, viewportBox] = [await stage.locator('g.step-line.refused.on-path').boundingBox(), await stage.locator('.viewport').boundingBox()];
+  assert.ok(refusedBox.x >= viewportBox.x && refusedBox.x + refusedBox.width <= viewportBox.x + viewportBox.width, 'the refused step is in the graph\'s view');
+  assert.ok(refusedBox.y >= viewportBox.y && refusedBox.y + refusedBox.height <= viewportBox.y + viewportBox.height, 'the refused step is in the graph\'s view');
+  // Side by side on a wide screen: the graph and the row's violations are both in view.
+  await detail.locator('ol.violations').scrollIntoViewIfNeeded();
+  const [graphBox, violationsBox] = [await stage.boundingBox(), await detail.locator('ol.violations').boundingBox()];
+  assert.ok(graphBox.x + graphBox.width <= violationsBox.x + 1, 'the graph is left of the violations');
   await stage.screenshot({ path: join(out, 'report-graph.png') });
-  await row.scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(out, 'report.png') });
+
+  // Zoom: + enlarges the picture; fit gives it back the width.
+  const before = (await stage.locator('svg').boundingBox()).width;
+  await stage.locator('button[data-zoom="in"]').click();
+  assert.ok((await stage.locator('svg').boundingBox()).width > before * 1.2);
+  await stage.locator('button[data-zoom="fit"]').click();
+
+  // Escape closes the scenario and gives the graph back to its section.
+  await page.keyboard.press('Escape');
+  assert.equal(await detail.isVisible(), false);
+  assert.equal(await page.locator('#home-pipeline figure#graph-pipeline').count(), 1);
 
   // The keyboard reaches an edge; Enter lists the scenarios that took it.
   const edge = stage.locator('g.edge[data-from="pre"][data-to="denied"]');
@@ -112,6 +174,7 @@ test('the report of a run with a mutant, opened from disk', async () => {
   const panel = page.locator('#edge-panel');
   assert.equal(await panel.isVisible(), true);
   assert.match(await panel.locator('h3').textContent(), /pre -->\|deny\| denied/);
+  assert.match(await edge.getAttribute('class'), /selected/, 'the chosen edge is marked');
   const takers = await panel.locator('li a').allTextContents();
   assert.ok(takers.includes(FAILING), takers.join(', '));
   assert.equal(takers.length, Number(await edge.getAttribute('data-count')));
@@ -119,6 +182,10 @@ test('the report of a run with a mutant, opened from disk', async () => {
   await stage.locator('g.edge[data-from="model"]').focus();
   await page.keyboard.press(' ');
   assert.match(await panel.locator('h3').textContent(), /model --> toolCall/);
+  // Escape closes the panel and unmarks the edge.
+  await page.keyboard.press('Escape');
+  assert.equal(await panel.isVisible(), false);
+  assert.equal(await page.locator('.edge.selected').count(), 0);
 
   // The filters: by status, by invariant, by capability.
   await page.selectOption('select[data-filter="status"]', 'failed');
@@ -182,4 +249,144 @@ test('markup in a trace is text: a hostile trace checked with tep check --html',
   await page.screenshot({ path: join(out, 'hostile.png') });
   assert.deepEqual(problems, []);
   await page.close();
+});
+
+test('a phone: no horizontal overflow, the table reflows', async () => {
+  const { page, problems } = await open(join(out, 'report.html'), { viewport: { width: 390, height: 844 } });
+  const width = () => page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok((await width()) <= 390, `the page is ${await width()}px wide`);
+  await page.screenshot({ path: join(out, 'phone-390.png') });
+  // With a failing scenario open, its graph above its violations.
+  const row = page.locator(`tr.scenario[data-name="${FAILING}"]`);
+  await row.locator('button.expand').click();
+  assert.ok((await width()) <= 390, `the page is ${await width()}px wide with a scenario open`);
+  const graph = await page.locator('figure#graph-pipeline').boundingBox();
+  const violations = await page.locator('tr.detail:visible ol.violations').boundingBox();
+  assert.ok(graph.y + graph.height <= violations.y + 1, 'the graph is above the violations');
+  await row.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(out, 'phone-390-expanded.png') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('deep links select what they name', async () => {
+  const report = join(out, 'report.html');
+  {
+    const { page, problems } = await open(report, { hash: `#scenario=${FAILING}` });
+    const row = page.locator(`tr.scenario[data-name="${FAILING}"]`);
+    assert.equal(await row.locator('button.expand').getAttribute('aria-expanded'), 'true');
+    assert.match(await page.locator('figure#graph-pipeline figcaption .caption').textContent(), new RegExp(FAILING));
+    const top = (await row.boundingBox()).y;
+    assert.ok(top >= 0 && top < 1000, `the row is in view (y = ${top})`);
+    await page.screenshot({ path: join(out, 'deep-link-scenario.png') });
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+  {
+    const { page, problems } = await open(report, { hash: '#invariant=deny-skips-body' });
+    const failure = page.locator('#failure-deny-skips-body');
+    assert.match(await failure.getAttribute('class'), /selected-invariant/);
+    assert.match(await page.locator('#inv-deny-skips-body').getAttribute('class'), /selected-invariant/);
+    // The invariant is embedded: its statement, level and sources, no file beside the page.
+    assert.match(await page.locator('#inv-deny-skips-body').textContent(), /MUST.*Sources: /s);
+    const top = (await failure.boundingBox()).y;
+    assert.ok(top >= 0 && top < 1000, `the invariant is in view (y = ${top})`);
+    // An invariant with no failure goes to its embedded entry.
+    await page.evaluate(() => { location.hash = 'invariant=tool-call-once'; });
+    await page.waitForFunction(() => document.getElementById('inv-tool-call-once')?.classList.contains('selected-invariant'));
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+  {
+    const { page, problems } = await open(report, { hash: '#edge=toolBody--around' });
+    const panel = page.locator('#edge-panel');
+    assert.equal(await panel.isVisible(), true);
+    assert.match(await panel.locator('h3').textContent(), /toolBody --> around/);
+    const edge = page.locator('figure#graph-pipeline g.edge[data-from="toolBody"][data-to="around"]');
+    assert.match(await edge.getAttribute('class'), /selected/);
+    // The count on the edge and the scenarios listed agree (the detours taken included).
+    assert.equal(await panel.locator('li a').count(), Number(await edge.getAttribute('data-count')));
+    await page.screenshot({ path: join(out, 'deep-link-edge.png') });
+    // The panel's scenario links are deep links too.
+    const first = panel.locator('li a').first();
+    const name = await first.textContent();
+    await first.click();
+    await page.waitForFunction((id) => document.querySelector('tr.scenario.selected-row')?.dataset.name === id, name);
+    assert.match(await page.locator('figure#graph-pipeline figcaption .caption').textContent(), new RegExp(`the path of ${name}`));
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
+
+test('tep report: the reference, a mutant and the Python kit side by side', async () => {
+  const reference = join(out, 'reference.json');
+  const python = join(out, 'python.json');
+  const mutant = join(out, 'mutant.json');
+  runTep(['run', '--json', reference], 0);
+  const adapter = `python3 ${join(root, 'conformance/adapters/python/example/adapter.py')}`;
+  runTep(['run', '--adapter', adapter, '--json', python], 0);
+  const matrix = join(out, 'matrix.html');
+  runTep(['report', '--html', matrix, reference, mutant, python], 0);
+  const { page, problems } = await open(matrix);
+  assert.equal(await page.locator('th.run').count(), 3);
+  // The mutant's failing cells are the ones its JSON report says.
+  const failing = await page.locator('tbody.scenarios tr.row').evaluateAll((rows) => rows
+    .filter((row) => row.querySelectorAll('td.cell')[1].dataset.status === 'failed')
+    .map((row) => row.dataset.id).sort());
+  assert.deepEqual(failing, failingIds(mutant));
+  assert.ok(failing.length > 0);
+  for (const column of [0, 2]) {
+    const bad = await page.locator('tbody.scenarios tr.row').evaluateAll((rows, k) => rows
+      .filter((row) => row.querySelectorAll('td.cell')[k].dataset.status === 'failed').length, column);
+    assert.equal(bad, 0, `column ${column} has no failing cell`);
+  }
+  await page.screenshot({ path: join(out, 'matrix.png') });
+  // Only where they differ: every row left differs, and the mutant's failures are among them.
+  await page.locator('#only-differ').check();
+  const visible = await page.locator('tr.row:visible').evaluateAll((rows) => rows.map((r) => [r.dataset.id, r.dataset.differ]));
+  assert.ok(visible.length < await page.locator('tr.row').count());
+  assert.ok(visible.every(([, differ]) => differ === 'true'));
+  for (const id of failing) assert.ok(visible.some(([v]) => v === id), id);
+  // A cell opens that run's scenario: its violation; Escape closes it.
+  const cell = page.locator(`tbody.scenarios tr.row[data-id="${FAILING}"] td.cell`).nth(1).locator('a');
+  await cell.click();
+  const panel = page.locator('#cell-panel');
+  assert.equal(await panel.isVisible(), true);
+  assert.match(await panel.textContent(), /deny-skips-body/);
+  await page.screenshot({ path: join(out, 'matrix-cell.png') });
+  await page.keyboard.press('Escape');
+  assert.equal(await panel.isVisible(), false);
+  assert.deepEqual(problems, []);
+  await page.close();
+
+  const phone = await open(matrix, { viewport: { width: 390, height: 844 } });
+  const width = await phone.page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `the matrix page is ${width}px wide`);
+  await phone.page.screenshot({ path: join(out, 'matrix-phone.png') });
+  assert.deepEqual(phone.problems, []);
+  await phone.page.close();
+});
+
+test('--compare: what changed since an earlier run; bad reports are usage errors', async () => {
+  const reference = join(out, 'reference.json');
+  const page = join(out, 'compared.html');
+  const done = runTep(['run', '--mutant', MUTANT, '--compare', reference, '--html', page], 1);
+  const failing = failingIds(join(out, 'mutant.json'));
+  assert.match(done.stdout, new RegExp(`${failing.length} newly failing, 0 fixed`));
+  const opened = await open(page);
+  const newly = await opened.page.locator('#comparison dd[data-change="newly-failing"] a').allTextContents();
+  assert.deepEqual(newly.sort(), failing);
+  assert.deepEqual(opened.problems, []);
+  await opened.page.close();
+
+  writeFileSync(join(out, 'not-a-report.json'), '{"hello": "world"}\n');
+  const bad = spawnSync(tep, ['report', '--html', join(out, 'x.html'), reference, 'not-a-report.json'], { cwd: out, encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /not-a-report\.json is not a JSON run report/);
+  const newer = JSON.parse(readFileSync(reference, 'utf8'));
+  newer.version = '99.0.0';
+  writeFileSync(join(out, 'newer.json'), JSON.stringify(newer));
+  const refused = spawnSync(tep, ['run', '--compare', 'newer.json'], { cwd: out, encoding: 'utf8' });
+  assert.equal(refused.status, 2);
+  assert.match(refused.stderr, /newer\.json was written by tep 99\.0\.0/);
 });
