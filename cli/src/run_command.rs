@@ -25,8 +25,8 @@ use tep_reference::mutant::Mutant;
 use tep_reference::trace::{ObservationLevel, to_jsonl};
 
 use crate::output::{check_dir_creatable, check_writable, write_atomically};
-use crate::signals::{Signals, kill_children};
 use crate::report_command;
+use crate::signals::{Signals, kill_children};
 
 /// The options of `tep run`, parsed.
 #[derive(Debug)]

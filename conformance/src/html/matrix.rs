@@ -229,7 +229,9 @@ fn invariant_rows(out: &mut String, runs: &[Run<'_>]) {
             cells.push(match (status, failing) {
                 (_, n) if n > 0 => ("failed", format!("FAIL {n}")),
                 (Some(InvariantCheck::Checked), _) => ("passed", "PASS".to_owned()),
-                (Some(InvariantCheck::PartlyCheckable), _) => ("passed", "PASS (partly)".to_owned()),
+                (Some(InvariantCheck::PartlyCheckable), _) => {
+                    ("passed", "PASS (partly)".to_owned())
+                }
                 (Some(InvariantCheck::NotCheckable), _) => ("skipped", "not checkable".to_owned()),
                 (Some(InvariantCheck::NotApplicable), _) => ("skipped", "n/a".to_owned()),
                 (None, _) => ("absent", "—".to_owned()),

@@ -80,6 +80,14 @@ fn part_label(part: &str) -> &str {
         .map_or(part, |(_, label)| label)
 }
 
+/// The parts of `expect`: judged by tep, never acted on by an adapter.
+const EXPECTATION_PARTS: &[&str] = &[
+    "Expectation",
+    "CallExpectation",
+    "ExpectedContext",
+    "Undetermined",
+];
+
 const fn c(part: &'static str, name: &'static str, since: u32) -> Construct {
     Construct { part, name, since }
 }
@@ -221,6 +229,12 @@ pub const CONSTRUCTS: &[Construct] = &[
     c("CallExpectation", "content", 1),
     c("CallExpectation", "contentIncludes", 1),
     c("CallExpectation", "errorCode", 1),
+    c("CallExpectation", "preRuns", 3),
+    c("CallExpectation", "approvalRuns", 3),
+    c("CallExpectation", "guardRuns", 3),
+    c("Expectation", "undetermined", 3),
+    c("Undetermined", "calls", 3),
+    c("Undetermined", "contexts", 3),
     c("CallExpectation", "referenceContent", 2),
     c("ExpectedContext", "call", 1),
     c("ExpectedContext", "text", 1),
@@ -302,6 +316,9 @@ impl Versions {
         let mut newer: Vec<NewerConstruct> = self
             .used(scenario)
             .into_iter()
+            // What `expect` says is tep's to judge; an adapter never acts on it, so an
+            // expectation field is no reason to withhold a scenario.
+            .filter(|(part, _)| !EXPECTATION_PARTS.contains(&part.as_str()))
             .filter_map(|(part, name)| {
                 let since = entry(&part, &name).map_or(newest(), |c| c.since);
                 (since > protocol).then(|| NewerConstruct {
@@ -314,10 +331,12 @@ impl Versions {
         newer
     }
 
-    /// The lowest protocol version that has every construct the scenario uses.
+    /// The lowest protocol version that has every construct the scenario uses (its
+    /// expectations aside: tep judges them, the adapter never reads them).
     pub fn needs(&self, scenario: &Scenario) -> u32 {
         self.used(scenario)
             .iter()
+            .filter(|(part, _)| !EXPECTATION_PARTS.contains(&part.as_str()))
             .map(|(part, name)| entry(part, name).map_or(newest(), |c| c.since))
             .max()
             .unwrap_or(1)
