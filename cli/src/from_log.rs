@@ -65,7 +65,13 @@ impl FromLog {
     ) -> Vec<(InvariantId, InvariantStatus)> {
         for (id, why) in deepseek_harness::not_checkable(&self.options) {
             for (i, status) in statuses.iter_mut() {
-                if *i == id && *status == InvariantStatus::Checked {
+                // What this log cannot show, it cannot show even in part.
+                if *i == id
+                    && matches!(
+                        status,
+                        InvariantStatus::Checked | InvariantStatus::PartlyCheckable(_)
+                    )
+                {
                     *status = InvariantStatus::NotCheckable(why.clone());
                 }
             }

@@ -163,6 +163,8 @@ fn scratch(name: &str) -> PathBuf {
     for sub in ["docs", "xtask/templates", "spec"] {
         copy_tree(&root().join(sub), &dir.join(sub));
     }
+    // The README's counts are generated too.
+    std::fs::copy(root().join("README.md"), dir.join("README.md")).unwrap();
     dir
 }
 

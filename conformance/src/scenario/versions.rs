@@ -67,6 +67,7 @@ pub const PARTS: &[(&str, &str)] = &[
     ("Expectation", "`expect` field"),
     ("CallExpectation", "call expectation field"),
     ("ExpectedContext", "expected context field"),
+    ("Undetermined", "`expect.undetermined` field"),
 ];
 
 /// Parts whose values are informative to an adapter (it reads nothing in them): not versioned
