@@ -56,8 +56,8 @@ pub fn breaks(mutant: Mutant) -> &'static [InvariantId] {
         Mutant::ApprovalAskedTwice => &[I::ApprovalOnce],
         // The reused answer is not audited either.
         Mutant::ApprovalAnswerReused => &[I::ApprovalOnce, I::ApprovalAudited],
-        // No invariant names it: the oracle (drive mode's expectations, fuzzing's reference
-        // outcome) sees what the skipped wrappers would have done.
-        Mutant::RedispatchSkipsInnerWrappers => &[],
+        // No invariant names it (the trace does not say which listener is which in the
+        // waterfall's order): the oracle sees the decision that wins.
+        Mutant::PreListenersReversed => &[],
     }
 }

@@ -118,7 +118,7 @@ fn every_mutant_is_found_and_shrunk_to_a_small_scenario_that_breaks_its_invarian
 
 #[test]
 fn the_oracle_finds_what_no_invariant_names_and_the_shrunk_file_replays_it() {
-    let mutant = Mutant::RedispatchSkipsInnerWrappers;
+    let mutant = Mutant::PreListenersReversed;
     let options = FuzzOptions {
         cases: 1000,
         ..FuzzOptions::new(1)
@@ -249,7 +249,8 @@ fn the_generator_reaches_every_construct_of_the_scenario_language() {
             "span: a write then an edit of the same file",
             "span: two asks for one tool",
             "span: wrapper timeout outside retry",
-            "span: wrapper retry outside timeout",
+            "span: wrapper timeout outside context",
+            "span: wrapper context outside timeout",
             "span: wrapper context outside throw",
             "span: wrapper throw outside context",
         ]

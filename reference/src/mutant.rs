@@ -103,8 +103,8 @@ mutants! {
     ApprovalAskedTwice = "approval-asked-twice",
     /// A tool allowed once is allowed again, without asking, for every later ask.
     ApprovalAnswerReused = "approval-answer-reused",
-    /// A wrapper's second dispatch (a retry) goes straight to the body, past the wrappers inside it.
-    RedispatchSkipsInnerWrappers = "redispatch-skips-inner-wrappers",
+    /// Pre-execute listeners run last registered first.
+    PreListenersReversed = "pre-listeners-reversed",
 }
 
 impl fmt::Display for Mutant {

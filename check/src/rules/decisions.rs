@@ -39,7 +39,9 @@ pub(crate) const APPROVAL_ONLY_AFTER_ASK: Rule = Rule::new(entry(
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let Some(event) = v.event() else { return };
     let call = cx.call(v.call);
+    // A second ask of one call is `approval-once`'s.
     if matches!(event.body, EventBody::ApprovalAsked(_))
+        && call.approval_asked.is_none()
         && (call.position != N::Pre || call.outcome != Some(Outcome::Ask))
     {
         let message = format!(

@@ -238,10 +238,6 @@ pub struct ExecuteNext<'a> {
     exec: &'a Execution,
     declared_timeout: Option<Duration>,
     dispatcher: &'a dyn Dispatch,
-    /// The mutant `redispatch-skips-inner-wrappers`: a second run of the same `next` goes
-    /// straight to the body.
-    bypass_on_rerun: bool,
-    ran: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl<'a> ExecuteNext<'a> {
@@ -256,33 +252,18 @@ impl<'a> ExecuteNext<'a> {
             exec,
             declared_timeout,
             dispatcher,
-            bypass_on_rerun: false,
-            ran: Arc::default(),
         }
-    }
-
-    /// Breaks the waterfall as the mutant `redispatch-skips-inner-wrappers` does.
-    pub(crate) fn bypassing_inner_wrappers_on_rerun(mut self, broken: bool) -> Self {
-        self.bypass_on_rerun = broken;
-        self
     }
 
     /// Runs the wrappers after this one and then the body, with `cancel` as the signal.
     pub fn run(&self, cancel: CancellationToken) -> BoxFuture<'a, Result<ToolResult, Failure>> {
         let this = self.clone();
-        let rerun = this.ran.swap(true, std::sync::atomic::Ordering::Relaxed);
         Box::pin(async move {
-            let rest = if rerun && this.bypass_on_rerun {
-                &[]
-            } else {
-                this.rest
-            };
-            match rest.split_first() {
+            match this.rest.split_first() {
                 None => this.dispatcher.dispatch(cancel).await,
                 Some((wrapper, rest)) => {
                     let next = ExecuteNext {
                         rest,
-                        ran: Arc::default(),
                         ..this.clone()
                     };
                     let call = DispatchCall {

@@ -610,7 +610,14 @@ impl ToolRegistry {
     /// rewritten execution the later stages are then handed.
     async fn decide(&self, exec: &Execution) -> (Prepared, Option<Execution>) {
         let entered = Mutex::new(Vec::new());
-        let decision = PreNext::new(&self.pre, exec, &entered).run().await;
+        let reversed: Vec<_>;
+        let listeners = if self.broken(Mutant::PreListenersReversed) {
+            reversed = self.pre.iter().rev().cloned().collect();
+            &reversed
+        } else {
+            &self.pre
+        };
+        let decision = PreNext::new(listeners, exec, &entered).run().await;
         if let Ok(PreDecision::Rewrite { arguments }) = &decision
             && self.broken(Mutant::PreRewritesArguments)
         {
@@ -858,8 +865,7 @@ impl ToolRegistry {
             deferred: &deferred,
         };
         let declared = plan.tool.as_ref().and_then(|t| t.timeout());
-        let next = ExecuteNext::new(&self.wrappers, &exec, declared, &dispatcher)
-            .bypassing_inner_wrappers_on_rerun(self.broken(Mutant::RedispatchSkipsInnerWrappers));
+        let next = ExecuteNext::new(&self.wrappers, &exec, declared, &dispatcher);
         let outcome = next.run(CancellationToken::new()).await;
         let obs = self.stage(NodeId::Around, &exec).identity(exec.identity());
         self.observe(match &outcome {

@@ -133,7 +133,7 @@ class QuickStartRunTest(unittest.TestCase):
             ("guards-after-a-deny", "guard-denies-a-forced-allow"): {"guard-deny-binds"},
             ("listeners-reversed", "pre-listeners-run-in-order"): {"expected-outcome"},
             ("listeners-reversed", "post-waterfall-is-an-onion"): {"expected-outcome"},
-            ("approval-asked-twice", "ask-allowed-once"): {"approval-only-after-ask"},
+            ("approval-asked-twice", "ask-allowed-once"): {"approval-once"},
             ("denial-skips-post", "pre-deny-skips-body"): {"denial-reaches-post", "expected-outcome"},
         }
         for (breakage, scenario_id), invariants in cases.items():
