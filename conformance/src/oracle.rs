@@ -24,7 +24,7 @@ use tep_model::identity::CallId;
 use crate::expectations::{Observed, Seen, observe};
 use crate::scenario::{
     BodyStep, CallExpectation, CallSpec, Expectation, ExpectedContext, ProgramStep, Scenario,
-    Undetermined, WrapperSpec,
+    ThrowPhase, Undetermined, WrapperSpec,
 };
 use crate::scripted::{ReferenceRun, run_reference_to_the_end};
 
@@ -44,6 +44,7 @@ pub fn expectations(scenario: &Scenario, revision: Revision) -> Option<Expectati
         Vec::new()
     };
     let mut racing = file_races(scenario);
+    racing.extend(deadline_under_a_throw(scenario));
     if retry_wraps_others(scenario) {
         // What a second `next()` runs is the implementation's: a re-dispatched call is free.
         racing.extend(
@@ -184,6 +185,71 @@ fn file_races(scenario: &Scenario) -> BTreeSet<CallId> {
     } else {
         BTreeSet::new()
     }
+}
+
+/// The calls (and their sub-calls) a deadline may end while a wrapper inside the timeout throws
+/// after its dispatch: whether the timeout reports its `TOOL_TIMEOUT` result or passes the
+/// inner wrapper's throw on (post-execute runs after the one, not the other) is not fixed.
+fn deadline_under_a_throw(scenario: &Scenario) -> BTreeSet<CallId> {
+    let Some(t) = scenario
+        .wrappers
+        .iter()
+        .position(|w| matches!(w, WrapperSpec::Timeout))
+    else {
+        return BTreeSet::new();
+    };
+    // A throw wrapper for listed calls only is counted for every call: the safe side.
+    let throws_after = scenario.wrappers[t + 1..].iter().any(|w| {
+        matches!(
+            w,
+            WrapperSpec::Throw {
+                phase: ThrowPhase::After,
+                ..
+            }
+        )
+    });
+    if !throws_after {
+        return BTreeSet::new();
+    }
+    let deadline = scenario
+        .tools
+        .iter()
+        .filter_map(|t| t.timeout_ms)
+        .min()
+        .unwrap_or(0);
+    let meets = |body: &[BodyStep]| {
+        body.iter()
+            .any(|s| matches!(s, BodyStep::Hang | BodyStep::SlowStop(_)))
+            || body
+                .iter()
+                .map(|s| if let BodyStep::Sleep(ms) = s { *ms } else { 0 })
+                .sum::<u64>() as f64
+                * JITTER.iter().copied().fold(1.0, f64::max)
+                + SCHEDULING_MS
+                >= deadline as f64
+    };
+    let mut out = BTreeSet::new();
+    for call in &scenario.calls {
+        let mut hit = meets(&call.body);
+        for step in call.program.iter().flatten() {
+            hit |= match step {
+                ProgramStep::Call(b) => meets(&b.body),
+                ProgramStep::All(bs) => bs.iter().any(|b| meets(&b.body)),
+                _ => false,
+            };
+        }
+        if hit {
+            out.insert(call.call_id.clone());
+            out.extend(
+                scenario
+                    .all_sub_calls()
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .filter(|id| id.as_str().starts_with(&format!("{}:", call.call_id))),
+            );
+        }
+    }
+    out
 }
 
 /// Whether a retry has wrappers inside it. A retry's second `next()` runs them again in the
