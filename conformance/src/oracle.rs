@@ -211,23 +211,9 @@ fn deadline_under_a_throw(scenario: &Scenario) -> BTreeSet<CallId> {
     if !throws_after {
         return BTreeSet::new();
     }
-    let deadline = scenario
-        .tools
-        .iter()
-        .filter_map(|t| t.timeout_ms)
-        .min()
-        .unwrap_or(0);
-    let meets = |body: &[BodyStep]| {
-        body.iter()
-            .any(|s| matches!(s, BodyStep::Hang | BodyStep::SlowStop(_)))
-            || body
-                .iter()
-                .map(|s| if let BodyStep::Sleep(ms) = s { *ms } else { 0 })
-                .sum::<u64>() as f64
-                * JITTER.iter().copied().fold(1.0, f64::max)
-                + SCHEDULING_MS
-                >= deadline as f64
-    };
+    let deadline = deadline(scenario).unwrap_or(0);
+    let meets =
+        |body: &[BodyStep]| worst_ms(scenario, body).is_none_or(|ms| may_reach(ms, deadline));
     let mut out = BTreeSet::new();
     for call in &scenario.calls {
         let mut hit = meets(&call.body);
@@ -290,38 +276,15 @@ fn literals(scenario: &Scenario) -> BTreeSet<String> {
 }
 
 /// Whether some body could end near its deadline: a body that ends by itself (no hang, no slow
-/// stop: those always meet the deadline) and whose scripted time over every attempt a retry may
-/// make, stretched by the largest jitter plus a little scheduling, reaches the shortest declared
-/// timeout. Only then can timing change an outcome, and only then the jittered runs are made.
+/// stop: those always meet the deadline) and whose scripted time may reach it. Only then can
+/// timing change an outcome, and only then the jittered runs are made.
 fn timing_sensitive(scenario: &Scenario) -> bool {
     let has_timeout = scenario
         .wrappers
         .iter()
         .any(|w| matches!(w, WrapperSpec::Timeout));
-    let Some(deadline) = scenario.tools.iter().filter_map(|t| t.timeout_ms).min() else {
+    let Some(deadline) = deadline(scenario).filter(|_| has_timeout) else {
         return false;
-    };
-    if !has_timeout {
-        return false;
-    }
-    let (attempts, delay) = scenario
-        .wrappers
-        .iter()
-        .filter_map(|w| match w {
-            WrapperSpec::Retry { attempts, delay_ms } => Some((u64::from(*attempts), *delay_ms)),
-            _ => None,
-        })
-        .fold((1u64, 0u64), |(a, d), (n, ms)| (a * n.max(1), d + ms * n));
-    let worst = |body: &[BodyStep]| -> Option<u64> {
-        let mut total = 0u64;
-        for step in body {
-            match step {
-                BodyStep::Hang | BodyStep::SlowStop(_) => return None,
-                BodyStep::Sleep(ms) => total += ms,
-                _ => {}
-            }
-        }
-        Some(total * attempts + delay)
     };
     let bodies = scenario.calls.iter().flat_map(|c| {
         std::iter::once(c.body.as_slice()).chain(c.program.iter().flatten().flat_map(|s| match s {
@@ -330,10 +293,43 @@ fn timing_sensitive(scenario: &Scenario) -> bool {
             _ => vec![],
         }))
     });
-    let stretch = JITTER.iter().copied().fold(1.0, f64::max);
     bodies
-        .filter_map(worst)
-        .any(|ms| ms as f64 * stretch + SCHEDULING_MS >= deadline as f64)
+        .filter_map(|body| worst_ms(scenario, body))
+        .any(|ms| may_reach(ms, deadline))
+}
+
+/// The shortest declared timeout.
+fn deadline(scenario: &Scenario) -> Option<u64> {
+    scenario.tools.iter().filter_map(|t| t.timeout_ms).min()
+}
+
+/// A body's scripted time over every attempt a retry may make, or `None` if it waits for its
+/// cancellation (a hang, a slow stop).
+fn worst_ms(scenario: &Scenario, body: &[BodyStep]) -> Option<u64> {
+    let (attempts, delay) = scenario
+        .wrappers
+        .iter()
+        .filter_map(|w| match w {
+            WrapperSpec::Retry { attempts, delay_ms } => Some((u64::from(*attempts), *delay_ms)),
+            _ => None,
+        })
+        .fold((1u64, 0u64), |(a, d), (n, ms)| (a * n.max(1), d + ms * n));
+    let mut total = 0u64;
+    for step in body {
+        match step {
+            BodyStep::Hang | BodyStep::SlowStop(_) => return None,
+            BodyStep::Sleep(ms) => total += ms,
+            _ => {}
+        }
+    }
+    Some(total * attempts + delay)
+}
+
+/// Whether `ms` of scripted time, stretched by the largest jitter plus a little scheduling,
+/// reaches `deadline`.
+fn may_reach(ms: u64, deadline: u64) -> bool {
+    let stretch = JITTER.iter().copied().fold(1.0, f64::max);
+    ms as f64 * stretch + SCHEDULING_MS >= deadline as f64
 }
 
 /// What scheduling may add to a body's scripted time, in milliseconds.
