@@ -299,6 +299,12 @@ pub fn level_of(node: NodeId) -> ObservationLevel {
     record_of(node).map_or(Full, |r| r.level)
 }
 
+/// Whether a trace at `level` records both ends of `edge`, so that a run that took it shows it:
+/// an edge the level cannot see is never reported as not taken (it may still be implied).
+pub fn sees_edge(level: ObservationLevel, edge: &tep_model::graph::Edge) -> bool {
+    level_of(edge.from) <= level && level_of(edge.to) <= level
+}
+
 /// Whether `node` is made at a public extension point or is a session event: the stages whose
 /// order between calls is a guarantee (`denied`, `normalized` and `allResults` have no hook, so
 /// they neither hold nor take the ordered lane).

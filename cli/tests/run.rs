@@ -1282,3 +1282,44 @@ fn ci_template_runs_against_the_reference(file: &str, install: &str) {
         "the HTML report is kept too"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// coverage at a level below full
+
+#[test]
+fn coverage_at_hooks_counts_implied_edges_and_never_calls_an_unseen_edge_not_taken() {
+    let full = tep(&["run", "--format", "json"]);
+    let hooks = tep(&["run", "--observed", "hooks", "--format", "json"]);
+    let (full, hooks): (Value, Value) = (
+        serde_json::from_slice(&full.stdout).unwrap(),
+        serde_json::from_slice(&hooks.stdout).unwrap(),
+    );
+    let edges = |r: &Value| r["coverage"]["edges"].clone();
+    // The reference takes every edge at full; at hooks the same, some only implied.
+    assert_eq!(edges(&full)["taken"], edges(&full)["total"]);
+    assert_eq!(
+        edges(&hooks)["taken"],
+        edges(&full)["taken"],
+        "{}",
+        edges(&hooks)
+    );
+    assert!(edges(&hooks)["implied"].as_u64().unwrap() > 0);
+    assert!(edges(&full).get("implied").is_none());
+    let text = stdout(&tep(&["run", "--observed", "hooks"]));
+    assert!(text.contains("at level hooks: "), "{text}");
+    assert!(
+        text.contains(" implied by the records around them"),
+        "{text}"
+    );
+    assert!(!text.contains("not taken:"), "{text}");
+    // At events, what the level cannot see is said so, not called missing.
+    let events = stdout(&tep(&["run", "--observed", "events"]));
+    assert!(
+        events.contains("not seen at level events: pre -->|deny| denied"),
+        "{events}"
+    );
+    assert!(
+        !events.contains("not taken: pre -->|deny| denied"),
+        "{events}"
+    );
+}

@@ -621,28 +621,38 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
     let _ = writeln!(
         out,
         "edge coverage: {}/{} edges of the {} stage graph ({:.0}%)",
-        report.coverage.edges.len(),
+        report.coverage.taken(),
         total,
         report.spec,
         report.edge_coverage() * 100.0
     );
+    let c = &report.coverage;
     // With no trace judged, every edge is missing and listing them says nothing.
     if report.tested() {
+        below_full(&mut out, report, c.edges.len(), c.implied_edges.len());
         for missing in report.missing_edges() {
             let _ = writeln!(out, "  not taken: {missing}");
         }
+        for unseen in report.unseen_edges() {
+            let _ = writeln!(out, "  not seen at level {}: {unseen}", report.level);
+        }
     }
-    if !report.coverage.code_mode_edges.is_empty() {
+    if c.code_mode_taken() > 0 {
         let _ = writeln!(
             out,
             "code mode edge coverage: {}/{} edges of the {} Code Mode graph ({:.0}%)",
-            report.coverage.code_mode_edges.len(),
+            c.code_mode_taken(),
             StageGraph::code_mode(report.spec).edges().len(),
             report.spec,
             report.code_mode_edge_coverage() * 100.0
         );
+        let (observed, implied) = (c.code_mode_edges.len(), c.implied_code_mode_edges.len());
+        below_full(&mut out, report, observed, implied);
         for missing in report.missing_code_mode_edges() {
             let _ = writeln!(out, "  not taken: {missing}");
+        }
+        for unseen in report.unseen_code_mode_edges() {
+            let _ = writeln!(out, "  not seen at level {}: {unseen}", report.level);
         }
     }
     let _ = writeln!(out, "{}", invariants_line(report));
@@ -747,10 +757,7 @@ pub fn run_of_check(
     } else {
         Status::Warned
     };
-    let edges = Coverage {
-        edges: check.edges,
-        code_mode_edges: check.code_mode_edges,
-    };
+    let edges = Coverage::of(&check);
     let steps = check.steps;
     let result = ScenarioResult {
         id: name.to_owned(),
@@ -890,8 +897,16 @@ pub struct EdgeCoverage {
     pub total: usize,
     /// `taken / total`, from 0 to 1.
     pub ratio: f64,
-    /// The edges no trace took.
+    /// Of `taken`, the edges no trace recorded but the records around them imply (only below
+    /// level `full`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub implied: usize,
+    /// The edges no trace took, of those the run's level records.
     pub missing: Vec<String>,
+    /// The edges the run's level does not record and no trace implied: neither taken nor
+    /// missing, as far as the level can tell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<String>,
     /// Every edge of the graph in declaration order, with how many scenarios took it. An edge's
     /// index here is its number: in a scenario's `edges`, a violation's `step`, and the
     /// `data-edge` of its group in the docs' SVG picture of the graph.
@@ -906,8 +921,11 @@ pub struct EdgeTaken {
     pub edge: String,
     pub from: NodeId,
     pub to: NodeId,
-    /// How many scenarios' traces took it.
+    /// How many scenarios' traces took it (recorded or implied).
     pub scenarios: usize,
+    /// Of those, how many only imply it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub implied: usize,
 }
 
 /// Whether the run could check an invariant.
@@ -981,6 +999,12 @@ pub struct ScenarioReport {
     /// The edges of the Code Mode graph its sub-calls took (`coverage.codeModeEdges.edges`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub code_mode_edges: Vec<usize>,
+    /// The edges of the stage graph its trace does not record but implies (below `full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub implied_edges: Vec<usize>,
+    /// The edges of the Code Mode graph its sub-calls imply so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub implied_code_mode_edges: Vec<usize>,
 }
 
 /// One broken invariant.
@@ -1076,6 +1100,18 @@ fn violation_report(v: &Violation, step: Option<&StepRecord>) -> ViolationReport
     }
 }
 
+/// Below `full`, how many of the edges taken the traces recorded and how many their records
+/// imply (`full` records every stage and implies none).
+fn below_full(out: &mut String, report: &RunReport, observed: usize, implied: usize) {
+    if report.level < ObservationLevel::Full {
+        let _ = writeln!(
+            out,
+            "  at level {}: {observed} observed, {implied} implied by the records around them",
+            report.level
+        );
+    }
+}
+
 fn rounded(seconds: f64) -> f64 {
     (seconds * 1000.0).round() / 1000.0
 }
@@ -1083,35 +1119,47 @@ fn rounded(seconds: f64) -> f64 {
 fn edge_coverage(
     graph: &StageGraph,
     ratio: f64,
-    missing: Vec<String>,
-    taken_by: impl Fn(&ScenarioResult) -> &BTreeSet<EdgeId>,
+    (missing, unseen): (Vec<String>, Vec<String>),
+    taken_by: impl Fn(&ScenarioResult) -> (&BTreeSet<EdgeId>, &BTreeSet<EdgeId>),
     scenarios: &[ScenarioResult],
 ) -> EdgeCoverage {
-    let mut counts = vec![0; graph.edges().len()];
+    // Per edge: the scenarios that took it, and those of them that only imply it.
+    let mut counts = vec![(0, 0); graph.edges().len()];
     for s in scenarios {
-        for edge in taken_by(s) {
-            if let Some(n) = counts.get_mut(edge.0) {
+        let (observed, implied) = taken_by(s);
+        for edge in observed.union(implied) {
+            if let Some((n, only_implied)) = counts.get_mut(edge.0) {
                 *n += 1;
+                if !observed.contains(edge) {
+                    *only_implied += 1;
+                }
             }
         }
     }
     EdgeCoverage {
-        taken: counts.iter().filter(|&&n| n > 0).count(),
+        taken: counts.iter().filter(|(n, _)| *n > 0).count(),
         total: counts.len(),
         ratio,
+        implied: counts.iter().filter(|(n, i)| *n > 0 && n == i).count(),
         missing,
+        unseen,
         edges: graph
             .edges()
             .iter()
             .zip(counts)
-            .map(|(e, scenarios)| EdgeTaken {
+            .map(|(e, (scenarios, implied))| EdgeTaken {
                 edge: e.describe(),
                 from: e.from,
                 to: e.to,
                 scenarios,
+                implied,
             })
             .collect(),
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The machine-readable report.
@@ -1154,6 +1202,13 @@ pub fn json(
                 trace: ctx.traces.get(&s.id).map(|p| p.display().to_string()),
                 edges: s.edges.edges.iter().map(|e| e.0).collect(),
                 code_mode_edges: s.edges.code_mode_edges.iter().map(|e| e.0).collect(),
+                implied_edges: s.edges.implied_edges.iter().map(|e| e.0).collect(),
+                implied_code_mode_edges: s
+                    .edges
+                    .implied_code_mode_edges
+                    .iter()
+                    .map(|e| e.0)
+                    .collect(),
             }
         })
         .collect();
@@ -1186,15 +1241,18 @@ pub fn json(
             edges: edge_coverage(
                 StageGraph::of(report.spec),
                 report.edge_coverage(),
-                report.missing_edges(),
-                |s| &s.edges.edges,
+                (report.missing_edges(), report.unseen_edges()),
+                |s| (&s.edges.edges, &s.edges.implied_edges),
                 &report.scenarios,
             ),
             code_mode_edges: edge_coverage(
                 StageGraph::code_mode(report.spec),
                 report.code_mode_edge_coverage(),
-                report.missing_code_mode_edges(),
-                |s| &s.edges.code_mode_edges,
+                (
+                    report.missing_code_mode_edges(),
+                    report.unseen_code_mode_edges(),
+                ),
+                |s| (&s.edges.code_mode_edges, &s.edges.implied_code_mode_edges),
                 &report.scenarios,
             ),
         },
@@ -1358,6 +1416,26 @@ pub fn junit(
         ("tep.observation", report.level.to_string()),
         ("tep.implementation", report.implementation().name.clone()),
         ("tep.interrupted", report.interrupted.to_string()),
+        (
+            "tep.coverage.edges",
+            format!(
+                "{}/{}",
+                report.coverage.taken(),
+                StageGraph::of(report.spec).edges().len()
+            ),
+        ),
+        (
+            "tep.coverage.observed",
+            report.coverage.edges.len().to_string(),
+        ),
+        (
+            "tep.coverage.implied",
+            report.coverage.implied_edges.len().to_string(),
+        ),
+        (
+            "tep.coverage.unseen",
+            report.unseen_edges().len().to_string(),
+        ),
     ];
     write_junit(
         &format!("tep conformance ({})", report.spec),

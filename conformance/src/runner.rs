@@ -288,12 +288,44 @@ pub struct Coverage {
     pub edges: BTreeSet<EdgeId>,
     /// Edges of the Code Mode graph, taken by sub-calls.
     pub code_mode_edges: BTreeSet<EdgeId>,
+    /// Edges of the pipeline graph no trace recorded but the records around them imply (below
+    /// `full`): none of them is in `edges`.
+    pub implied_edges: BTreeSet<EdgeId>,
+    /// Edges of the Code Mode graph implied so, none of them in `code_mode_edges`.
+    pub implied_code_mode_edges: BTreeSet<EdgeId>,
 }
 
 impl Coverage {
+    /// What one trace's check took.
+    pub fn of(check: &tep_check::checker::CheckReport) -> Coverage {
+        Coverage {
+            edges: check.edges.clone(),
+            code_mode_edges: check.code_mode_edges.clone(),
+            implied_edges: check.implied_edges.clone(),
+            implied_code_mode_edges: check.implied_code_mode_edges.clone(),
+        }
+    }
+
     fn extend(&mut self, other: &Coverage) {
         self.edges.extend(&other.edges);
         self.code_mode_edges.extend(&other.code_mode_edges);
+        self.implied_edges.extend(&other.implied_edges);
+        self.implied_code_mode_edges
+            .extend(&other.implied_code_mode_edges);
+        // An edge one trace records is observed, whatever another implies.
+        self.implied_edges.retain(|e| !self.edges.contains(e));
+        self.implied_code_mode_edges
+            .retain(|e| !self.code_mode_edges.contains(e));
+    }
+
+    /// The pipeline edges taken, observed or implied.
+    pub fn taken(&self) -> usize {
+        self.edges.len() + self.implied_edges.len()
+    }
+
+    /// The Code Mode edges taken, observed or implied.
+    pub fn code_mode_taken(&self) -> usize {
+        self.code_mode_edges.len() + self.implied_code_mode_edges.len()
     }
 }
 
@@ -317,33 +349,79 @@ impl RunReport {
         if total == 0 {
             return 1.0;
         }
-        self.coverage.edges.len() as f64 / total as f64
+        self.coverage.taken() as f64 / total as f64
     }
 
-    /// The graph's edges no trace took.
+    /// The graph's edges no trace took, of those the run's level records.
     pub fn missing_edges(&self) -> Vec<String> {
-        missing(StageGraph::of(self.spec), &self.coverage.edges)
+        let c = &self.coverage;
+        missing(
+            StageGraph::of(self.spec),
+            &c.edges,
+            &c.implied_edges,
+            self.level,
+            true,
+        )
+    }
+
+    /// The graph's edges the run's level does not record and no trace implied: whether they
+    /// were taken, the level cannot say.
+    pub fn unseen_edges(&self) -> Vec<String> {
+        let c = &self.coverage;
+        missing(
+            StageGraph::of(self.spec),
+            &c.edges,
+            &c.implied_edges,
+            self.level,
+            false,
+        )
     }
 
     /// Edges of the revision's Code Mode graph taken by sub-calls, from 0 to 1.
     pub fn code_mode_edge_coverage(&self) -> f64 {
         let total = StageGraph::code_mode(self.spec).edges().len();
-        self.coverage.code_mode_edges.len() as f64 / total.max(1) as f64
+        self.coverage.code_mode_taken() as f64 / total.max(1) as f64
     }
 
-    /// The Code Mode graph's edges no sub-call took.
+    /// The Code Mode graph's edges no sub-call took, of those the run's level records.
     pub fn missing_code_mode_edges(&self) -> Vec<String> {
+        let c = &self.coverage;
+        let graph = StageGraph::code_mode(self.spec);
         missing(
-            StageGraph::code_mode(self.spec),
-            &self.coverage.code_mode_edges,
+            graph,
+            &c.code_mode_edges,
+            &c.implied_code_mode_edges,
+            self.level,
+            true,
+        )
+    }
+
+    /// The Code Mode graph's edges the run's level does not record and no sub-call implied.
+    pub fn unseen_code_mode_edges(&self) -> Vec<String> {
+        let c = &self.coverage;
+        let graph = StageGraph::code_mode(self.spec);
+        missing(
+            graph,
+            &c.code_mode_edges,
+            &c.implied_code_mode_edges,
+            self.level,
+            false,
         )
     }
 }
 
-fn missing(graph: &StageGraph, taken: &BTreeSet<EdgeId>) -> Vec<String> {
+/// The edges neither observed nor implied whose visibility at `level` is `visible`.
+fn missing(
+    graph: &StageGraph,
+    observed: &BTreeSet<EdgeId>,
+    implied: &BTreeSet<EdgeId>,
+    level: ObservationLevel,
+    visible: bool,
+) -> Vec<String> {
     graph
         .edge_ids()
-        .filter(|(id, _)| !taken.contains(id))
+        .filter(|(id, _)| !observed.contains(id) && !implied.contains(id))
+        .filter(|(_, e)| tep_check::observation::sees_edge(level, e) == visible)
         .map(|(_, e)| e.describe())
         .collect()
 }
@@ -900,10 +978,7 @@ pub fn judge(
             result.reason = Some(format!("the trace is malformed: {e}"));
         }
         Ok(check) => {
-            result.edges = Coverage {
-                edges: check.edges,
-                code_mode_edges: check.code_mode_edges,
-            };
+            result.edges = Coverage::of(&check);
             coverage.extend(&result.edges);
             result.violations = check.violations;
             let (violations, notes) = check_expectations(scenario, &records, options.level);

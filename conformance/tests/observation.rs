@@ -21,7 +21,7 @@ use tep_conformance::observation::thin;
 use tep_conformance::runner::{Coverage, judge};
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::{NodeId, Outcome, Revision};
+use tep_reference::graph::{NodeId, Outcome, Revision, StageGraph};
 use tep_reference::identity::CallId;
 use tep_reference::result::ContentBlock;
 use tep_reference::session::{EventBody, ToolResultData};
@@ -820,4 +820,68 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
         })
         .count();
     assert_eq!(not_checkable(ObservationLevel::Full), read_the_scenario);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Coverage says what a level can see: an edge a level does not record is implied by the records
+// around it, never invented.
+
+#[test]
+fn a_trace_thinned_to_hooks_takes_the_same_edges_observed_or_implied() {
+    let taken = |r: &tep_conformance::checker::CheckReport| {
+        let pipeline: BTreeSet<_> = r.edges.union(&r.implied_edges).copied().collect();
+        let code_mode: BTreeSet<_> = r
+            .code_mode_edges
+            .union(&r.implied_code_mode_edges)
+            .copied()
+            .collect();
+        (pipeline, code_mode)
+    };
+    let mut implied_at_hooks = 0;
+    for s in corpus().unwrap() {
+        for revision in Revision::ALL.into_iter().filter(|&r| s.applies_to(r)) {
+            let records = run_reference(&s, revision, &[]).unwrap();
+            let check = |level| {
+                check_records(&drive_options(&s, revision, level), &thin(&records, level)).unwrap()
+            };
+            let full = check(ObservationLevel::Full);
+            assert!(
+                full.implied_edges.is_empty() && full.implied_code_mode_edges.is_empty(),
+                "{} {revision}: `full` records every stage, so it implies nothing",
+                s.id
+            );
+            let hooks = check(ObservationLevel::Hooks);
+            assert!(hooks.edges.is_disjoint(&hooks.implied_edges));
+            assert_eq!(
+                taken(&hooks),
+                (full.edges.clone(), full.code_mode_edges.clone()),
+                "{} {revision}: at hooks, observed {:?} implied {:?}",
+                s.id,
+                hooks.edges,
+                hooks.implied_edges
+            );
+            implied_at_hooks += hooks.implied_edges.len();
+            // At events most ways are many: what is implied is still only what was taken.
+            let (pipeline, code_mode) = taken(&check(ObservationLevel::Events));
+            assert!(
+                pipeline.is_subset(&full.edges),
+                "{} {revision}: {:?} not in {:?}",
+                s.id,
+                pipeline
+                    .difference(&full.edges)
+                    .map(|e| StageGraph::of(revision).edges()[e.0].describe())
+                    .collect::<Vec<_>>(),
+                full.edges
+            );
+            assert!(
+                code_mode.is_subset(&full.code_mode_edges),
+                "{} {revision}",
+                s.id
+            );
+        }
+    }
+    assert!(
+        implied_at_hooks > 0,
+        "the corpus denies, throws and settles"
+    );
 }

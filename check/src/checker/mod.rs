@@ -30,7 +30,7 @@ use crate::facts::walk::{Step, Walker, bit};
 pub use crate::facts::{CheckOptions, InvariantStatus, ScenarioFacts};
 use crate::facts::{FsSeen, context_text};
 use crate::invariants::{InvariantId, Level};
-use crate::observation::Expectations;
+use crate::observation::{Expectations, level_of};
 use crate::rules::{self, Claim, Cx, Finding, Read, Record, Refused, Rule, Visit};
 
 /// At most this many violations are kept; the rest are counted.
@@ -142,6 +142,12 @@ pub struct CheckReport {
     pub edges: BTreeSet<EdgeId>,
     /// Edges of the Code Mode graph the trace's sub-calls took.
     pub code_mode_edges: BTreeSet<EdgeId>,
+    /// Edges of the pipeline graph the trace does not record but its records imply: at a level
+    /// below `full`, the edges around a stage the level never records (an inferred `denied`),
+    /// where only one way leads through it. None of them is in `edges`.
+    pub implied_edges: BTreeSet<EdgeId>,
+    /// Edges of the Code Mode graph implied so, none of them in `code_mode_edges`.
+    pub implied_code_mode_edges: BTreeSet<EdgeId>,
     /// How many records were checked.
     pub records: usize,
     /// How many batches the trace holds: a trace without one checks nothing.
@@ -258,6 +264,8 @@ pub struct Checker {
     /// The invariants checked (bit per id): findings of the others are dropped.
     checked: u128,
     taken: Taken,
+    /// The edges the records imply, per graph (bit per edge).
+    implied: [u128; 2],
     /// Each visit's step, when a report wants them.
     steps: Option<Vec<StepRecord>>,
     report: CheckReport,
@@ -289,6 +297,41 @@ impl Taken {
     }
 }
 
+/// The edges set in `bits` that `observed` does not hold.
+fn implied_only(bits: u128, observed: &BTreeSet<EdgeId>) -> BTreeSet<EdgeId> {
+    (0..128)
+        .filter(|&k| bits & 1u128 << k != 0)
+        .map(EdgeId)
+        .filter(|e| !observed.contains(e))
+        .collect()
+}
+
+/// The edges into and out of `allResults` (bit per edge) when `level` does not record it: a
+/// batch whose every call has its result settles there, and its contexts come from there.
+fn unrecorded_settle(walker: &Walker, level: ObservationLevel) -> (u128, u128) {
+    if level_of(NodeId::AllResults) <= level {
+        return (0, 0);
+    }
+    let bit = |from, to| {
+        walker
+            .tables
+            .edge(from, to)
+            .filter(|e| e.0 < 128)
+            .map_or(0, |e| 1u128 << e.0)
+    };
+    (
+        bit(NodeId::ToolResult, NodeId::AllResults),
+        bit(NodeId::AllResults, NodeId::Context),
+    )
+}
+
+fn graph_index(kind: GraphKind) -> usize {
+    match kind {
+        GraphKind::Pipeline => 0,
+        GraphKind::CodeMode => 1,
+    }
+}
+
 impl Checker {
     pub fn new(options: CheckOptions) -> Self {
         let expect = Expectations::new(options.level, |c| options.has(c));
@@ -310,6 +353,7 @@ impl Checker {
             escaped: false,
             checked,
             taken: Taken::default(),
+            implied: [0; 2],
             steps: None,
             report: CheckReport::default(),
         }
@@ -384,6 +428,9 @@ impl Checker {
     pub fn finish(mut self) -> Result<CheckReport, TraceError> {
         self.close_batch()?;
         self.report.steps = self.steps.take().unwrap_or_default();
+        let [pipeline, code_mode] = self.implied;
+        self.report.implied_edges = implied_only(pipeline, &self.report.edges);
+        self.report.implied_code_mode_edges = implied_only(code_mode, &self.report.code_mode_edges);
         Ok(self.report)
     }
 
@@ -755,6 +802,14 @@ impl Checker {
         Ok(())
     }
 
+    /// A batch every call of which has its result, at a level that does not record
+    /// `allResults`, settled there: the edge into it is implied.
+    fn imply_settled(&mut self, batch: &Batch) {
+        if batch.settled.is_none() && batch.is_complete() {
+            self.implied[0] |= unrecorded_settle(&self.walker, self.options.level).0;
+        }
+    }
+
     fn close_batch(&mut self) -> Result<(), TraceError> {
         let Some(batch) = self.batch.take() else {
             return Ok(());
@@ -771,6 +826,7 @@ impl Checker {
         if self.escaped {
             return Ok(());
         }
+        self.imply_settled(&batch);
         let mut cx = Cx {
             options: &self.options,
             batch: &batch,
@@ -822,6 +878,10 @@ impl Checker {
             },
             Some(n) => walker.step(call.position, call.outcome, n, call.facts, call.visited),
         };
+        if let (Step::Inferred, Some(to)) = (&step, node) {
+            self.implied[graph_index(call.graph.kind())] |=
+                walker.implied(call.position, call.outcome, to, call.facts);
+        }
         if let (Some(steps), Some(to)) = (self.steps.as_mut(), node) {
             let edge = match step {
                 Step::Direct(e) | Step::Side(Some(e)) => Some(e),
@@ -1143,6 +1203,10 @@ impl Checker {
                 }
                 batch.last_injected = Some(i);
                 batch.first_context.get_or_insert(line);
+                if batch.settled.is_none() && batch.is_complete() {
+                    let settled = unrecorded_settle(&self.walker, self.options.level);
+                    self.implied[0] |= settled.0 | settled.1;
+                }
                 if let (Some(_), Some(edge)) = (
                     batch.settled,
                     self.walker.tables.edge(NodeId::AllResults, NodeId::Context),

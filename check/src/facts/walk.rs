@@ -6,12 +6,13 @@
 //! ([`Expectations::required`]): the walk then infers the path, taking for each passed-over
 //! stage the outcome its absence implies ([`Expectations::assumed`]).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 use tep_model::graph::{EdgeId, NodeId, NodeKind, Outcome, Phase, Scope, StageGraph, StepError};
 
 use super::state::Section;
-use crate::observation::{CallFacts, Expectations, has_hook};
+use crate::observation::{CallFacts, Expectations, has_hook, level_of};
 
 /// How a visit relates to the call's position.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,6 +262,20 @@ pub(crate) struct Walker {
     passes: Vec<Cell<u8>>,
     /// [`Walker::lane_stops`] per (node, outcome, facts); [`UNKNOWN`] until asked.
     lane: Vec<Cell<u32>>,
+    /// [`Walker::implied`] per (from, outcome, to, facts), filled as asked: few keys occur.
+    implied: RefCell<HashMap<usize, u128>>,
+}
+
+/// The outcome a step leaves `from` with. Post-execute decided, and then the pipeline failed
+/// to apply the decision (reference semantics 32): the decision's record says accept or block,
+/// the stage threw.
+fn applied(from: NodeId, outcome: Option<Outcome>, to: NodeId) -> Option<Outcome> {
+    match (from, outcome, to) {
+        (NodeId::Post, Some(Outcome::Accept | Outcome::Block), NodeId::Normalized) => {
+            Some(Outcome::Throw)
+        }
+        _ => outcome,
+    }
 }
 
 /// A node mask no question answers (there are fewer nodes than bits).
@@ -286,6 +301,7 @@ impl Walker {
             tables: Tables::new(graph, expect),
             passes: vec![Cell::new(0); NODES * OUTCOMES * NODES * FACTS],
             lane: vec![Cell::new(UNKNOWN); NODES * OUTCOMES * FACTS],
+            implied: RefCell::new(HashMap::new()),
         }
     }
 
@@ -319,14 +335,7 @@ impl Walker {
                 missing,
             };
         }
-        // Post-execute decided, and then the pipeline failed to apply the decision (reference
-        // semantics 32): the decision's record says accept or block, the stage threw.
-        let outcome = match (from, outcome, to) {
-            (NodeId::Post, Some(Outcome::Accept | Outcome::Block), NodeId::Normalized) => {
-                Some(Outcome::Throw)
-            }
-            _ => outcome,
-        };
+        let outcome = applied(from, outcome, to);
         if let Some(id) = t.direct(from, outcome, to) {
             return Step::Direct(id);
         }
@@ -346,6 +355,99 @@ impl Walker {
                 error,
             },
         }
+    }
+
+    /// The edges an inferred step from `(from, outcome)` to `to` took (bit per edge): those
+    /// on every way between the two records. Only stages the level never records are passed
+    /// over here, an approval, whose `unavailable` answer only `full` records, and a finalize
+    /// stage the definition may not have: a stage the level records, and that the trace does
+    /// not hold, did not run. So where one way leads
+    /// through, the records around it imply each of its edges (an inferred `denied`); where
+    /// two do, only the edges both share.
+    pub fn implied(
+        &self,
+        from: NodeId,
+        outcome: Option<Outcome>,
+        to: NodeId,
+        facts: CallFacts,
+    ) -> u128 {
+        let key = ((from as usize * OUTCOMES + outcome_index(outcome)) * NODES + to as usize)
+            * FACTS
+            + facts_index(facts);
+        let outcome = applied(from, outcome, to);
+        if let Some(&bits) = self.implied.borrow().get(&key) {
+            return bits;
+        }
+        let bits = self.edges_on_every_way(from, outcome, to, facts);
+        self.implied.borrow_mut().insert(key, bits);
+        bits
+    }
+
+    fn edges_on_every_way(
+        &self,
+        from: NodeId,
+        outcome: Option<Outcome>,
+        to: NodeId,
+        facts: CallFacts,
+    ) -> u128 {
+        let passable = |n: NodeId| {
+            n != from
+                && n != to
+                && !self.tables.required(n, facts)
+                && (level_of(n) > self.expect.level
+                    || matches!(n, NodeId::Approval | NodeId::Finalize))
+        };
+        // A call whose definition has no `finalizeContent` has no finalize stage: passing over
+        // it may be skipping it, so the edges at it are not implied.
+        let skipped = |n: NodeId| n == NodeId::Finalize && facts.finalizer != Some(true);
+        // The edges a way may take: from `from` as its outcome selects, then on from each
+        // passed-over stage as its absence implies.
+        let mut ways: Vec<(NodeId, NodeId, usize)> = Vec::new();
+        let mut seen = bit(from);
+        let mut stack = vec![(from, Some(outcome))];
+        while let Some((n, selects)) = stack.pop() {
+            for (id, e) in self.graph.edge_ids().filter(|(_, e)| e.from == n) {
+                if self.graph.is_leaf(e.to) {
+                    continue;
+                }
+                let selected = match selects {
+                    None => true,
+                    Some(o) => matches!(self.graph.step(n, o, e.to), Ok((first, _)) if first == id),
+                };
+                if !selected || id.0 >= 128 {
+                    continue;
+                }
+                ways.push((n, e.to, id.0));
+                if passable(e.to) && seen & bit(e.to) == 0 {
+                    seen |= bit(e.to);
+                    stack.push((e.to, self.expect.assumed(e.to).map(Some)));
+                }
+            }
+        }
+        // Keep the edges on some way to `to`, then those no way avoids.
+        let reaches = |without: Option<usize>| -> u32 {
+            let mut reached = bit(to);
+            loop {
+                let before = reached;
+                for &(a, b, id) in &ways {
+                    if Some(id) != without && reached & bit(b) != 0 && (b == to || passable(b)) {
+                        reached |= bit(a);
+                    }
+                }
+                if reached == before {
+                    return reached;
+                }
+            }
+        };
+        let back = reaches(None);
+        if back & bit(from) == 0 {
+            return 0;
+        }
+        ways.iter()
+            .filter(|&&(a, b, _)| back & bit(a) != 0 && back & bit(b) != 0)
+            .filter(|&&(a, b, _)| !skipped(a) && !skipped(b))
+            .filter(|&&(_, _, id)| reaches(Some(id)) & bit(from) == 0)
+            .fold(0, |bits, &(_, _, id)| bits | 1u128 << id)
     }
 
     /// The edges leaving `node` that `outcome` may select; `None` selects any.
@@ -592,6 +694,63 @@ mod tests {
             Step::Side(Some(_))
         ));
         assert!(w.step(N::Model, None, N::PresentCall, NONE, 0).is_refused());
+    }
+
+    fn described(w: &Walker, bits: u128) -> Vec<String> {
+        w.graph
+            .edge_ids()
+            .filter(|(id, _)| bits & 1u128 << id.0 != 0)
+            .map(|(_, e)| e.describe())
+            .collect()
+    }
+
+    #[test]
+    fn the_records_around_an_unrecorded_stage_imply_its_edges_where_one_way_leads() {
+        let w = walker(ObservationLevel::Hooks);
+        assert_eq!(
+            described(&w, w.implied(N::Pre, Some(Outcome::Deny), N::Post, NONE)),
+            ["pre -->|deny| denied", "denied --> post"]
+        );
+        // An unanswered ask: the approval only `full` records, then the denial.
+        assert_eq!(
+            described(&w, w.implied(N::Pre, Some(Outcome::Ask), N::Post, NONE)),
+            [
+                "pre -->|ask| approval",
+                "approval -->|rejected, cancelled, unavailable| denied",
+                "denied --> post"
+            ]
+        );
+        // A throw to `final`: `normalized` is implied; the finalize stage the definition may
+        // not have is not, nor the edges at it.
+        assert_eq!(
+            described(&w, w.implied(N::Pre, Some(Outcome::Throw), N::Final, NONE)),
+            ["pre -->|throw| normalized"]
+        );
+        let with_finalizer = CallFacts {
+            finalizer: Some(true),
+            ..NONE
+        };
+        assert_eq!(
+            described(
+                &w,
+                w.implied(N::Pre, Some(Outcome::Throw), N::Finalize, with_finalizer)
+            ),
+            ["pre -->|throw| normalized", "normalized --> finalize"]
+        );
+        // `full` records every stage: nothing is implied there.
+        let full = walker(ObservationLevel::Full);
+        assert_eq!(full.implied(N::Post, None, N::Final, NONE), 0);
+    }
+
+    #[test]
+    fn where_ways_part_only_the_edges_all_share_are_implied() {
+        let w = walker(ObservationLevel::Events);
+        let shared = described(&w, w.implied(N::ToolCall, None, N::ToolResult, NONE));
+        // Every way from the logged call to its result passes pre-execute and `final`; none
+        // of the edges where allow, deny, ask and throw part is implied.
+        assert_eq!(shared, ["toolCall --> pre", "final --> toolResult"]);
+        // No way at all: nothing.
+        assert_eq!(w.implied(N::ToolResult, None, N::ToolCall, NONE), 0);
     }
 
     #[test]

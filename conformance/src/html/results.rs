@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use tep_check::catalog::invariant;
 use tep_check::invariants::{InvariantId, Level};
+use tep_reference::trace::ObservationLevel;
 
 use super::{Page, escape, escape_text, implementation_line, status_class};
 use crate::report::{InvariantCheck, JsonReport, ScenarioReport, ViolationReport};
@@ -226,6 +227,17 @@ fn coverage(out: &mut String, report: &JsonReport) {
              <div class=\"bar\" role=\"img\" aria-label=\"{percent}%\"><span style=\"width: {percent}%\"></span></div></div>",
             report.spec, coverage.taken, coverage.total
         );
+        // Below `full`, what the level recorded and what the records imply, apart.
+        if report.observation < ObservationLevel::Full && coverage.taken > 0 {
+            let _ = writeln!(
+                out,
+                "<div class=\"seen\">at level {}: {} observed, {} implied by the records around them; {} not seen at this level</div>",
+                report.observation,
+                coverage.taken - coverage.implied,
+                coverage.implied,
+                coverage.unseen.len()
+            );
+        }
     }
     let _ = writeln!(out, "</div>");
 }

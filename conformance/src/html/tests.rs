@@ -42,7 +42,9 @@ fn an_edge_is_shaded_by_its_share_of_the_most_taken() {
         taken: counts.iter().filter(|&&n| n > 0).count(),
         total: counts.len(),
         ratio: 0.0,
+        implied: 0,
         missing: Vec::new(),
+        unseen: Vec::new(),
         edges: counts
             .iter()
             .map(|&scenarios| report::EdgeTaken {
@@ -50,6 +52,7 @@ fn an_edge_is_shaded_by_its_share_of_the_most_taken() {
                 from: NodeId::Model,
                 to: NodeId::ToolCall,
                 scenarios,
+                implied: 0,
             })
             .collect(),
     };
