@@ -118,12 +118,15 @@ pub fn serve_builtin(
     }
 }
 
+/// A line that is not a request: its top-level `seq` if one could be read, and the problem.
+type BadRequest = (Option<u64>, String);
+
 /// Reads the next non-blank line and parses it: `None` at end of input, `Some(Err)` for a line
 /// that is not a request, with its top-level `seq` when that can still be read.
 fn read_request(
     input: &mut impl BufRead,
     line: &mut Vec<u8>,
-) -> std::io::Result<Option<Result<Request, (Option<u64>, String)>>> {
+) -> std::io::Result<Option<Result<Request, BadRequest>>> {
     loop {
         line.clear();
         let mut too_long = false;
