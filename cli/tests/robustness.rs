@@ -467,6 +467,7 @@ fn docs_state_the_limits_in_force() {
         format!("| {} | `MAX_PROGRAM_STEPS` |", limits::MAX_PROGRAM_STEPS),
         format!("| {} | `MAX_BODY_STEPS` |", limits::MAX_BODY_STEPS),
         format!("| {} | `MAX_EXTENSIONS` |", limits::MAX_EXTENSIONS),
+        format!("| {} | `MAX_NESTING` |", limits::MAX_NESTING),
         format!(
             "| {} | `MAX_DISPATCHES_PER_CALL` |",
             limits::MAX_DISPATCHES_PER_CALL

@@ -52,7 +52,22 @@ pub fn serve_builtin(
         let request = match read_request(&mut input, &mut line)? {
             None => return Ok(()),
             Some(Ok(request)) => request,
-            Some(Err(problem)) => {
+            Some(Err((Some(seq), problem))) => {
+                // A request whose seq can be read is answered: the runner must not wait for
+                // an answer that never comes.
+                let answer = RunAnswer {
+                    seq,
+                    outcome: RunOutcome::Errored {
+                        message: format!("the request is not valid: {problem}"),
+                        context: None,
+                    },
+                };
+                let reply = serde_json::to_string(&answer).map_err(std::io::Error::other)?;
+                writeln!(output, "{reply}")?;
+                output.flush()?;
+                continue;
+            }
+            Some(Err((None, problem))) => {
                 // The note is best effort: a closed stderr must not stop the server.
                 let _ = writeln!(
                     notes,
@@ -103,12 +118,15 @@ pub fn serve_builtin(
     }
 }
 
+/// A line that is not a request: its top-level `seq` if one could be read, and the problem.
+type BadRequest = (Option<u64>, String);
+
 /// Reads the next non-blank line and parses it: `None` at end of input, `Some(Err)` for a line
-/// that is not a request.
+/// that is not a request, with its top-level `seq` when that can still be read.
 fn read_request(
     input: &mut impl BufRead,
     line: &mut Vec<u8>,
-) -> std::io::Result<Option<Result<Request, String>>> {
+) -> std::io::Result<Option<Result<Request, BadRequest>>> {
     loop {
         line.clear();
         let mut too_long = false;
@@ -134,8 +152,9 @@ fn read_request(
             }
         };
         if too_long {
-            return Ok(Some(Err(format!(
-                "the line is longer than {MAX_REQUEST_BYTES} bytes"
+            return Ok(Some(Err((
+                None,
+                format!("the line is longer than {MAX_REQUEST_BYTES} bytes"),
             ))));
         }
         if ended && line.is_empty() {
@@ -144,9 +163,9 @@ fn read_request(
         let text = match std::str::from_utf8(line) {
             Ok(text) => text,
             Err(e) => {
-                return Ok(Some(Err(format!(
-                    "not valid UTF-8 (at byte {})",
-                    e.valid_up_to()
+                return Ok(Some(Err((
+                    None,
+                    format!("not valid UTF-8 (at byte {})", e.valid_up_to()),
                 ))));
             }
         };
@@ -156,8 +175,52 @@ fn read_request(
             }
             continue;
         }
-        return Ok(Some(serde_json::from_str(text).map_err(|e| e.to_string())));
+        return Ok(Some(
+            serde_json::from_str(text).map_err(|e| (top_level_seq(text), e.to_string())),
+        ));
     }
+}
+
+/// The unsigned integer `seq` of the object `text` holds at its top level, found by scanning
+/// (no recursion, so a line too deep for serde_json still gives its seq). `None` when there is
+/// no such member or `text` is not an object.
+fn top_level_seq(text: &str) -> Option<u64> {
+    let bytes = text.trim_start().as_bytes();
+    if bytes.first() != Some(&b'{') {
+        return None;
+    }
+    let (mut depth, mut i) = (0usize, 0usize);
+    // Whether the next string at depth 1 is a key.
+    let mut key_next = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if depth == 1 && key_next && bytes.get(start..i) == Some(b"seq".as_slice()) {
+                    let rest = std::str::from_utf8(bytes.get(i + 1..)?).ok()?.trim_start();
+                    let rest = rest.strip_prefix(':')?.trim_start();
+                    let end = rest
+                        .find(|c: char| !c.is_ascii_digit())
+                        .unwrap_or(rest.len());
+                    return rest[..end].parse().ok();
+                }
+                key_next = false;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                key_next = depth == 1;
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' => key_next = depth == 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -215,6 +278,46 @@ mod tests {
         let answers = serve(&input);
         assert_eq!(answers.len(), 1);
         assert_eq!(answers[0]["seq"], 2);
+    }
+
+    #[test]
+    fn a_request_too_deep_to_read_is_answered_errored_not_dropped() {
+        // N10: 122 deep passed the validator but its request was dropped (serde's 128).
+        let deep = crate::scenario::limits::tests::nested_return(122);
+        let mut input = run_line(5, deep);
+        input.extend(run_line(6, scenario_json("allow-runs-body", |_| {})));
+        let answers = serve(&input);
+        assert_eq!(answers.len(), 2, "{answers:?}");
+        assert_eq!(answers[0]["seq"], 5);
+        let message = answers[0]["errored"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(message.contains("recursion limit"), "{}", answers[0]);
+        assert_eq!(answers[1]["seq"], 6);
+    }
+
+    #[test]
+    fn every_scenario_the_validator_accepts_is_served() {
+        use crate::scenario::limits::MAX_NESTING;
+        let deepest = crate::scenario::limits::tests::nested_return(MAX_NESTING - 5);
+        assert!(crate::scenario::Scenario::from_json(&deepest.to_string()).is_ok());
+        let answers = serve(&run_line(3, deepest));
+        assert_eq!(answers.len(), 1);
+        assert!(answers[0]["trace"].is_array(), "{}", answers[0]);
+    }
+
+    #[test]
+    fn the_seq_of_an_unreadable_request_is_found_by_scanning() {
+        assert_eq!(
+            top_level_seq(r#"{"cmd":"run","seq":42,"x":[[["seq"]]]}"#),
+            Some(42)
+        );
+        assert_eq!(
+            top_level_seq(r#"{"a":{"seq":1},"b":"\"seq\":2","seq" : 3}"#),
+            Some(3)
+        );
+        assert_eq!(top_level_seq(r#"{"a":{"seq":1}}"#), None);
+        assert_eq!(top_level_seq("[1]"), None);
     }
 
     #[test]

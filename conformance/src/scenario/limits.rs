@@ -23,6 +23,10 @@ pub const MAX_DISPATCHES_PER_CALL: u64 = 16;
 /// Every duration a scenario names (`sleep`, `asyncMs`, `delayMs`, `timeoutMs`), in milliseconds:
 /// the virtual time a whole scenario may take (`scripted::VIRTUAL_TIME_LIMIT`, one hour).
 pub const MAX_DURATION_MS: u64 = 3_600_000;
+/// How deep the scenario's JSON nests (objects and arrays, the scenario's own object counting
+/// one). A `run` request is the scenario one level deeper, and `tep reference-adapter` reads
+/// requests with serde_json's recursion limit (128): every valid scenario's request is readable.
+pub const MAX_NESTING: usize = 64;
 
 /// Checks a scenario against the limits. The error names the field and the limit.
 pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
@@ -139,11 +143,34 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
             }
         }
     }
+    let nesting = nesting(&serde_json::to_value(scenario).map_err(|e| fail(e.to_string()))?);
+    if nesting > MAX_NESTING {
+        return Err(fail(format!(
+            "the scenario nests {nesting} deep; at most {MAX_NESTING} levels are allowed"
+        )));
+    }
     Ok(())
 }
 
+/// How deep `value` nests: 0 for a scalar, 1 for an object or array of scalars. Iterative, so a
+/// deep value cannot overflow the stack.
+fn nesting(value: &serde_json::Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &serde_json::Value>> = match v {
+            serde_json::Value::Array(items) => Box::new(items.iter()),
+            serde_json::Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    deepest
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A corpus scenario with `edit` applied to its JSON.
@@ -248,6 +275,38 @@ mod tests {
         }));
         assert!(
             e.contains("`calls[0].program` has more than 256 steps"),
+            "{e}"
+        );
+    }
+
+    /// `allow-runs-body` whose first call returns a value nesting `depth` arrays.
+    pub(crate) fn nested_return(depth: usize) -> serde_json::Value {
+        let (_, text) = crate::scenario::corpus_files()
+            .iter()
+            .find(|(file, _)| *file == "allow-runs-body.json")
+            .unwrap_or_else(|| panic!("no allow-runs-body"));
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        v["id"] = "deep-return".into();
+        if let Some(c) = v["expect"]["calls"]["c1"].as_object_mut() {
+            c.remove("content");
+        }
+        let mut deep = serde_json::json!([]);
+        for _ in 1..depth {
+            deep = serde_json::json!([deep]);
+        }
+        v["calls"][0]["body"] = serde_json::json!([{ "return": deep }]);
+        v
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_refused() {
+        // The scenario object, `calls`, the call, `body`, the step: 5 levels above the value.
+        let ok = Scenario::from_json(&nested_return(MAX_NESTING - 5).to_string());
+        assert!(ok.is_ok(), "{ok:?}");
+        let e =
+            message(Scenario::from_json(&nested_return(MAX_NESTING - 4).to_string()).map(|_| ()));
+        assert!(
+            e.contains("the scenario nests 65 deep; at most 64 levels are allowed"),
             "{e}"
         );
     }
