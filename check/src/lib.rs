@@ -12,7 +12,8 @@
 //!   with its witness lines; reading on worker threads for long traces.
 //! - [`deepseek_harness`]: deepseek-harness's own session log read as a trace at level `events`
 //!   (a converter over lines, every record keeping its original line).
-//! - [`mutation`]: planting a breach of each invariant in a valid trace (the checker's teeth).
+//! - [`mutation`]: planting a breach of each invariant in a valid trace (the checker's teeth),
+//!   each written beside its rule.
 //!
 //! ```
 //! use tep_check::checker::CheckOptions;

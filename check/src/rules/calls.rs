@@ -2,7 +2,9 @@
 //! its UI cards.
 
 use tep_model::graph::NodeId as N;
+use tep_model::trace::Capability;
 
+use super::plant::{call_of, event_type, find, find_after, is_stage, move_record};
 use super::{Claim, Cx, Refused, Rule};
 use crate::invariants::{
     CheckKind::{BatchEnd, Step},
@@ -13,7 +15,6 @@ use crate::invariants::{
     entry,
 };
 use crate::observation::ObservationLevel::{Events, Hooks};
-use tep_model::trace::Capability;
 
 pub(crate) const TOOL_CALL_FIRST: Rule = Rule::new(entry(
     I::ToolCallFirst,
@@ -44,6 +45,13 @@ pub(crate) const TOOL_CALL_FIRST: Rule = Rule::new(entry(
     };
     // A late tool/call is itself the intrusion; any other early stage is where the walk goes on.
     r.claim(message, r.node == N::ToolCall)
+})
+.plants(|r| {
+    let tc = find(r, |x| event_type(x) == Some("tool/call"))?;
+    let call = call_of(&r[tc])?.clone();
+    let pre = find_after(r, tc, &call, |x| is_stage(x, N::Pre))?;
+    move_record(r, tc, pre + 1);
+    Some(())
 });
 
 pub(crate) const TOOL_CALL_ONCE: Rule = Rule::new(entry(
@@ -62,6 +70,12 @@ pub(crate) const TOOL_CALL_ONCE: Rule = Rule::new(entry(
         lines: vec![r.visit.line, line],
         keep_position: true,
     })
+})
+.plants(|r| {
+    let tc = find(r, |x| event_type(x) == Some("tool/call"))?;
+    let dup = r[tc].clone();
+    r.insert(tc + 1, dup);
+    Some(())
 });
 
 pub(crate) const PRE_EXECUTE_ONCE: Rule = Rule::new(entry(
@@ -80,6 +94,12 @@ pub(crate) const PRE_EXECUTE_ONCE: Rule = Rule::new(entry(
         lines: vec![r.visit.line, line],
         keep_position: true,
     })
+})
+.plants(|r| {
+    let pre = find(r, |x| is_stage(x, N::Pre))?;
+    let dup = r[pre].clone();
+    r.insert(pre + 1, dup);
+    Some(())
 });
 
 pub(crate) const ONE_RESULT_PER_CALL: Rule = Rule::new(entry(
@@ -122,6 +142,12 @@ pub(crate) const ONE_RESULT_PER_CALL: Rule = Rule::new(entry(
             format!("call {id} (declared at line {model}) never got a tool/result"),
         );
     }
+})
+.plants(|r| {
+    let tr = find(r, |x| event_type(x) == Some("tool/result"))?;
+    let dup = r[tr].clone();
+    r.insert(tr + 1, dup);
+    Some(())
 });
 
 pub(crate) const NO_STAGE_AFTER_RESULT: Rule = Rule::new(entry(
@@ -149,6 +175,16 @@ pub(crate) const NO_STAGE_AFTER_RESULT: Rule = Rule::new(entry(
         lines: vec![r.visit.line, line],
         keep_position: true,
     })
+})
+.plants(|r| {
+    let tr = find(r, |x| event_type(x) == Some("tool/result"))?;
+    let call = call_of(&r[tr])?.clone();
+    let pre = find(r, |x| {
+        is_stage(x, N::Pre) && call_of(x) == Some(&call)
+    })?;
+    let dup = r[pre].clone();
+    r.insert(tr + 1, dup);
+    Some(())
 });
 
 pub(crate) const UI_PRESENTS_EACH_CALL: Rule = Rule::new(
@@ -188,4 +224,10 @@ pub(crate) const UI_PRESENTS_EACH_CALL: Rule = Rule::new(
             ),
         );
     }
+})
+.plants(|r| {
+    let p = find(r, |x| is_stage(x, N::PresentResult))?;
+    let dup = r[p].clone();
+    r.insert(p + 1, dup);
+    Some(())
 });

@@ -1,10 +1,19 @@
 //! Code Mode: `run_code` is reserved, its sub-calls run inside its body one at a time with its
 //! token, are logged, settle their bindings, and keep their contexts out of the batch.
 
-use tep_model::graph::NodeId as N;
-use tep_model::session::EventBody;
-use tep_model::trace::Capability;
+use std::sync::Arc;
 
+use serde_json::json;
+use tep_model::graph::NodeId as N;
+use tep_model::result::ContentBlock;
+use tep_model::session::{
+    ContextMessage, EventBody, MessageSource, Role, ToolResultData, UserMessage,
+};
+use tep_model::trace::{Capability, MarkKind, TraceRecord};
+
+use super::plant::{
+    call_of, event_type, find, first_sub_call, is_stage, move_record, parent_of, stage, stage_mut,
+};
 use super::{Claim, Cx, Rule, Visit};
 use crate::facts::state::Call;
 use crate::facts::walk::bit;
@@ -65,6 +74,13 @@ pub(crate) const RUN_CODE_RESERVED: Rule = Rule::new(
         let message = format!("line {}: sub-call {} calls run_code itself", v.line, call.id);
         cx.report_once(I::RunCodeReserved, v.call, vec![v.line], message);
     }
+})
+.plants(|r| {
+    let at = find(r, |x| {
+        stage(x).is_some_and(|o| o.parent.is_some() && o.identity.is_some())
+    })?;
+    Arc::make_mut(stage_mut(&mut r[at])?.identity.as_mut()?).name = "run_code".to_owned();
+    Some(())
 });
 
 pub(crate) const CODE_DISPATCH_INSIDE_BODY: Rule = Rule::new(
@@ -95,6 +111,25 @@ pub(crate) const CODE_DISPATCH_INSIDE_BODY: Rule = Rule::new(
         parent.at_position()
     );
     cx.report_once(I::CodeDispatchInsideBody, v.call, vec![v.line, parent.position_line], message);
+})
+.plants(|r| {
+    // The first sub-call runs after its run_code call left its body.
+    let sub = first_sub_call(r)?;
+    let parent = parent_of(&sub)?;
+    let block: Vec<usize> = (0..r.len())
+        .filter(|&i| call_of(&r[i]) == Some(&sub))
+        .collect();
+    let moved: Vec<TraceRecord> = block.iter().map(|&i| r[i].clone()).collect();
+    for &i in block.iter().rev() {
+        r.remove(i);
+    }
+    let post = find(r, |x| {
+        is_stage(x, N::Post) && call_of(x) == Some(&parent)
+    })?;
+    for (k, rec) in moved.into_iter().enumerate() {
+        r.insert(post + 1 + k, rec);
+    }
+    Some(())
 });
 
 pub(crate) const SUB_CALLS_SERIALIZED: Rule = Rule::new(
@@ -126,6 +161,16 @@ pub(crate) const SUB_CALLS_SERIALIZED: Rule = Rule::new(
         other.last_line
     );
     cx.report_once(I::SubCallsSerialized, v.call, vec![v.line, other.last_line], message);
+})
+.plants(|r| {
+    // The second sub-call starts while the first is still running.
+    let sub = first_sub_call(r)?;
+    let parent = parent_of(&sub)?;
+    let second = parent.code_sub_call(2);
+    let first_of_second = find(r, |x| call_of(x) == Some(&second))?;
+    let first_of_first = find(r, |x| call_of(x) == Some(&sub))?;
+    move_record(r, first_of_second, first_of_first + 1);
+    Some(())
 });
 
 pub(crate) const SUB_CALL_CARRIES_PARENT_TOKEN: Rule = Rule::new(
@@ -166,6 +211,14 @@ pub(crate) const SUB_CALL_CARRIES_PARENT_TOKEN: Rule = Rule::new(
             message,
         );
     }
+})
+.plants(|r| {
+    let at = find(r, |x| {
+        stage(x).is_some_and(|o| o.parent.is_some() && o.identity.is_some())
+    })?;
+    Arc::make_mut(stage_mut(&mut r[at])?.identity.as_mut()?).parent_token =
+        Some("tok-forged".to_owned());
+    Some(())
 });
 
 pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
@@ -198,6 +251,33 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
         );
         cx.report_once(I::SubCallIdScheme, v.call, vec![v.line], message);
     }
+})
+.plants(|r| {
+    // The first sub-call is numbered as if others had started before it.
+    let sub = first_sub_call(r)?;
+    let parent = parent_of(&sub)?;
+    let renamed = parent.code_sub_call(7);
+    for rec in r.iter_mut().filter(|x| x.call() == Some(&sub)) {
+        match rec {
+            TraceRecord::Stage(o) => {
+                o.call = Some(renamed.clone());
+                if let Some(identity) = o.identity.as_mut() {
+                    Arc::make_mut(identity).call_id = renamed.clone();
+                }
+            }
+            TraceRecord::Event(e) => {
+                e.call = Some(renamed.clone());
+                match &mut e.event.body {
+                    EventBody::CodeDispatchStart(d) => d.sub_call_id = renamed.clone(),
+                    EventBody::CodeDispatch(d) => d.sub_call_id = renamed.clone(),
+                    _ => {}
+                }
+            }
+            TraceRecord::Mark(m) => m.call = renamed.clone(),
+            TraceRecord::Header(_) => {}
+        }
+    }
+    Some(())
 });
 
 pub(crate) const SUB_CALL_START_LOGGED: Rule = Rule::new(
@@ -230,6 +310,11 @@ pub(crate) const SUB_CALL_START_LOGGED: Rule = Rule::new(
             format!("sub-call {id} (last seen at line {last}) never logged tool/code-dispatch-start"),
         );
     }
+})
+.plants(|r| {
+    let at = find(r, |x| event_type(x) == Some("tool/code-dispatch-start"))?;
+    r.remove(at);
+    Some(())
 });
 
 /// The sub-calls of the batch with no line for `logged` (a dispatch event): index, id, and the
@@ -277,6 +362,11 @@ pub(crate) const SUB_CALL_LOGS_DISPATCH: Rule = Rule::new(
             format!("sub-call {id} (last seen at line {last}) was never logged as tool/code-dispatch"),
         );
     }
+})
+.plants(|r| {
+    let at = find(r, |x| event_type(x) == Some("tool/code-dispatch"))?;
+    r.remove(at);
+    Some(())
 });
 
 pub(crate) const BINDING_SETTLES: Rule = Rule::new(
@@ -355,6 +445,19 @@ pub(crate) const BINDING_SETTLES: Rule = Rule::new(
             format!("sub-call {id}'s outcome was announced but its binding never settled in the program (last seen at line {last})"),
         );
     }
+})
+.plants(|r| {
+    let at = find(
+        r,
+        |x| matches!(x, TraceRecord::Mark(m) if m.mark != MarkKind::ObserverSettled),
+    )?;
+    if let TraceRecord::Mark(m) = &mut r[at] {
+        m.mark = match m.mark {
+            MarkKind::BindingRejected => MarkKind::BindingResolved,
+            _ => MarkKind::BindingRejected,
+        };
+    }
+    Some(())
 });
 
 pub(crate) const REJECTION_IS_TOOL_CALL_ERROR: Rule = Rule::new(
@@ -384,6 +487,20 @@ pub(crate) const REJECTION_IS_TOOL_CALL_ERROR: Rule = Rule::new(
         fields.join(", ")
     );
     cx.report(I::RejectionIsToolCallError, Some(v.call), vec![v.line], message);
+})
+.plants(|r| {
+    // The program is handed the sub-call's content besides its name and message.
+    let at = find(
+        r,
+        |x| matches!(x, TraceRecord::Mark(m) if m.mark == MarkKind::BindingRejected),
+    )?;
+    if let TraceRecord::Mark(m) = &mut r[at] {
+        m.rejection.as_mut()?.other.insert(
+            "content".to_owned(),
+            json!([{"type": "text", "text": "leaked"}]),
+        );
+    }
+    Some(())
 });
 
 pub(crate) const SUB_CALL_CONTEXTS_OMITTED: Rule = Rule::new(
@@ -437,4 +554,46 @@ pub(crate) const SUB_CALL_CONTEXTS_OMITTED: Rule = Rule::new(
         }
         _ => {}
     }
+})
+.plants(|r| {
+    // A sub-call's context injected after the batch.
+    let sub = first_sub_call(r)?;
+    let settled = find(r, |x| is_stage(x, N::AllResults))?;
+    let seq = r
+        .iter()
+        .filter_map(|x| match x {
+            TraceRecord::Event(e) => Some(e.event.seq),
+            _ => None,
+        })
+        .max()?
+        + 1;
+    let content = vec![ContentBlock::text("a sub-call's context")];
+    let source = MessageSource::Tool {
+        call_id: sub.clone(),
+    };
+    let rev1 = r.iter().any(|x| event_type(x) == Some("tool/result") && matches!(x, TraceRecord::Event(e) if matches!(&e.event.body, EventBody::ToolResult(ToolResultData::Flat(_)))));
+    let body = if rev1 {
+        EventBody::ContextMessage(ContextMessage { content, source })
+    } else {
+        EventBody::UserMessage(UserMessage {
+            id: "injected".to_owned(),
+            role: Role::User,
+            content,
+            source,
+        })
+    };
+    r.insert(
+        settled + 1,
+        TraceRecord::Event(Box::new(tep_model::trace::EventRecord {
+            call: Some(sub),
+            event: tep_model::session::SessionEvent {
+                seq,
+                time: 0,
+                body,
+                surface_op: None,
+                source_event_seqs: None,
+            },
+        })),
+    );
+    Some(())
 });

@@ -1,9 +1,12 @@
 //! The batch settles, then its contexts are injected: after every result, FIFO by call, in each
 //! call's order (tool-deferred, wrapper, post-execute), a block keeping only its own.
 
-use tep_model::graph::NodeId as N;
-use tep_model::result::ContextOrigin;
+use tep_model::graph::{NodeId as N, Outcome};
+use tep_model::result::{AdditionalContext, ContextOrigin};
 
+use super::plant::{
+    call_of, event_type, find, find_after, is_stage, move_record, outcome_of, stage, stage_mut,
+};
 use super::{Cx, Rule, Visit};
 use crate::facts::context_text;
 use crate::facts::state::ContextMatch;
@@ -80,6 +83,11 @@ pub(crate) const BATCH_SETTLES: Rule = Rule::new(entry(
             format!("the batch declared at line {model} never settled (no allResults)"),
         );
     }
+})
+.plants(|r| {
+    let a = find(r, |x| is_stage(x, N::AllResults))?;
+    r.remove(a);
+    Some(())
 });
 
 pub(crate) const CONTEXTS_AFTER_ALL_RESULTS: Rule = Rule::new(entry(
@@ -117,6 +125,14 @@ pub(crate) const CONTEXTS_AFTER_ALL_RESULTS: Rule = Rule::new(entry(
             message,
         );
     }
+})
+.plants(|r| {
+    let c = find(r, |x| {
+        matches!(event_type(x), Some("user/message" | "context/message"))
+    })?;
+    let tr = find(r, |x| event_type(x) == Some("tool/result"))?;
+    move_record(r, c, tr);
+    Some(())
 });
 
 pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
@@ -197,6 +213,13 @@ pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
             format!("context {text:?} of call {id} (announced at line {l}) was never injected"),
         );
     }
+})
+.plants(|r| {
+    let c = find(r, |x| {
+        matches!(event_type(x), Some("user/message" | "context/message"))
+    })?;
+    r.remove(c);
+    Some(())
 });
 
 pub(crate) const CONTEXT_ORIGIN_ORDER: Rule = Rule::new(entry(
@@ -226,6 +249,24 @@ pub(crate) const CONTEXT_ORIGIN_ORDER: Rule = Rule::new(entry(
         );
         cx.report(I::ContextOriginOrder, Some(v.call), vec![v.line], message);
     }
+})
+.plants(|r| {
+    let f = find(r, |x| {
+        stage(x).is_some_and(|o| {
+            o.node == N::Final
+                && o.result.as_ref().is_some_and(|res| {
+                    res.additional_contexts
+                        .windows(2)
+                        .any(|w| w[0].origin != w[1].origin)
+                })
+        })
+    })?;
+    stage_mut(&mut r[f])?
+        .result
+        .as_mut()?
+        .additional_contexts
+        .reverse();
+    Some(())
 });
 
 pub(crate) const BLOCK_DROPS_CONTEXTS: Rule = Rule::new(entry(
@@ -257,4 +298,23 @@ pub(crate) const BLOCK_DROPS_CONTEXTS: Rule = Rule::new(entry(
         );
         cx.report(I::BlockDropsContexts, Some(v.call), vec![v.line, pl], message);
     }
+})
+.plants(|r| {
+    let p = find(r, |x| {
+        is_stage(x, N::Post) && outcome_of(x) == Some(Outcome::Block)
+    })?;
+    let call = call_of(&r[p])?.clone();
+    let f = find_after(r, p, &call, |x| is_stage(x, N::Final))?;
+    stage_mut(&mut r[f])?
+        .result
+        .as_mut()?
+        .additional_contexts
+        .insert(
+            0,
+            AdditionalContext {
+                origin: ContextOrigin::Tool,
+                text: "kept despite the block".to_owned(),
+            },
+        );
+    Some(())
 });

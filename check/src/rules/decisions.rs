@@ -3,8 +3,11 @@
 
 use tep_model::graph::{NodeId as N, Outcome};
 use tep_model::session::EventBody;
-use tep_model::trace::{Capability, GuardVerdictKind};
+use tep_model::trace::{Capability, GuardVerdictKind, MarkKind, Observation, TraceRecord};
 
+use super::plant::{
+    call_of, event_type, find, find_after, is_stage, observation, outcome_of, stage, stage_mut,
+};
 use super::{Claim, Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::{Stage, Step},
@@ -57,6 +60,16 @@ pub(crate) const APPROVAL_ONLY_AFTER_ASK: Rule = Rule::new(entry(
             message,
         );
     }
+})
+.plants(|r| {
+    let pre = find(r, |x| {
+        is_stage(x, N::Pre) && outcome_of(x) == Some(Outcome::Allow)
+    })?;
+    let call = call_of(&r[pre])?.clone();
+    let mut approval = Observation::at(N::Approval).call(&call);
+    approval.outcome = Some(Outcome::AllowedOnce);
+    r.insert(pre + 1, TraceRecord::Stage(Box::new(approval)));
+    Some(())
 });
 
 pub(crate) const APPROVAL_ABSENT_DENIES: Rule = Rule::new(entry(
@@ -77,6 +90,51 @@ pub(crate) const APPROVAL_ABSENT_DENIES: Rule = Rule::new(entry(
         );
         cx.report(I::ApprovalAbsentDenies, Some(v.call), vec![v.line], message);
     }
+})
+.plants(|r| {
+    // No prompt is mounted, yet the ask is allowed: the call goes on to the guards and
+    // its body instead of the denial.
+    let a = find(r, |x| {
+        is_stage(x, N::Approval) && outcome_of(x) == Some(Outcome::Unavailable)
+    })?;
+    let call = call_of(&r[a])?.clone();
+    let post = find_after(r, a, &call, |x| is_stage(x, N::Post))?;
+    let identity = stage(&r[post])?.identity.clone();
+    {
+        let o = stage_mut(&mut r[a])?;
+        o.outcome = Some(Outcome::AllowedOnce);
+        o.reason = None;
+    }
+    let denied: Vec<usize> = (a + 1..post)
+        .filter(|&i| call_of(&r[i]) == Some(&call))
+        .collect();
+    for i in denied.into_iter().rev() {
+        r.remove(i);
+    }
+    let visit = |node: N, outcome: Option<Outcome>| {
+        let mut o = Observation::at(node).call(&call);
+        o.outcome = outcome;
+        o.identity = identity.clone();
+        TraceRecord::Stage(Box::new(o))
+    };
+    let settled = TraceRecord::Mark(tep_model::trace::Mark {
+        call: call.clone(),
+        mark: MarkKind::BodySettled,
+        by: "body".to_owned(),
+        after_ms: 0,
+        rejection: None,
+    });
+    let ran = [
+        visit(N::Guards, Some(Outcome::Allow)),
+        visit(N::Around, None),
+        visit(N::ToolBody, None),
+        settled,
+        visit(N::Around, None),
+    ];
+    for (k, record) in ran.into_iter().enumerate() {
+        r.insert(a + 1 + k, record);
+    }
+    Some(())
 });
 
 pub(crate) const APPROVAL_ONCE: Rule = Rule::new(entry(
@@ -158,6 +216,13 @@ pub(crate) const APPROVAL_ONCE: Rule = Rule::new(entry(
     for (i, line, message) in found {
         cx.report_once(I::ApprovalOnce, i, vec![line], message);
     }
+})
+.plants(|r| {
+    // The prompt asked a second time for the same ask.
+    let a = find(r, |x| is_stage(x, N::Approval))?;
+    let dup = r[a].clone();
+    r.insert(a + 1, dup);
+    Some(())
 });
 
 pub(crate) const GUARDS_ONLY_AFTER_ALLOW: Rule = Rule::new(entry(
@@ -184,6 +249,17 @@ pub(crate) const GUARDS_ONLY_AFTER_ALLOW: Rule = Rule::new(entry(
         ),
         false,
     )
+})
+.plants(|r| {
+    let pre = find(r, |x| {
+        is_stage(x, N::Pre)
+            && matches!(outcome_of(x), Some(Outcome::Deny | Outcome::Ask))
+    })?;
+    let call = call_of(&r[pre])?.clone();
+    let mut guards = Observation::at(N::Guards).call(&call);
+    guards.outcome = Some(Outcome::Allow);
+    r.insert(pre + 1, TraceRecord::Stage(Box::new(guards)));
+    Some(())
 });
 
 pub(crate) const GUARD_DENY_BINDS: Rule = Rule::new(entry(
@@ -245,6 +321,13 @@ pub(crate) const GUARD_DENY_BINDS: Rule = Rule::new(entry(
             ),
         );
     }
+})
+.plants(|r| {
+    let g = find(r, |x| {
+        is_stage(x, N::Guards) && outcome_of(x) == Some(Outcome::Deny)
+    })?;
+    stage_mut(&mut r[g])?.outcome = Some(Outcome::Allow);
+    Some(())
 });
 
 pub(crate) const DENY_SKIPS_BODY: Rule = Rule::new(entry(
@@ -264,6 +347,12 @@ pub(crate) const DENY_SKIPS_BODY: Rule = Rule::new(entry(
         lines: vec![r.visit.line, d],
         keep_position: true,
     })
+})
+.plants(|r| {
+    let d = find(r, |x| is_stage(x, N::Denied))?;
+    let call = call_of(&r[d])?.clone();
+    r.insert(d + 1, observation(N::ToolBody, &call));
+    Some(())
 });
 
 pub(crate) const DENIAL_REACHES_POST: Rule = Rule::new(entry(
@@ -286,6 +375,13 @@ pub(crate) const DENIAL_REACHES_POST: Rule = Rule::new(entry(
         lines: vec![r.visit.line, d],
         keep_position: false,
     })
+})
+.plants(|r| {
+    let d = find(r, |x| is_stage(x, N::Denied))?;
+    let call = call_of(&r[d])?.clone();
+    let post = find_after(r, d, &call, |x| is_stage(x, N::Post))?;
+    r.remove(post);
+    Some(())
 });
 
 pub(crate) const DENIAL_IS_ERROR: Rule = Rule::new(entry(
@@ -311,6 +407,13 @@ pub(crate) const DENIAL_IS_ERROR: Rule = Rule::new(entry(
         );
         cx.report(I::DenialIsError, Some(v.call), vec![v.line, d], message);
     }
+})
+.plants(|r| {
+    let d = find(r, |x| is_stage(x, N::Denied))?;
+    let call = call_of(&r[d])?.clone();
+    let f = find_after(r, d, &call, |x| is_stage(x, N::Final))?;
+    stage_mut(&mut r[f])?.result.as_mut()?.is_error = false;
+    Some(())
 });
 
 pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
@@ -414,4 +517,17 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
     for (i, lines, message) in found {
         cx.report(I::ApprovalAudited, Some(i), lines, message);
     }
+})
+.plants(|r| {
+    let d = find(r, |x| event_type(x) == Some("approval/decided"))?;
+    if let TraceRecord::Event(e) = &mut r[d]
+        && let EventBody::ApprovalDecided(data) = &mut e.event.body
+    {
+        data.outcome = if data.outcome == Outcome::Rejected {
+            Outcome::AllowedOnce
+        } else {
+            Outcome::Rejected
+        };
+    }
+    Some(())
 });

@@ -2,8 +2,12 @@
 //! and tool-owned events while the body runs.
 
 use tep_model::graph::{NodeId as N, Outcome};
-use tep_model::trace::Capability;
+use tep_model::session::EventBody;
+use tep_model::trace::{Capability, MarkKind, Observation, TraceRecord};
 
+use super::plant::{
+    call_of, event_type, find, find_after, is_stage, move_record, stage, stage_mut,
+};
 use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::{Stage, Step},
@@ -50,6 +54,14 @@ pub(crate) const BODY_INSIDE_EXECUTE: Rule = Rule::new(entry(
         format!("{} after {}: {what}", r.here(), r.call.at_position()),
         false,
     )
+})
+.plants(|r| {
+    let b = find(r, |x| is_stage(x, N::ToolBody))?;
+    if !is_stage(&r[b - 1], N::Around) || call_of(&r[b - 1]) != call_of(&r[b]) {
+        return None;
+    }
+    r.remove(b - 1);
+    Some(())
 });
 
 pub(crate) const BODY_SETTLES_BEFORE_COMMIT: Rule = Rule::new(entry(
@@ -100,6 +112,17 @@ pub(crate) const BODY_SETTLES_BEFORE_COMMIT: Rule = Rule::new(entry(
             format!("the body of call {id} dispatched at line {line} never recorded body-settled"),
         );
     }
+})
+.plants(|r| {
+    // The pipeline moves on to post-execute before the body stopped.
+    let m = find(
+        r,
+        |x| matches!(x, TraceRecord::Mark(m) if m.mark == MarkKind::BodySettled),
+    )?;
+    let call = call_of(&r[m])?.clone();
+    let post = find_after(r, m, &call, |x| is_stage(x, N::Post))?;
+    move_record(r, m, post + 1);
+    Some(())
 });
 
 pub(crate) const BODY_THROW_IS_A_RESULT: Rule = Rule::new(entry(
@@ -120,6 +143,40 @@ pub(crate) const BODY_THROW_IS_A_RESULT: Rule = Rule::new(entry(
         );
         cx.report(I::BodyThrowIsAResult, Some(v.call), vec![v.line], message);
     }
+})
+.plants(|r| {
+    // A failing body's throw reaches the wrappers as a throw: the waterfall throws,
+    // post-execute is skipped and the throw is normalized.
+    let m = find(
+        r,
+        |x| matches!(x, TraceRecord::Mark(m) if m.mark == MarkKind::BodySettled),
+    )?;
+    let call = call_of(&r[m])?.clone();
+    let around = find_after(r, m, &call, |x| is_stage(x, N::Around))?;
+    let post = find_after(r, around, &call, |x| is_stage(x, N::Post))?;
+    let handed = stage(&r[post])?.result.clone()?;
+    if !handed.is_error {
+        return None;
+    }
+    let message = handed.error.as_ref()?.message.clone();
+    let o = stage_mut(&mut r[around])?;
+    o.outcome = Some(Outcome::Throw);
+    o.reason = Some(message.clone());
+    o.result = None;
+    // Drop the later records of the waterfall and post-execute; normalize instead.
+    let later: Vec<usize> = (around + 1..=post)
+        .filter(|&i| {
+            call_of(&r[i]) == Some(&call)
+                && (is_stage(&r[i], N::Around) || is_stage(&r[i], N::Post))
+        })
+        .collect();
+    for i in later.into_iter().rev() {
+        r.remove(i);
+    }
+    let mut normalized = Observation::at(N::Normalized).call(&call);
+    normalized.reason = Some(message);
+    r.insert(around + 1, TraceRecord::Stage(Box::new(normalized)));
+    Some(())
 });
 
 pub(crate) const FS_GATE_INSIDE_BODY: Rule = Rule::new(
@@ -149,6 +206,16 @@ pub(crate) const FS_GATE_INSIDE_BODY: Rule = Rule::new(
         format!("{} after {}: {what}", r.here(), r.call.at_position()),
         false,
     )
+})
+.plants(|r| {
+    let g = find(r, |x| is_stage(x, N::FsGate))?;
+    let call = call_of(&r[g])?.clone();
+    let first_around = find(r, |x| {
+        is_stage(x, N::Around) && call_of(x) == Some(&call)
+    })?;
+    let dup = r[g].clone();
+    r.insert(first_around, dup);
+    Some(())
 });
 
 pub(crate) const READ_BEFORE_EDIT: Rule = Rule::new(
@@ -191,6 +258,25 @@ pub(crate) const READ_BEFORE_EDIT: Rule = Rule::new(
         intent.target
     );
     cx.report(I::ReadBeforeEdit, Some(v.call), lines, message);
+})
+.plants(|r| {
+    let g = find(r, |x| {
+        stage(x).is_some_and(|o| {
+            o.node == N::FsGate
+                && o.outcome == Some(Outcome::Allow)
+                && o.intent.as_ref().is_some_and(|i| i.version.is_some())
+        })
+    })?;
+    let target = stage(&r[g])?.intent.as_ref()?.target.clone();
+    let observed = |x: &TraceRecord| matches!(x, TraceRecord::Event(e) if matches!(&e.event.body, EventBody::FsObserved(o) if o.target == target));
+    let before: Vec<usize> = (0..g).filter(|&i| observed(&r[i])).collect();
+    if before.is_empty() {
+        return None;
+    }
+    for i in before.into_iter().rev() {
+        r.remove(i);
+    }
+    Some(())
 });
 
 pub(crate) const OWNED_EVENTS_INSIDE_BODY: Rule = Rule::new(
@@ -236,4 +322,19 @@ pub(crate) const OWNED_EVENTS_INSIDE_BODY: Rule = Rule::new(
         ),
     };
     cx.report_once(id, v.call, lines, message);
+})
+.plants(|r| {
+    let o = find(r, |x| {
+        matches!(
+            event_type(x),
+            Some("todo/write" | "hook/invoked" | "fs/observed")
+        )
+    })?;
+    let call = call_of(&r[o])?.clone();
+    let first_around = find(r, |x| {
+        is_stage(x, N::Around) && call_of(x) == Some(&call)
+    })?;
+    let moved = r.remove(o);
+    r.insert(first_around.min(r.len()), moved);
+    Some(())
 });

@@ -10,7 +10,15 @@
 //! The reference's own wording where nothing fixes it (`referenceContent`) is only shown, as a
 //! note, when an implementation words it differently.
 
+use tep_model::graph::NodeId as N;
+use tep_model::result::ContentBlock;
+use tep_model::session::ToolResultData;
+use tep_model::trace::TraceRecord;
+
 use super::Rule;
+use super::plant::{
+    call_of, event_type, find, find_after, is_stage, is_top_level, result_data_mut,
+};
 use crate::invariants::{
     CheckKind::Expectation,
     InvariantId as I,
@@ -29,7 +37,29 @@ pub(crate) const EXPECTED_OUTCOME: Rule = Rule::new(entry(
     Expectation,
     Events,
     &[Read::Scenario],
-));
+))
+.plants(|r| {
+    // The first call's outcome flips, as a pipeline that lost track of it would record.
+    let f = find(r, |x| is_stage(x, N::Final) && is_top_level(x))?;
+    let call = call_of(&r[f])?.clone();
+    let tr = find_after(r, f, &call, |x| event_type(x) == Some("tool/result"))?;
+    for i in [f, tr] {
+        match &mut r[i] {
+            TraceRecord::Stage(o) => {
+                let res = o.result.as_mut()?;
+                res.is_error = !res.is_error;
+            }
+            other => match result_data_mut(other)? {
+                ToolResultData::Message(m) => {
+                    let b = m.message.content.first_mut()?;
+                    b.is_error = !b.is_error;
+                }
+                ToolResultData::Flat(fl) => fl.is_error = !fl.is_error,
+            },
+        }
+    }
+    Some(())
+});
 
 pub(crate) const EXPECTED_CONTENT: Rule = Rule::new(entry(
     I::ExpectedContent,
@@ -39,4 +69,21 @@ pub(crate) const EXPECTED_CONTENT: Rule = Rule::new(entry(
     Expectation,
     Events,
     &[Read::Scenario],
-));
+))
+.plants(|r| {
+    let f = find(r, |x| is_stage(x, N::Final) && is_top_level(x))?;
+    let call = call_of(&r[f])?.clone();
+    let tr = find_after(r, f, &call, |x| event_type(x) == Some("tool/result"))?;
+    let replace = |content: &mut Vec<ContentBlock>| {
+        *content = vec![ContentBlock::text("something else")]
+    };
+    match &mut r[f] {
+        TraceRecord::Stage(o) => replace(&mut o.result.as_mut()?.content),
+        _ => return None,
+    }
+    match result_data_mut(&mut r[tr])? {
+        ToolResultData::Message(m) => replace(&mut m.message.content.first_mut()?.content),
+        ToolResultData::Flat(fl) => replace(&mut fl.content),
+    }
+    Some(())
+});

@@ -1,8 +1,10 @@
 //! `finalizeContent` (rev2): the definition's callback, when it has one, runs exactly once,
 //! before `tools/result`, and changes content only.
 
-use tep_model::graph::NodeId as N;
+use serde_json::json;
+use tep_model::graph::{NodeId as N, Outcome};
 
+use super::plant::{call_of, find, find_after, is_stage, move_record, outcome_of, stage_mut};
 use super::{Claim, Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::{Stage, Step},
@@ -48,6 +50,12 @@ pub(crate) const FINALIZE_ONCE: Rule = Rule::new(
         false,
     ),
     _ => None,
+})
+.plants(|r| {
+    let f = find(r, |x| is_stage(x, N::Finalize))?;
+    let dup = r[f].clone();
+    r.insert(f + 1, dup);
+    Some(())
 });
 
 pub(crate) const FINALIZE_BEFORE_NOTIFICATION: Rule = Rule::new(
@@ -75,6 +83,14 @@ pub(crate) const FINALIZE_BEFORE_NOTIFICATION: Rule = Rule::new(
         lines: vec![r.visit.line, *announced],
         keep_position: true,
     })
+})
+.plants(|r| {
+    // finalizeContent runs after the notification.
+    let f = find(r, |x| is_stage(x, N::Finalize))?;
+    let call = call_of(&r[f])?.clone();
+    let fin = find_after(r, f, &call, |x| is_stage(x, N::Final))?;
+    move_record(r, f, fin + 1);
+    Some(())
 });
 
 pub(crate) const FINALIZE_CONTENT_ONLY: Rule = Rule::new(
@@ -114,4 +130,14 @@ pub(crate) const FINALIZE_CONTENT_ONLY: Rule = Rule::new(
         );
         cx.report(I::FinalizeContentOnly, Some(v.call), vec![v.line, *fl], message);
     }
+})
+.plants(|r| {
+    let f = find(r, |x| {
+        is_stage(x, N::Finalize) && outcome_of(x) != Some(Outcome::Throw)
+    })?;
+    let call = call_of(&r[f])?.clone();
+    let fin = find_after(r, f, &call, |x| is_stage(x, N::Final))?;
+    stage_mut(&mut r[fin])?.result.as_mut()?.meta =
+        Some(json!({"changed": "by finalizeContent"}));
+    Some(())
 });

@@ -1,8 +1,12 @@
 //! Identity protected: one token, the call id, the tool name and the arguments the model sent,
 //! handed to every stage.
 
+use std::sync::Arc;
+
+use serde_json::json;
 use tep_model::graph::NodeId as N;
 
+use super::plant::{find, stage, stage_mut};
 use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::Stage,
@@ -68,4 +72,12 @@ pub(crate) const IDENTITY_UNCHANGED: Rule = Rule::new(entry(
         differs.join(", ")
     );
     cx.report(I::IdentityUnchanged, Some(v.call), lines, message);
+})
+.plants(|r| {
+    let g = find(r, |x| {
+        stage(x).is_some_and(|o| o.node == N::Post && o.identity.is_some())
+    })?;
+    Arc::make_mut(stage_mut(&mut r[g])?.identity.as_mut()?).arguments =
+        json!({"rewritten": true});
+    Some(())
 });

@@ -11,6 +11,9 @@
 //! - `visit`: every visit of a node the rule [`Read`]s, before the core records it;
 //! - `batch_end`: when the batch closes.
 //!
+//! Beside its check, each rule plants its invariant's breach in a valid trace (`plants`), the
+//! way a faulty implementation would: [`crate::mutation::plant`] looks it up.
+//!
 //! Rules keep no state: the core (`crate::checker`) tracks calls and batches and hands every
 //! rule the same facts ([`Cx`]). To find where an invariant is checked, open the file its
 //! family is in; `docs/invariants.md` and `tep invariants` are printed from [`RULES`].
@@ -25,6 +28,7 @@ mod finalize;
 mod identity;
 mod notification;
 mod order;
+mod plant;
 mod shapes;
 mod throws;
 mod walk;
@@ -32,7 +36,7 @@ mod walk;
 use tep_model::graph::{NodeId, Outcome, StageGraph, StepError};
 use tep_model::identity::CallId;
 use tep_model::session::SessionEvent;
-use tep_model::trace::{Mark, Observation};
+use tep_model::trace::{Mark, Observation, TraceRecord};
 
 use crate::facts::state::{Batch, Call, at};
 use crate::facts::walk::Step;
@@ -196,6 +200,9 @@ pub(crate) type EventFn = fn(&mut Cx<'_>, usize, &SessionEvent, Option<usize>);
 /// The batch's `allResults` record, at this line.
 pub(crate) type SettleFn = fn(&mut Cx<'_>, usize);
 pub(crate) type BatchEndFn = fn(&mut Cx<'_>);
+/// Plants the invariant's breach in a copy of a valid trace; `None` when the trace has nothing
+/// to break it with (what the records were left as is then thrown away).
+pub(crate) type PlantFn = fn(&mut Vec<TraceRecord>) -> Option<()>;
 
 /// One invariant and its check.
 #[derive(Debug, Clone, Copy)]
@@ -206,6 +213,8 @@ pub(crate) struct Rule {
     pub event: Option<EventFn>,
     pub settle: Option<SettleFn>,
     pub batch_end: Option<BatchEndFn>,
+    /// The invariant's breach (the checker's teeth): every rule has one.
+    pub plant: Option<PlantFn>,
 }
 
 impl Rule {
@@ -217,6 +226,7 @@ impl Rule {
             event: None,
             settle: None,
             batch_end: None,
+            plant: None,
         }
     }
 
@@ -242,6 +252,11 @@ impl Rule {
 
     pub(crate) const fn at_batch_end(mut self, f: BatchEndFn) -> Self {
         self.batch_end = Some(f);
+        self
+    }
+
+    pub(crate) const fn plants(mut self, f: PlantFn) -> Self {
+        self.plant = Some(f);
         self
     }
 
@@ -396,5 +411,15 @@ mod tests {
                 r.entry.id
             );
         }
+    }
+
+    #[test]
+    fn every_rule_plants_its_breach() {
+        let without: Vec<InvariantId> = RULES
+            .iter()
+            .filter(|r| r.plant.is_none())
+            .map(|r| r.entry.id)
+            .collect();
+        assert_eq!(without, [], "invariants with no planted fault");
     }
 }

@@ -3,8 +3,11 @@
 
 use serde_json::{Value, json};
 use tep_model::graph::NodeId as N;
-use tep_model::session::EventBody;
+use tep_model::result::ContentBlock;
+use tep_model::session::{EventBody, ToolResultData};
+use tep_model::trace::{MarkKind, TraceRecord};
 
+use super::plant::{call_of, event_type, find, find_after, is_stage, move_record, result_data_mut};
 use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::{Stage, Step},
@@ -36,6 +39,13 @@ pub(crate) const NOTIFICATION_BEFORE_RESULT: Rule = Rule::new(entry(
         ),
         true,
     )
+})
+.plants(|r| {
+    let f = find(r, |x| is_stage(x, N::Final))?;
+    let call = call_of(&r[f])?.clone();
+    let tr = find_after(r, f, &call, |x| event_type(x) == Some("tool/result"))?;
+    move_record(r, tr, f);
+    Some(())
 });
 
 pub(crate) const NOTIFICATION_SYNCHRONOUS: Rule = Rule::new(
@@ -73,6 +83,21 @@ pub(crate) const NOTIFICATION_SYNCHRONOUS: Rule = Rule::new(
             ),
         );
     }
+})
+.plants(|r| {
+    let m = find(
+        r,
+        |x| matches!(x, TraceRecord::Mark(m) if m.mark == MarkKind::ObserverSettled && m.after_ms > 0),
+    )?;
+    let call = call_of(&r[m])?.clone();
+    let tr = find(r, |x| {
+        event_type(x) == Some("tool/result") && call_of(x) == Some(&call)
+    })?;
+    if m < tr {
+        return None;
+    }
+    move_record(r, m, tr);
+    Some(())
 });
 
 pub(crate) const NOTIFICATION_AWAITED: Rule = Rule::new(
@@ -105,6 +130,21 @@ pub(crate) const NOTIFICATION_AWAITED: Rule = Rule::new(
             ),
         );
     }
+})
+.plants(|r| {
+    let m = find(
+        r,
+        |x| matches!(x, TraceRecord::Mark(m) if m.mark == MarkKind::ObserverSettled),
+    )?;
+    let call = call_of(&r[m])?.clone();
+    let tr = find(r, |x| {
+        event_type(x) == Some("tool/result") && call_of(x) == Some(&call)
+    })?;
+    if m > tr {
+        return None;
+    }
+    move_record(r, m, tr + 1);
+    Some(())
 });
 
 pub(crate) const FROZEN_OUTCOME: Rule = Rule::new(entry(
@@ -153,6 +193,19 @@ pub(crate) const FROZEN_OUTCOME: Rule = Rule::new(entry(
         );
         cx.report(I::FrozenOutcome, Some(v.call), vec![v.line, *nl], message);
     }
+})
+.plants(|r| {
+    let tr = find(r, |x| event_type(x) == Some("tool/result"))?;
+    match result_data_mut(&mut r[tr])? {
+        ToolResultData::Message(m) => m
+            .message
+            .content
+            .first_mut()?
+            .content
+            .push(ContentBlock::text("tampered")),
+        ToolResultData::Flat(f) => f.content.push(ContentBlock::text("tampered")),
+    }
+    Some(())
 });
 
 /// The longest a value is quoted in a difference (then cut, with `…`).

@@ -5,8 +5,13 @@
 //! every rule here is SHOULD: reported, failing only a `--strict` run.
 
 use tep_model::graph::NodeId as N;
-use tep_model::trace::Capability;
+use tep_model::identity::CallId;
+use tep_model::trace::{Capability, TraceRecord};
 
+use super::plant::{
+    Records, call_of, declared, event_type, find, find_after, is_stage, move_record, stage,
+    stage_mut,
+};
 use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::Batch,
@@ -53,6 +58,15 @@ pub(crate) const MODEL_ORDER_START: Rule = Rule::new(entry(
             message,
         );
     }
+})
+.plants(|r| {
+    let m = find(r, |x| is_stage(x, N::Model))?;
+    let calls = stage_mut(&mut r[m])?.calls.as_mut()?;
+    if calls.len() < 2 {
+        return None;
+    }
+    calls.swap(0, 1);
+    Some(())
 });
 
 pub(crate) const ORDERED_STAGES_SERIAL: Rule = Rule::new(entry(
@@ -90,6 +104,19 @@ pub(crate) const ORDERED_STAGES_SERIAL: Rule = Rule::new(entry(
         section.name()
     );
     cx.report(I::OrderedStagesSerial, Some(v.call), vec![v.line, since], message);
+})
+.plants(|r| {
+    let calls = declared(r);
+    let (a, b) = (calls.first()?.clone(), calls.get(1)?.clone());
+    let a_call = find(r, |x| {
+        event_type(x) == Some("tool/call") && call_of(x) == Some(&a)
+    })?;
+    let b_call = find(r, |x| {
+        event_type(x) == Some("tool/call") && call_of(x) == Some(&b)
+    })?;
+    // b starts while a is still preparing.
+    move_record(r, b_call, a_call + 1);
+    Some(())
 });
 
 pub(crate) const MODEL_ORDER_COMMIT: Rule = Rule::new(entry(
@@ -122,6 +149,40 @@ pub(crate) const MODEL_ORDER_COMMIT: Rule = Rule::new(entry(
         );
         cx.report(I::ModelOrderCommit, Some(v.call), vec![v.line, other.last_line], message);
     }
+})
+.plants(|r| {
+    // Move a later call's commit ahead of an earlier call's, where the later call's
+    // execution was already over (a parallel pool).
+    let calls = declared(r);
+    let commit_nodes = [
+        N::Post,
+        N::Normalized,
+        N::Finalize,
+        N::Final,
+        N::ToolResult,
+        N::PresentResult,
+    ];
+    let in_commit = |x: &TraceRecord| x.node().is_some_and(|n| commit_nodes.contains(&n));
+    for w in calls.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let a_start = find(r, |x| in_commit(x) && call_of(x) == Some(a))?;
+        let b_block: Vec<usize> = (0..r.len())
+            .filter(|&i| in_commit(&r[i]) && call_of(&r[i]) == Some(b))
+            .collect();
+        let b_first = *b_block.first()?;
+        let b_last_other = (0..b_first).rev().find(|&i| call_of(&r[i]) == Some(b))?;
+        if b_first > a_start && b_last_other < a_start {
+            let moved: Vec<TraceRecord> = b_block.iter().map(|&i| r[i].clone()).collect();
+            for &i in b_block.iter().rev() {
+                r.remove(i);
+            }
+            for (k, rec) in moved.into_iter().enumerate() {
+                r.insert(a_start + k, rec);
+            }
+            return Some(());
+        }
+    }
+    None
 });
 
 pub(crate) const ONLY_SAFE_BODIES_OVERLAP: Rule = Rule::new(
@@ -158,7 +219,8 @@ pub(crate) const ONLY_SAFE_BODIES_OVERLAP: Rule = Rule::new(
         other.id
     );
     cx.report(I::OnlySafeBodiesOverlap, Some(v.call), vec![v.line, since], message);
-});
+})
+.plants(declare_a_pooled_call_unsafe);
 
 pub(crate) const EXCLUSIVE_BARRIER: Rule = Rule::new(entry(
     I::ExclusiveBarrier,
@@ -208,7 +270,8 @@ pub(crate) const EXCLUSIVE_BARRIER: Rule = Rule::new(entry(
         );
         cx.report_once(I::ExclusiveBarrier, v.call, vec![v.line, other.last_line], message);
     }
-});
+})
+.plants(declare_a_pooled_call_unsafe);
 
 pub(crate) const POOL_CAP: Rule = Rule::new(
     entry(
@@ -260,4 +323,54 @@ pub(crate) const POOL_CAP: Rule = Rule::new(
     let mut lines = vec![v.line];
     lines.extend(since);
     cx.report(I::PoolCap, Some(v.call), lines, message);
-});
+})
+.plants(pool_overflow);
+
+/// Declares a call that ran in a parallel pool as not concurrency-safe: the breach of both
+/// `only-safe-bodies-overlap` and `exclusive-barrier`.
+fn declare_a_pooled_call_unsafe(r: &mut Records) -> Option<()> {
+    let m = find(r, |x| is_stage(x, N::Model))?;
+    let calls = stage_mut(&mut r[m])?.calls.as_mut()?;
+    let safe: Vec<usize> = (0..calls.len())
+        .filter(|&i| calls[i].concurrency_safe == Some(true))
+        .collect();
+    if safe.len() < 2 {
+        return None;
+    }
+    calls[safe[1]].concurrency_safe = Some(false);
+    Some(())
+}
+
+/// A parallel pool that lets one more body in: a body that returned before a later call's
+/// dispatch returns only after it, so both (and whatever else ran) are in flight at once.
+fn pool_overflow(r: &mut Records) -> Option<()> {
+    // The dispatches of the batch's bodies: a `toolBody` right after the call's `around`.
+    let mut last: std::collections::HashMap<CallId, N> = Default::default();
+    let mut dispatches: Vec<(usize, CallId)> = Vec::new();
+    for (i, x) in r.iter().enumerate() {
+        let (Some(o), Some(call)) = (stage(x), call_of(x)) else {
+            continue;
+        };
+        if o.node == N::ToolBody && last.get(call) == Some(&N::Around) {
+            dispatches.push((i, call.clone()));
+        }
+        last.insert(call.clone(), o.node);
+    }
+    // X dispatched, X's body returned (its next `around`), then Y dispatched.
+    for (dx, x) in &dispatches {
+        let Some(back) = find_after(r, *dx, x, |o| is_stage(o, N::Around)) else {
+            continue;
+        };
+        let Some((dy, _)) = dispatches.iter().find(|(d, y)| *d > back && y != x) else {
+            continue;
+        };
+        let moved: Vec<usize> = (back..*dy).filter(|&i| call_of(&r[i]) == Some(x)).collect();
+        let records: Vec<TraceRecord> = moved.iter().rev().map(|&i| r.remove(i)).collect();
+        let at = *dy - moved.len() + 1;
+        for record in records {
+            r.insert(at, record);
+        }
+        return Some(());
+    }
+    None
+}

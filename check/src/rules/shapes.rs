@@ -2,9 +2,13 @@
 //! facing.
 
 use tep_model::graph::NodeId as N;
-use tep_model::session::{EventBody, SessionEvent, ToolResultData};
-use tep_model::trace::Capability;
+use tep_model::session::{
+    ContextMessage, EventBody, FlatToolResult, MessageSource, Role, SessionEvent, ToolResultData,
+    ToolResultMessage, ToolResultRecord, UserMessage,
+};
+use tep_model::trace::{Capability, TraceRecord};
 
+use super::plant::{event_type, find, result_data_mut};
 use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::Stage,
@@ -43,6 +47,13 @@ pub(crate) const RESULT_NAMES_ITS_CALL: Rule = Rule::new(entry(
         );
         cx.report(I::ResultNamesItsCall, Some(v.call), vec![v.line], message);
     }
+})
+.plants(|r| {
+    let tr = find(r, |x| event_type(x) == Some("tool/result"))?;
+    if let TraceRecord::Event(e) = &mut r[tr] {
+        e.event.source_event_seqs = Some(vec![9999]);
+    }
+    Some(())
 });
 
 /// Reports `checking` when the `tool/result` data has the other revision's shape (the words
@@ -88,7 +99,23 @@ pub(crate) const TOOL_RESULT_MESSAGE_SHAPE: Rule = Rule::new(
     )
     .rev2(),
 )
-.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| tool_result_shape(cx, v, I::ToolResultMessageShape));
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| tool_result_shape(cx, v, I::ToolResultMessageShape))
+.plants(|r| {
+    let tr = find(r, |x| event_type(x) == Some("tool/result"))?;
+    let data = result_data_mut(&mut r[tr])?;
+    let ToolResultData::Message(m) = data else {
+        return None;
+    };
+    let block = m.message.content.first()?.clone();
+    *data = ToolResultData::Flat(FlatToolResult {
+        call_id: block.tool_call_id,
+        content: block.content,
+        is_error: block.is_error,
+        error: m.error.clone(),
+        meta: m.meta.clone(),
+    });
+    Some(())
+});
 
 pub(crate) const TOOL_RESULT_FLAT_SHAPE: Rule = Rule::new(
     entry(
@@ -102,7 +129,34 @@ pub(crate) const TOOL_RESULT_FLAT_SHAPE: Rule = Rule::new(
     )
     .rev1_only(),
 )
-.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| tool_result_shape(cx, v, I::ToolResultFlatShape));
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| tool_result_shape(cx, v, I::ToolResultFlatShape))
+.plants(|r| {
+    let tr = find(r, |x| event_type(x) == Some("tool/result"))?;
+    let data = result_data_mut(&mut r[tr])?;
+    let ToolResultData::Flat(f) = data else {
+        return None;
+    };
+    *data = ToolResultData::Message(ToolResultRecord {
+        turn: 1,
+        step: 1,
+        message: ToolResultMessage {
+            id: format!("result-{}", f.call_id),
+            role: Role::User,
+            source: MessageSource::Tool {
+                call_id: f.call_id.clone(),
+            },
+            content: vec![tep_model::session::ToolResultBlock {
+                kind: tep_model::session::ToolResultBlockType::ToolResult,
+                tool_call_id: f.call_id.clone(),
+                content: f.content.clone(),
+                is_error: f.is_error,
+            }],
+        },
+        error: f.error.clone(),
+        meta: f.meta.clone(),
+    });
+    Some(())
+});
 
 /// Reports `checking` when a context is injected as the other revision's event (the words are
 /// formatted only then).
@@ -146,7 +200,19 @@ pub(crate) const CONTEXTS_AS_USER_MESSAGES: Rule = Rule::new(
     )
     .rev2(),
 )
-.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| context_shape(cx, v, I::ContextsAsUserMessages));
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| context_shape(cx, v, I::ContextsAsUserMessages))
+.plants(|r| {
+    let c = find(r, |x| event_type(x) == Some("user/message"))?;
+    if let TraceRecord::Event(e) = &mut r[c]
+        && let EventBody::UserMessage(m) = &e.event.body
+    {
+        e.event.body = EventBody::ContextMessage(ContextMessage {
+            content: m.content.clone(),
+            source: m.source.clone(),
+        });
+    }
+    Some(())
+});
 
 pub(crate) const CONTEXTS_AS_CONTEXT_MESSAGES: Rule = Rule::new(
     entry(
@@ -160,7 +226,21 @@ pub(crate) const CONTEXTS_AS_CONTEXT_MESSAGES: Rule = Rule::new(
     )
     .rev1_only(),
 )
-.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| context_shape(cx, v, I::ContextsAsContextMessages));
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| context_shape(cx, v, I::ContextsAsContextMessages))
+.plants(|r| {
+    let c = find(r, |x| event_type(x) == Some("context/message"))?;
+    if let TraceRecord::Event(e) = &mut r[c]
+        && let EventBody::ContextMessage(m) = &e.event.body
+    {
+        e.event.body = EventBody::UserMessage(UserMessage {
+            id: "context".to_owned(),
+            role: Role::User,
+            content: m.content.clone(),
+            source: m.source.clone(),
+        });
+    }
+    Some(())
+});
 
 pub(crate) const SESSION_SEQ_INCREASING: Rule = Rule::new(entry(
     I::SessionSeqIncreasing,
@@ -194,7 +274,21 @@ pub(crate) const SESSION_SEQ_INCREASING: Rule = Rule::new(entry(
             );
         }
     },
-);
+)
+.plants(|r| {
+    let events: Vec<usize> = (0..r.len())
+        .filter(|&i| event_type(&r[i]).is_some())
+        .collect();
+    let (a, b) = (*events.first()?, *events.get(1)?);
+    let first_seq = match &r[a] {
+        TraceRecord::Event(e) => e.event.seq,
+        _ => return None,
+    };
+    if let TraceRecord::Event(e) = &mut r[b] {
+        e.event.seq = first_seq;
+    }
+    Some(())
+});
 
 pub(crate) const DISPATCH_NOT_MODEL_FACING: Rule = Rule::new(
     entry(
@@ -224,6 +318,13 @@ pub(crate) const DISPATCH_NOT_MODEL_FACING: Rule = Rule::new(
             message,
         );
     }
+})
+.plants(|r| {
+    let at = find(r, |x| event_type(x) == Some("tool/code-dispatch"))?;
+    if let TraceRecord::Event(e) = &mut r[at] {
+        e.event.surface_op = Some(tep_model::session::SurfaceOp::Append);
+    }
+    Some(())
 });
 
 pub(crate) const CODE_DISPATCH_CONTENT_SHAPE: Rule = Rule::new(
@@ -256,6 +357,15 @@ pub(crate) const CODE_DISPATCH_CONTENT_SHAPE: Rule = Rule::new(
             message,
         );
     }
+})
+.plants(|r| {
+    let at = find(r, |x| event_type(x) == Some("tool/code-dispatch"))?;
+    if let TraceRecord::Event(e) = &mut r[at]
+        && let EventBody::CodeDispatch(d) = &mut e.event.body
+    {
+        d.content = None;
+    }
+    Some(())
 });
 
 pub(crate) const CODE_DISPATCH_SUMMARY_SHAPE: Rule = Rule::new(
@@ -288,4 +398,13 @@ pub(crate) const CODE_DISPATCH_SUMMARY_SHAPE: Rule = Rule::new(
         );
         cx.report(I::CodeDispatchSummaryShape, Some(v.call), vec![v.line], message);
     }
+})
+.plants(|r| {
+    let at = find(r, |x| event_type(x) == Some("tool/code-dispatch"))?;
+    if let TraceRecord::Event(e) = &mut r[at]
+        && let EventBody::CodeDispatch(d) = &mut e.event.body
+    {
+        d.result_summary = None;
+    }
+    Some(())
 });

@@ -3,6 +3,7 @@
 
 use tep_model::graph::NodeId as N;
 
+use super::plant::{call_of, find, find_after, is_stage, observation, stage, stage_mut};
 use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::{Stage, Step},
@@ -39,6 +40,19 @@ pub(crate) const THROW_SKIPS_POST: Rule = Rule::new(
     )?;
     claim.lines = vec![r.visit.line, line];
     Some(claim)
+})
+.plants(|r| {
+    let n = find(r, |x| is_stage(x, N::Normalized))?;
+    let call = call_of(&r[n])?.clone();
+    // Only where post-execute did not itself throw.
+    let before = (0..n)
+        .rev()
+        .find(|&i| call_of(&r[i]) == Some(&call) && stage(&r[i]).is_some())?;
+    if is_stage(&r[before], N::Post) {
+        return None;
+    }
+    r.insert(n, observation(N::Post, &call));
+    Some(())
 });
 
 pub(crate) const THROW_IS_NORMALIZED: Rule = Rule::new(
@@ -74,6 +88,11 @@ pub(crate) const THROW_IS_NORMALIZED: Rule = Rule::new(
     )?;
     claim.lines = vec![r.visit.line, line];
     Some(claim)
+})
+.plants(|r| {
+    let n = find(r, |x| is_stage(x, N::Normalized))?;
+    r.remove(n);
+    Some(())
 });
 
 pub(crate) const THROW_IS_ERROR: Rule = Rule::new(
@@ -102,4 +121,11 @@ pub(crate) const THROW_IS_ERROR: Rule = Rule::new(
         );
         cx.report(I::ThrowIsError, Some(v.call), vec![v.line, line], message);
     }
+})
+.plants(|r| {
+    let n = find(r, |x| is_stage(x, N::Normalized))?;
+    let call = call_of(&r[n])?.clone();
+    let f = find_after(r, n, &call, |x| is_stage(x, N::Final))?;
+    stage_mut(&mut r[f])?.result.as_mut()?.is_error = false;
+    Some(())
 });

@@ -1,8 +1,9 @@
 //! `stage-graph-walk`: every visit is a step of the graph. The core computes the step
 //! (`crate::checker::walk`); this rule names the refused steps nothing more specific explains.
 
-use tep_model::graph::NodeId as N;
+use tep_model::graph::{NodeId as N, Outcome};
 
+use super::plant::{find, is_stage, outcome_of};
 use super::{Claim, Refused, Rule};
 use crate::invariants::{CheckKind::Step, InvariantId as I, Level::Must, Read, Source::Doc, entry};
 use crate::observation::ObservationLevel::Events;
@@ -32,7 +33,16 @@ pub(crate) const STAGE_GRAPH_WALK: Rule = Rule::new(entry(
         Read::Node(N::RunCode),
     ],
 ))
-.claims(refused);
+.claims(refused)
+.plants(|r| {
+    // An allowed call whose guards were never recorded: pre-execute straight to
+    // tools/execute.
+    let g = find(r, |x| {
+        is_stage(x, N::Guards) && outcome_of(x) == Some(Outcome::Allow)
+    })?;
+    r.remove(g);
+    Some(())
+});
 
 fn refused(r: &Refused<'_>) -> Option<Claim> {
     let why = if r.missing.is_empty() {
