@@ -278,6 +278,12 @@ fn applied(from: NodeId, outcome: Option<Outcome>, to: NodeId) -> Option<Outcome
     }
 }
 
+/// The memo slot of a question about the step from `(from, outcome)` to `to` with `facts`.
+fn step_key(from: NodeId, outcome: Option<Outcome>, to: NodeId, facts: CallFacts) -> usize {
+    ((from as usize * OUTCOMES + outcome_index(outcome)) * NODES + to as usize) * FACTS
+        + facts_index(facts)
+}
+
 /// A node mask no question answers (there are fewer nodes than bits).
 const UNKNOWN: u32 = u32::MAX;
 
@@ -339,9 +345,7 @@ impl Walker {
         if let Some(id) = t.direct(from, outcome, to) {
             return Step::Direct(id);
         }
-        let key = ((from as usize * OUTCOMES + outcome_index(outcome)) * NODES + to as usize)
-            * FACTS
-            + facts_index(facts);
+        let key = step_key(from, outcome, to, facts);
         if memo(&self.passes[key], || {
             self.passes_over(from, outcome, to, facts)
         }) {
@@ -361,9 +365,8 @@ impl Walker {
     /// on every way between the two records. Only stages the level never records are passed
     /// over here, an approval, whose `unavailable` answer only `full` records, and a finalize
     /// stage the definition may not have: a stage the level records, and that the trace does
-    /// not hold, did not run. So where one way leads
-    /// through, the records around it imply each of its edges (an inferred `denied`); where
-    /// two do, only the edges both share.
+    /// not hold, did not run. So where one way leads through, the records around it imply
+    /// each of its edges (an inferred `denied`); where two do, only the edges both share.
     pub fn implied(
         &self,
         from: NodeId,
@@ -371,9 +374,7 @@ impl Walker {
         to: NodeId,
         facts: CallFacts,
     ) -> u128 {
-        let key = ((from as usize * OUTCOMES + outcome_index(outcome)) * NODES + to as usize)
-            * FACTS
-            + facts_index(facts);
+        let key = step_key(from, outcome, to, facts);
         let outcome = applied(from, outcome, to);
         if let Some(&bits) = self.implied.borrow().get(&key) {
             return bits;
