@@ -6,8 +6,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    println!("cargo:rerun-if-changed={}", dir.display());
+    // Relative to the package: the paths this build writes must name this checkout's corpus.
+    // Absolute ones let a second checkout sharing the target directory reuse the first's
+    // build (cargo keys a package's build directory by name and version, not by where it
+    // is): its `rerun-if-changed` watched the first checkout's files and its `include_str!`
+    // embedded them (attack run, N12).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(CORPUS_DIR);
     let files = match scenario_files(&dir) {
         Ok(files) => files,
         Err(message) => {
@@ -15,23 +19,47 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let mut out = String::from(
-        "/// (file name, contents) of every scenario.\npub static CORPUS: &[(&str, &str)] = &[\n",
-    );
-    for (name, path) in &files {
-        println!("cargo:rerun-if-changed={}", path.display());
-        let _ = writeln!(
-            out,
-            "    ({name:?}, include_str!({:?})),",
-            path.display().to_string()
-        );
+    let names: Vec<String> = files.into_iter().map(|(name, _)| name).collect();
+    for line in rerun_lines(&names) {
+        println!("{line}");
     }
-    out.push_str("];\n");
     let target = Path::new(&std::env::var("OUT_DIR").unwrap_or_default()).join("corpus.rs");
-    if let Err(e) = std::fs::write(&target, out) {
+    if let Err(e) = std::fs::write(&target, corpus_source(&names)) {
         eprintln!("error: cannot write {}: {e}", target.display());
         std::process::exit(1);
     }
+}
+
+/// The corpus directory, relative to the package.
+pub(crate) const CORPUS_DIR: &str = "scenarios";
+
+/// What cargo is told to watch: the directory (a file added or removed) and each file, by
+/// paths relative to the package, which cargo resolves in the checkout it builds.
+pub(crate) fn rerun_lines(names: &[String]) -> Vec<String> {
+    std::iter::once(format!("cargo:rerun-if-changed={CORPUS_DIR}"))
+        .chain(
+            names
+                .iter()
+                .map(|name| format!("cargo:rerun-if-changed={CORPUS_DIR}/{name}")),
+        )
+        .collect()
+}
+
+/// The generated `corpus.rs`: each file included from the package being compiled
+/// (`CARGO_MANIFEST_DIR` at compile time), never from a path fixed when the script ran.
+pub(crate) fn corpus_source(names: &[String]) -> String {
+    let mut out = String::from(
+        "/// (file name, contents) of every scenario.\npub static CORPUS: &[(&str, &str)] = &[\n",
+    );
+    for name in names {
+        let _ = writeln!(
+            out,
+            "    ({name:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {:?}))),",
+            format!("/{CORPUS_DIR}/{name}")
+        );
+    }
+    out.push_str("];\n");
+    out
 }
 
 /// The `*.json` files of `dir` as (file name, path), sorted by name. Every problem is an error:

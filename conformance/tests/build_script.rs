@@ -9,7 +9,7 @@ mod build_script;
 
 use std::path::{Path, PathBuf};
 
-use build_script::scenario_files;
+use build_script::{corpus_source, rerun_lines, scenario_files};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tep-build-{}-{name}", std::process::id()));
@@ -65,4 +65,28 @@ fn a_file_name_that_is_not_utf8_fails() {
     std::fs::write(dir.join(name), "{}").unwrap();
     let e = scenario_files(&dir).unwrap_err();
     assert!(e.ends_with("is not a UTF-8 file name"), "{e}");
+}
+
+/// Two checkouts may share a target directory, and cargo gives both one build directory for
+/// this package: nothing the script writes may name a checkout's absolute path, or the second
+/// checkout watches and embeds the first one's corpus (attack run, N12).
+#[test]
+fn the_generated_build_names_no_checkout() {
+    let names = ["a.json".to_owned(), "b c.json".to_owned()];
+    let source = corpus_source(&names);
+    let here = env!("CARGO_MANIFEST_DIR");
+    let lines = rerun_lines(&names);
+    assert_eq!(
+        lines,
+        [
+            "cargo:rerun-if-changed=scenarios",
+            "cargo:rerun-if-changed=scenarios/a.json",
+            "cargo:rerun-if-changed=scenarios/b c.json"
+        ]
+    );
+    assert!(!source.contains(here), "{source}");
+    assert!(
+        source.contains(r#"("b c.json", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/b c.json"))),"#),
+        "{source}"
+    );
 }
