@@ -10,16 +10,16 @@ use super::{BodyStep, ProgramStep, Scenario, ScenarioError, WrapperSpec};
 /// systems allow 255 bytes) and starts every error about the scenario.
 pub const MAX_ID_BYTES: usize = 128;
 /// Calls in the batch, counting every sub-call of its `run_code` programs.
-pub const MAX_CALLS: usize = 256;
+pub const MAX_CALLS: usize = 64;
 /// Steps of one program; each binding call of an `all` group counts as a step.
-pub const MAX_PROGRAM_STEPS: usize = 256;
+pub const MAX_PROGRAM_STEPS: usize = 64;
 /// Steps of one tool body.
-pub const MAX_BODY_STEPS: usize = 64;
+pub const MAX_BODY_STEPS: usize = 16;
 /// Entries of each extension-point list (`pre`, `guards`, `wrappers`, `post`, `observers`).
-pub const MAX_EXTENSIONS: usize = 16;
+pub const MAX_EXTENSIONS: usize = 8;
 /// Dispatches of one call: the product of the `attempts` of every retry wrapper. No virtual time
 /// need pass between attempts, so only this bounds the work (and trace) of a failing body.
-pub const MAX_DISPATCHES_PER_CALL: u64 = 16;
+pub const MAX_DISPATCHES_PER_CALL: u64 = 4;
 /// Every duration a scenario names (`sleep`, `asyncMs`, `delayMs`, `timeoutMs`), in milliseconds:
 /// the virtual time a whole scenario may take (`scripted::VIRTUAL_TIME_LIMIT`, one hour).
 pub const MAX_DURATION_MS: u64 = 3_600_000;
@@ -27,6 +27,27 @@ pub const MAX_DURATION_MS: u64 = 3_600_000;
 /// one). A `run` request is the scenario one level deeper, and `tep reference-adapter` reads
 /// requests with serde_json's recursion limit (128): every valid scenario's request is readable.
 pub const MAX_NESTING: usize = 64;
+/// Bytes of every string of what the implementation runs (the scenario but its `id`,
+/// `description`, `spec`, `revisions`, `requires`, `exercises` and `expect`): texts, contents,
+/// ids, object keys. A trace quotes them over and over (a context text in every call's
+/// records, an argument in every stage's identity).
+pub const MAX_TEXT_BYTES: usize = 256;
+/// Bytes of what the implementation runs, written as compact JSON. With the counts above this
+/// keeps every scenario's trace under the answer limit (`adapter::MAX_ANSWER_BYTES`, 16 MiB):
+/// the largest we could build is about 6 MB (`docs/limits.md`; the test
+/// `the_largest_scenarios_answer_within_the_answer_limit`).
+pub const MAX_RUNNABLE_BYTES: usize = 16 * 1024;
+
+/// The fields of a scenario that describe it rather than run: not sent to be quoted by a trace.
+const DESCRIPTIVE_FIELDS: &[&str] = &[
+    "id",
+    "description",
+    "spec",
+    "revisions",
+    "requires",
+    "exercises",
+    "expect",
+];
 
 /// Checks a scenario against the limits. The error names the field and the limit.
 pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
@@ -143,13 +164,66 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
             }
         }
     }
-    let nesting = nesting(&serde_json::to_value(scenario).map_err(|e| fail(e.to_string()))?);
+    let value = serde_json::to_value(scenario).map_err(|e| fail(e.to_string()))?;
+    let nesting = nesting(&value);
     if nesting > MAX_NESTING {
         return Err(fail(format!(
             "the scenario nests {nesting} deep; at most {MAX_NESTING} levels are allowed"
         )));
     }
+    let serde_json::Value::Object(fields) = value else {
+        return Ok(());
+    };
+    let runnable: serde_json::Map<String, serde_json::Value> = fields
+        .into_iter()
+        .filter(|(k, _)| !DESCRIPTIVE_FIELDS.contains(&k.as_str()))
+        .collect();
+    if let Some((place, len)) = longest_text(&runnable) {
+        return Err(fail(format!(
+            "`{place}` is a text of {len} bytes; at most {MAX_TEXT_BYTES} are allowed"
+        )));
+    }
+    let bytes = serde_json::Value::Object(runnable).to_string().len();
+    if bytes > MAX_RUNNABLE_BYTES {
+        return Err(fail(format!(
+            "what the scenario runs (all but its {}) is {bytes} bytes of JSON; at most {MAX_RUNNABLE_BYTES} are allowed",
+            DESCRIPTIVE_FIELDS.join(", ")
+        )));
+    }
     Ok(())
+}
+
+/// The first string or key over [`MAX_TEXT_BYTES`] (where it is, as `calls[2].body[0].return`,
+/// and its length). Iterative, like [`nesting`].
+fn longest_text(fields: &serde_json::Map<String, serde_json::Value>) -> Option<(String, usize)> {
+    let mut stack: Vec<(String, &serde_json::Value)> =
+        fields.iter().rev().map(|(k, v)| (k.clone(), v)).collect();
+    while let Some((place, v)) = stack.pop() {
+        match v {
+            serde_json::Value::String(text) if text.len() > MAX_TEXT_BYTES => {
+                return Some((place, text.len()));
+            }
+            serde_json::Value::Array(items) => {
+                stack.extend(
+                    items
+                        .iter()
+                        .enumerate()
+                        .rev()
+                        .map(|(i, item)| (format!("{place}[{i}]"), item)),
+                );
+            }
+            serde_json::Value::Object(map) => {
+                for (k, item) in map.iter().rev() {
+                    if k.len() > MAX_TEXT_BYTES {
+                        return Some((format!("{place} (a key)"), k.len()));
+                    }
+                    stack.push((format!("{place}.{k}"), item));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// How deep `value` nests: 0 for a scalar, 1 for an object or array of scalars. Iterative, so a
@@ -228,17 +302,17 @@ pub(crate) mod tests {
             e.starts_with("scenario retry-dispatches-again: `wrappers[1].attempts` is 4294967295"),
             "{e}"
         );
-        assert!(e.contains("at most 16 are allowed"), "{e}");
+        assert!(e.contains("at most 4 are allowed"), "{e}");
     }
 
     #[test]
     fn nested_retries_multiply() {
         let e = message(edited("retry-dispatches-again", |v| {
-            let retry = serde_json::json!({"kind": "retry", "attempts": 5});
+            let retry = serde_json::json!({"kind": "retry", "attempts": 3});
             v["wrappers"] = serde_json::json!([retry, retry]);
         }));
-        assert!(e.contains("`wrappers[1].attempts` is 5"), "{e}");
-        assert!(e.contains("25 or more dispatches per call"), "{e}");
+        assert!(e.contains("`wrappers[1].attempts` is 3"), "{e}");
+        assert!(e.contains("9 or more dispatches per call"), "{e}");
     }
 
     #[test]
@@ -255,10 +329,10 @@ pub(crate) mod tests {
     #[test]
     fn long_bodies_programs_and_lists_are_refused() {
         let e = message(edited("allow-runs-body", |v| {
-            v["calls"][0]["body"] = serde_json::json!(vec![serde_json::json!({"sleep": 1}); 65]);
+            v["calls"][0]["body"] = serde_json::json!(vec![serde_json::json!({"sleep": 1}); 17]);
         }));
         assert!(
-            e.contains("`calls[0].body` has 65 steps; at most 64 are allowed"),
+            e.contains("`calls[0].body` has 17 steps; at most 16 are allowed"),
             "{e}"
         );
         let e = message(edited("allow-runs-body", |v| {
@@ -266,15 +340,15 @@ pub(crate) mod tests {
         }));
         assert!(e.contains("`calls[0].body[0].sleep` is 3600001 ms"), "{e}");
         let e = message(edited("allow-runs-body", |v| {
-            v["pre"] = serde_json::json!(vec![serde_json::json!({"id": "p"}); 17]);
+            v["pre"] = serde_json::json!(vec![serde_json::json!({"id": "p"}); 9]);
         }));
-        assert!(e.contains("`pre` has 17 entries; at most 16"), "{e}");
+        assert!(e.contains("`pre` has 9 entries; at most 8"), "{e}");
         let e = message(edited("code-mode-every-path", |v| {
             let log = serde_json::json!({"log": "x"});
-            v["calls"][0]["program"] = serde_json::json!(vec![log; 257]);
+            v["calls"][0]["program"] = serde_json::json!(vec![log; 65]);
         }));
         assert!(
-            e.contains("`calls[0].program` has more than 256 steps"),
+            e.contains("`calls[0].program` has more than 64 steps"),
             "{e}"
         );
     }
@@ -314,12 +388,56 @@ pub(crate) mod tests {
     #[test]
     fn sub_calls_count_towards_the_call_limit() {
         let e = message(edited("code-mode-every-path", |v| {
-            // 256 program steps, but 256 sub-calls beside the batch's own calls.
-            let group = serde_json::json!({"all": vec![serde_json::json!({"tool": "read"}); 128]});
+            // 64 program steps, but 64 sub-calls beside the batch's own calls.
+            let group = serde_json::json!({"all": vec![serde_json::json!({"tool": "read"}); 32]});
             v["calls"][0]["program"] = serde_json::json!([group.clone(), group]);
         }));
         assert!(
-            e.contains("more than 256 calls counting the sub-calls of its programs"),
+            e.contains("more than 64 calls counting the sub-calls of its programs"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn long_texts_are_refused_where_they_are_run_not_where_they_describe() {
+        let long = "x".repeat(MAX_TEXT_BYTES + 1);
+        let e = message(edited("allow-runs-body", |v| {
+            v["calls"][0]["body"] = serde_json::json!([{ "return": long }]);
+        }));
+        assert!(
+            e.contains("`calls[0].body[0].return` is a text of 257 bytes; at most 256 are allowed"),
+            "{e}"
+        );
+        let e = message(edited("allow-runs-body", |v| {
+            v["calls"][0]["arguments"] = serde_json::json!({ long.clone(): 1 });
+        }));
+        assert!(
+            e.contains("`calls[0].arguments (a key)` is a text of 257"),
+            "{e}"
+        );
+        // A description is not run: it may be long.
+        assert_eq!(
+            edited("allow-runs-body", |v| v["description"] =
+                long.clone().into()),
+            Ok(())
+        );
+        let at_the_limit = "x".repeat(MAX_TEXT_BYTES);
+        assert_eq!(
+            edited("allow-runs-body", |v| {
+                v["calls"][0]["body"] = serde_json::json!([{ "return": at_the_limit }]);
+            }),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_scenario_that_runs_too_much_json_is_refused() {
+        let e = message(edited("allow-runs-body", |v| {
+            let many: Vec<String> = (0..100).map(|i| format!("{i:0>200}")).collect();
+            v["calls"][0]["arguments"] = serde_json::json!({ "many": many });
+        }));
+        assert!(
+            e.contains("bytes of JSON; at most 16384 are allowed"),
             "{e}"
         );
     }
