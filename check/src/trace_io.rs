@@ -261,6 +261,13 @@ const PARALLEL_FROM_BYTES: u64 = 4 * 1024 * 1024;
 /// Past this many workers the checking thread, not parsing, sets the pace.
 const MAX_WORKERS: usize = 8;
 
+/// The parallel reader reads a chunk only while the chunks in flight (read, not yet checked)
+/// hold fewer bytes than this. Short lines never reach it (4 chunks of
+/// [`PARALLEL_CHUNK_BYTES`] per worker, 2 MiB at [`MAX_WORKERS`]); long ones do, so the
+/// lines being parsed at once hold at most this plus one line ([`MAX_LINE_BYTES`]), whatever
+/// `-j` is. Counting chunks instead let 8 workers parse eight 16 MiB lines at once (4.7 GB).
+pub const MAX_IN_FLIGHT_BYTES: usize = 4 * 1024 * 1024;
+
 /// A chunk of whole lines for a worker, and what it parsed them to. The buffers travel back to
 /// be filled again, so that a long trace allocates them once.
 struct Chunk {
@@ -338,8 +345,14 @@ fn read_in_parallel(
         let mut chunks = ChunkReader::new(reader, sizes);
         let mut exhausted = false;
         let mut lines_before = 0;
+        // The bytes of the chunks read and not yet checked: a chunk is read only while they
+        // are under the budget, so a long line is parsed with little else in flight.
+        let mut in_flight_bytes = 0usize;
         loop {
-            while !exhausted && sent - received < most_in_flight {
+            while !exhausted
+                && sent - received < most_in_flight
+                && in_flight_bytes < MAX_IN_FLIGHT_BYTES
+            {
                 let chunk = spare[sent % workers].pop().unwrap_or_else(|| Chunk {
                     bytes: vec![0; sizes.chunk],
                     len: 0,
@@ -349,6 +362,7 @@ fn read_in_parallel(
                 });
                 match chunks.next(chunk) {
                     Some(chunk) => {
+                        in_flight_bytes += chunk.len;
                         // A worker ends only when its sender is dropped, after this loop.
                         let _ = to_workers[sent % workers].send(chunk);
                         sent += 1;
@@ -372,6 +386,13 @@ fn read_in_parallel(
                 return Err(error);
             }
             lines_before += chunk.lines;
+            in_flight_bytes -= chunk.len;
+            if chunk.bytes.len() > sizes.chunk {
+                // A chunk grown for a long line does not keep its size (nor its records)
+                // waiting to be reused: each worker would hold a line's worth.
+                chunk.bytes = vec![0; sizes.chunk];
+                chunk.records = Vec::new();
+            }
             spare[(received - 1) % workers].push(chunk);
         }
         match chunks.stop {

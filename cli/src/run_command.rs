@@ -180,7 +180,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
         rerun: rerun_prefix(&args),
         traces: keeper.kept,
         run_dir: keeper.created.then_some(keeper.dir),
+        excerpts: keeper.excerpts,
     };
+    let mut paths = html::paths(&run);
+    paths.extend(keeper.paths);
     let corpus_hash = suite::corpus_hash();
     // Files first: they are written even when stdout is gone.
     if let Some(path) = &args.junit {
@@ -199,22 +202,12 @@ pub fn run(args: RunArgs) -> Result<u8> {
         unwritten.extend(write_atomically(path, &json_text).err());
     }
     if let Some(path) = &args.html {
-        let traces = run
-            .scenarios
-            .iter()
-            .filter_map(|s| {
-                let records = s.trace.as_ref()?;
-                let witnesses = s.violations.iter().flat_map(|v| v.lines.iter().copied());
-                let excerpt = TraceExcerpt::of(&to_jsonl(records), &witnesses.collect());
-                Some((s.id.clone(), excerpt))
-            })
-            .collect();
         let page = html::Page {
             title: "tep run",
             report: &json,
-            traces: &traces,
+            traces: &ctx.excerpts,
             corpus: &corpus,
-            paths: &html::paths(&run),
+            paths: &paths,
             docs_url: args.docs_url.as_deref(),
             rerun: Some(&ctx),
             compare: comparison.as_ref(),
@@ -415,13 +408,20 @@ fn rerun_prefix(args: &RunArgs) -> Vec<String> {
 }
 
 /// Writes traces: every one into `--traces DIR`, or else the failing ones into the run
-/// directory (created on the first). Passing scenarios' traces are dropped from memory.
+/// directory (created on the first). No trace stays in memory: of a failing one the reports
+/// keep only what they show (the excerpt around its witnesses, the path it took), so a run's
+/// memory does not grow with its failing scenarios.
 struct TraceKeeper {
     dir: PathBuf,
     /// Keep every trace (`--traces`), not only the failing ones.
     all: bool,
     created: bool,
     kept: BTreeMap<String, PathBuf>,
+    spec: Revision,
+    /// What the reports quote of each failing trace.
+    excerpts: BTreeMap<String, TraceExcerpt>,
+    /// The path each failing trace took, read with its records (see [`html::taken_path`]).
+    paths: BTreeMap<String, html::TakenPath>,
 }
 
 impl TraceKeeper {
@@ -441,28 +441,43 @@ impl TraceKeeper {
             all,
             created: false,
             kept: BTreeMap::new(),
+            spec: args.spec,
+            excerpts: BTreeMap::new(),
+            paths: BTreeMap::new(),
         }
     }
 
+    /// Writes `result`'s trace where it is kept and drops it; a failing one's excerpt and
+    /// path are taken first, so a trace that cannot be written is still quoted.
     fn keep(&mut self, result: &mut ScenarioResult) -> Result<()> {
         let failing = !matches!(result.status, Status::Passed | Status::Skipped);
-        let Some(records) = &result.trace else {
+        let Some(records) = result.trace.take() else {
             return Ok(());
         };
-        if self.all || failing {
-            if !self.created {
-                std::fs::create_dir_all(&self.dir)
-                    .with_context(|| format!("cannot create {}", self.dir.display()))?;
-                self.created = true;
-            }
-            let path = self.dir.join(format!("{}.jsonl", result.id));
-            write_atomically(&path, &to_jsonl(records))
-                .with_context(|| format!("cannot keep the trace of {}", result.id))?;
-            self.kept.insert(result.id.clone(), path);
+        if !(self.all || failing) {
+            return Ok(());
         }
-        if !failing {
-            result.trace = None;
+        let jsonl = to_jsonl(&records);
+        if failing {
+            let witnesses = result
+                .violations
+                .iter()
+                .flat_map(|v| v.lines.iter().copied());
+            let excerpt = TraceExcerpt::of(&jsonl, &witnesses.collect());
+            self.excerpts.insert(result.id.clone(), excerpt);
+            let path = html::taken_path(self.spec, &result.steps, Some(&records));
+            self.paths.insert(result.id.clone(), path);
         }
+        drop(records);
+        if !self.created {
+            std::fs::create_dir_all(&self.dir)
+                .with_context(|| format!("cannot create {}", self.dir.display()))?;
+            self.created = true;
+        }
+        let path = self.dir.join(format!("{}.jsonl", result.id));
+        write_atomically(&path, &jsonl)
+            .with_context(|| format!("cannot keep the trace of {}", result.id))?;
+        self.kept.insert(result.id.clone(), path);
         Ok(())
     }
 }

@@ -473,6 +473,24 @@ fn docs_state_the_limits_in_force() {
             limits::MAX_DISPATCHES_PER_CALL
         ),
         format!("| {} ms | `MAX_DURATION_MS` |", limits::MAX_DURATION_MS),
+        format!("| {} | `MAX_TEXT_BYTES` |", limits::MAX_TEXT_BYTES),
+        format!(
+            "| {} KiB | `MAX_RUNNABLE_BYTES` |",
+            limits::MAX_RUNNABLE_BYTES / 1024
+        ),
+        format!(
+            "| {} | `checker::MAX_MESSAGE_BYTES` |",
+            checker::MAX_MESSAGE_BYTES
+        ),
+        format!("| {} | `checker::MAX_STEPS` |", checker::MAX_STEPS),
+        format!(
+            "| {} MiB | `trace_io::MAX_IN_FLIGHT_BYTES` |",
+            mib(trace_io::MAX_IN_FLIGHT_BYTES)
+        ),
+        format!(
+            "| {} bytes | `excerpt::MAX_LINE_SHOWN` |",
+            tep_conformance::excerpt::MAX_LINE_SHOWN
+        ),
         format!(
             "`RetryWrapper::MAX_ATTEMPTS` ({})",
             tep_reference::wrappers::RetryWrapper::MAX_ATTEMPTS

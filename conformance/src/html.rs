@@ -15,7 +15,6 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::BufRead;
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
@@ -35,7 +34,7 @@ pub mod matrix;
 mod path;
 mod results;
 
-pub use path::{TakenPath, paths};
+pub use path::{TakenPath, paths, taken_path};
 use path::{is_line, line_steps, path_coverage};
 
 pub use compare::Comparison;
@@ -60,63 +59,9 @@ fn picture(revision: Revision, kind: GraphKind) -> &'static str {
     }
 }
 
-/// A trace with more lines than this is shown in part: its first lines, and the lines around
-/// each witness.
-pub const FULL_TRACE_LINES: usize = 500;
-/// The first lines of a long trace shown (its header and first batch).
-const HEAD_LINES: usize = 10;
-/// Lines of context shown around a witness line of a long trace.
-const CONTEXT_LINES: usize = 3;
-
-/// The lines of a trace the report shows: all of a trace of up to [`FULL_TRACE_LINES`] lines,
-/// else its first lines and the lines around each witness.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TraceExcerpt {
-    /// How many lines the trace has.
-    pub total: usize,
-    /// The lines shown, numbered from 1, in order.
-    pub lines: Vec<(usize, String)>,
-}
-
-impl TraceExcerpt {
-    /// The excerpt of a trace in memory (JSON Lines).
-    pub fn of(jsonl: &str, witnesses: &BTreeSet<usize>) -> Self {
-        // Reading from memory cannot fail.
-        Self::read(jsonl.as_bytes(), witnesses).unwrap_or_default()
-    }
-
-    /// Reads a trace and keeps the lines it shows: at most [`FULL_TRACE_LINES`] and the
-    /// witnesses' surroundings are held at any time, however long the trace.
-    pub fn read(mut reader: impl BufRead, witnesses: &BTreeSet<usize>) -> std::io::Result<Self> {
-        let near = |n: usize| {
-            n <= HEAD_LINES
-                || witnesses
-                    .range(n.saturating_sub(CONTEXT_LINES)..=n + CONTEXT_LINES)
-                    .next()
-                    .is_some()
-        };
-        let mut excerpt = TraceExcerpt::default();
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            if reader.read_until(b'\n', &mut buf)? == 0 {
-                break;
-            }
-            excerpt.total += 1;
-            let n = excerpt.total;
-            if n == FULL_TRACE_LINES + 1 {
-                excerpt.lines.retain(|(k, _)| near(*k));
-            }
-            if n <= FULL_TRACE_LINES || near(n) {
-                let text = String::from_utf8_lossy(&buf);
-                excerpt
-                    .lines
-                    .push((n, text.trim_end_matches(['\n', '\r']).to_owned()));
-            }
-        }
-        Ok(excerpt)
-    }
-}
+#[cfg(test)]
+use crate::excerpt::{CONTEXT_LINES, HEAD_LINES};
+pub use crate::excerpt::{FULL_TRACE_LINES, TraceExcerpt};
 
 /// What a page shows.
 #[derive(Debug, Clone, Copy)]

@@ -21,6 +21,7 @@
 pub mod adapter;
 pub mod baseline;
 pub mod checkability;
+pub mod excerpt;
 pub mod expectations;
 pub mod fuzz;
 pub mod fuzz_stats;

@@ -12,9 +12,10 @@ use anstyle::{AnsiColor, Style};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tep_reference::graph::{EdgeId, GraphKind, NodeId, Revision, StageGraph};
-use tep_reference::trace::{Capability, ObservationLevel, to_jsonl};
+use tep_reference::trace::{Capability, ObservationLevel};
 
 use crate::baseline::{BaselineOutcome, ScenarioComparison, StaleEntry};
+use crate::excerpt::TraceExcerpt;
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
 use crate::runner::{Coverage, RunReport, ScenarioResult, Status};
 use crate::terminal::escape_controls as shown;
@@ -286,6 +287,9 @@ pub struct RunContext {
     pub traces: BTreeMap<String, PathBuf>,
     /// The directory the failing scenarios' traces were kept in, when any was.
     pub run_dir: Option<PathBuf>,
+    /// What the reports quote of each failing scenario's trace (the trace itself is not kept
+    /// in memory).
+    pub excerpts: BTreeMap<String, TraceExcerpt>,
 }
 
 impl RunContext {
@@ -377,12 +381,12 @@ const QUOTE_WIDTH: usize = 160;
 const GROUP_LINES: usize = 10;
 
 /// The witness lines of `v`, with a line of context around each, from `trace`'s JSON Lines.
-fn quote_witnesses(out: &mut String, lines: &[&str], v: &Violation, indent: &str) {
+fn quote_witnesses(out: &mut String, excerpt: &TraceExcerpt, v: &Violation, indent: &str) {
     let witnesses: BTreeSet<usize> = v.lines.iter().copied().collect();
     let quoted: BTreeSet<usize> = witnesses
         .iter()
         .flat_map(|&n| [n.saturating_sub(1), n, n + 1])
-        .filter(|&n| n >= 1 && n <= lines.len())
+        .filter(|&n| n >= 1 && n <= excerpt.total)
         .collect();
     let width = quoted.iter().max().map_or(1, |n| n.to_string().len());
     let mut previous = None;
@@ -395,7 +399,7 @@ fn quote_witnesses(out: &mut String, lines: &[&str], v: &Violation, indent: &str
             );
         }
         previous = Some(n);
-        let text = lines.get(n - 1).copied().unwrap_or_default();
+        let text = excerpt.line(n).unwrap_or_default();
         let text: String = if text.chars().count() > QUOTE_WIDTH {
             text.chars().take(QUOTE_WIDTH).chain(['\u{2026}']).collect()
         } else {
@@ -451,9 +455,7 @@ fn failure_detail(out: &mut String, result: &ScenarioResult, strict: bool, ctx: 
     if others.len() > 3 {
         let _ = writeln!(out, "      and {} more violation(s)", others.len() - 3);
     }
-    if let Some(records) = &result.trace {
-        let jsonl = to_jsonl(records);
-        let lines: Vec<&str> = jsonl.lines().collect();
+    if let Some(excerpt) = ctx.excerpts.get(&result.id) {
         match ctx.traces.get(&result.id) {
             Some(path) => {
                 let _ = writeln!(out, "      trace {}:", shown(&path.display().to_string()));
@@ -462,7 +464,7 @@ fn failure_detail(out: &mut String, result: &ScenarioResult, strict: bool, ctx: 
                 let _ = writeln!(out, "      trace:");
             }
         }
-        quote_witnesses(out, &lines, first, "        ");
+        quote_witnesses(out, excerpt, first, "        ");
     }
     let _ = writeln!(out, "      rerun: {}", ctx.rerun_command(&result.id));
 }

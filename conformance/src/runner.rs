@@ -17,7 +17,7 @@ use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
 use crate::scenario::{Scenario, versions};
 use crate::scripted::{ReferenceRun, implementation_name, run_reference_to_the_end};
 use tep_check::checker::{
-    CheckOptions, Checker, InvariantStatus, ScenarioFacts, StepRecord, Violation,
+    CheckOptions, Checker, InvariantStatus, ScenarioFacts, StepRecord, Violation, cut_message,
 };
 use tep_check::invariants::{InvariantId, Level};
 use tep_check::observation::thin;
@@ -982,8 +982,21 @@ pub fn judge(
             coverage.extend(&result.edges);
             result.violations = check.violations;
             let (violations, notes) = check_expectations(scenario, &records, options.level);
-            result.violations.extend(violations);
-            result.notes = notes;
+            // Cut as the checker's own are: an expectation's message may quote a content.
+            // (Their number is bounded by the scenario's calls.)
+            result
+                .violations
+                .extend(violations.into_iter().map(|mut v| {
+                    v.message = cut_message(v.message);
+                    v
+                }));
+            result.notes = notes
+                .into_iter()
+                .map(|mut n| {
+                    n.message = cut_message(n.message);
+                    n
+                })
+                .collect();
             result.steps = check.steps;
             result.status = if result.violations.iter().any(|v| v.level == Level::Must) {
                 Status::Failed

@@ -36,6 +36,18 @@ use crate::rules::{self, Claim, Cx, Finding, Read, Record, Refused, Rule, Visit}
 /// At most this many violations are kept; the rest are counted.
 pub const MAX_VIOLATIONS: usize = 1000;
 
+/// A violation's message is cut past this many bytes: a message quotes what the trace handed
+/// a stage (arguments, tokens, contents), and a trace line may be 16 MiB. With
+/// [`MAX_VIOLATIONS`] this bounds a report's messages at 4 MiB, whatever the trace. The
+/// corpus's longest message is under 1 KiB.
+pub const MAX_MESSAGE_BYTES: usize = 4096;
+
+/// At most this many records' steps are kept ([`Checker::keep_steps`]); the rest are counted
+/// in [`CheckReport::steps_omitted`]. A drawn path of more would be unreadable, and a kept
+/// step per record made a report grow with its trace (the corpus's longest trace has under
+/// 200 records).
+pub const MAX_STEPS: usize = 20_000;
+
 /// One broken invariant, with the lines that witness it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
@@ -153,8 +165,11 @@ pub struct CheckReport {
     /// How many batches the trace holds: a trace without one checks nothing.
     pub batches: usize,
     /// Each record's step on its call's graph, in trace order; kept only when asked
-    /// ([`Checker::keep_steps`]), so that a report can draw where a violation happened.
+    /// ([`Checker::keep_steps`]), so that a report can draw where a violation happened. At
+    /// most [`MAX_STEPS`]: the first ones.
     pub steps: Vec<StepRecord>,
+    /// Steps past [`MAX_STEPS`], not kept.
+    pub steps_omitted: usize,
 }
 
 /// Where one record moved its call on the graph (or tried to).
@@ -788,14 +803,18 @@ impl Checker {
                 self.taken.take(&mut self.report, GraphKind::Pipeline, edge);
             }
             if let Some(steps) = self.steps.as_mut() {
-                steps.push(StepRecord {
-                    line,
-                    graph: GraphKind::Pipeline,
-                    from: NodeId::ToolResult,
-                    to: NodeId::AllResults,
-                    edge,
-                    refused: false,
-                });
+                push_step(
+                    steps,
+                    &mut self.report.steps_omitted,
+                    StepRecord {
+                        line,
+                        graph: GraphKind::Pipeline,
+                        from: NodeId::ToolResult,
+                        to: NodeId::AllResults,
+                        edge,
+                        refused: false,
+                    },
+                );
             }
         }
         self.emit();
@@ -887,16 +906,20 @@ impl Checker {
                 Step::Direct(e) | Step::Side(Some(e)) => Some(e),
                 _ => None,
             };
-            steps.push(StepRecord {
-                line,
-                graph: call.graph.kind(),
-                from: edge
-                    .and_then(|e| call.graph.edges().get(e.0))
-                    .map_or(call.position, |e| e.from),
-                to,
-                edge,
-                refused: step.is_refused(),
-            });
+            push_step(
+                steps,
+                &mut self.report.steps_omitted,
+                StepRecord {
+                    line,
+                    graph: call.graph.kind(),
+                    from: edge
+                        .and_then(|e| call.graph.edges().get(e.0))
+                        .map_or(call.position, |e| e.from),
+                    to,
+                    edge,
+                    refused: step.is_refused(),
+                },
+            );
         }
         let visit = Visit {
             line,
@@ -1075,8 +1098,8 @@ impl Checker {
             if call.is_sub_call() && call.args.is_none() {
                 call.args = Some(identity.arguments.clone());
             }
-            if call.first_identity.is_none() {
-                call.first_identity = Some((identity.clone(), line));
+            if call.first_token.is_none() {
+                call.first_token = Some((identity.token.clone(), line));
             }
         }
         let denial = matches!(
@@ -1293,10 +1316,34 @@ impl Checker {
                 level: invariant(finding.invariant).level,
                 lines: finding.lines,
                 call,
-                message: finding.message,
+                message: cut_message(finding.message),
             });
         }
     }
+}
+
+/// Keeps `step` unless [`MAX_STEPS`] are kept already.
+fn push_step(steps: &mut Vec<StepRecord>, omitted: &mut usize, step: StepRecord) {
+    if steps.len() < MAX_STEPS {
+        steps.push(step);
+    } else {
+        *omitted += 1;
+    }
+}
+
+/// `message`, cut past [`MAX_MESSAGE_BYTES`] (at a character) with how long it was.
+pub fn cut_message(mut message: String) -> String {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message;
+    }
+    let len = message.len();
+    let mut cut = MAX_MESSAGE_BYTES;
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    message.truncate(cut);
+    message.push_str(&format!("\u{2026} (message cut at {cut} of {len} bytes)"));
+    message
 }
 
 /// A sub-call holds its program's lane from its first record until its `tools/result`.

@@ -4,11 +4,10 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
 use serde_json::Value;
 use tep_model::graph::{NodeId, Outcome, StageGraph};
-use tep_model::identity::{CallId, Identity};
+use tep_model::identity::CallId;
 use tep_model::result::ToolResult;
 
 use crate::invariants::InvariantId;
@@ -170,7 +169,9 @@ pub(crate) struct Call {
     pub started: Option<(usize, u64)>,
     /// The arguments the model sent (parsed), or a sub-call's first identity's.
     pub args: Option<Value>,
-    pub first_identity: Option<(Arc<Identity>, usize)>,
+    /// The first identity's token and line (only the token is compared later: a whole
+    /// identity kept per call would hold its arguments, up to a trace line's size).
+    pub first_token: Option<(String, usize)>,
     pub pre: Option<usize>,
     /// The line where pre-execute decided `ask`.
     pub pre_asked: Option<usize>,
@@ -245,7 +246,7 @@ impl Call {
             last_line: line,
             started: None,
             args: None,
-            first_identity: None,
+            first_token: None,
             pre: None,
             denied: None,
             threw: None,

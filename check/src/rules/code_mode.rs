@@ -193,16 +193,16 @@ pub(crate) const SUB_CALL_CARRIES_PARENT_TOKEN: Rule = Rule::new(
     ) else {
         return;
     };
-    let Some((parent_identity, _)) = &cx.call(p).first_identity else {
+    let Some((parent_token, _)) = &cx.call(p).first_token else {
         return;
     };
-    if identity.parent_token.as_ref() != Some(&parent_identity.token) {
+    if identity.parent_token.as_ref() != Some(parent_token) {
         let message = format!(
             "line {} (sub-call {}) was handed parent token {}, but its run_code call's token is {}",
             v.line,
             call.id,
             identity.parent_token.as_deref().unwrap_or("none"),
-            parent_identity.token
+            parent_token
         );
         cx.report(
             I::SubCallCarriesParentToken,

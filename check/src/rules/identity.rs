@@ -54,12 +54,12 @@ pub(crate) const IDENTITY_UNCHANGED: Rule = Rule::new(entry(
         differs.push(format!("arguments {}", identity.arguments));
     }
     let mut lines = vec![v.line];
-    if let Some((first, first_line)) = &call.first_identity
-        && first.token != identity.token
+    if let Some((first, first_line)) = &call.first_token
+        && *first != identity.token
     {
         differs.push(format!(
-            "token {} (line {first_line} saw {})",
-            identity.token, first.token
+            "token {} (line {first_line} saw {first})",
+            identity.token
         ));
         lines.push(*first_line);
     }

@@ -50,7 +50,7 @@ pub fn paths(run: &RunReport) -> BTreeMap<String, TakenPath> {
 /// so the call's next steps start there too until one is legal from there: here those steps
 /// start where the call really was (`records` name each step's call), and are edges when the
 /// graph has one from there. Without the records, the checker's steps.
-fn taken_path(
+pub fn taken_path(
     spec: Revision,
     steps: &[StepRecord],
     records: Option<&[tep_reference::trace::TraceRecord]>,

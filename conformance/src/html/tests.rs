@@ -159,6 +159,7 @@ fn context() -> RunContext {
             .to_vec(),
         traces: BTreeMap::new(),
         run_dir: None,
+        excerpts: BTreeMap::new(),
     }
 }
 
