@@ -32,7 +32,8 @@ pub struct FuzzArgs {
     /// Generate at most this many scenarios.
     #[arg(long, value_name = "N", default_value_t = 500)]
     cases: usize,
-    /// Stop generating after this many seconds (shrinking a failure still finishes).
+    /// Stop generating after this many seconds; also bounds shrinking a failure (counted from
+    /// the failure, at most 300 s).
     #[arg(long, value_name = "SECS", value_parser = crate::parse_timeout)]
     time: Option<Duration>,
     /// The run's seed: the same seed generates the same scenarios. Default: a random one,
@@ -205,10 +206,11 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
     )?;
     writeln!(
         out,
-        "  shrunk from size {} to {} in {} run(s)",
+        "  shrunk from size {} to {} in {} run(s); {}",
         failure.original_size,
         size(&failure.scenario),
-        failure.shrink_runs
+        failure.shrink_runs,
+        failure.shrink_stop
     )?;
     for violation in failure.violations.iter().take(SHOWN_VIOLATIONS) {
         writeln!(out, "  {}", violation.message)?;

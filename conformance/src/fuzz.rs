@@ -764,6 +764,38 @@ pub struct Failure {
     pub violations: Vec<Violation>,
     pub original_size: usize,
     pub shrink_runs: usize,
+    /// Why shrinking stopped where it did.
+    pub shrink_stop: ShrinkStop,
+}
+
+/// Why shrinking stopped: at the smallest scenario it could reach, or at one of its budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShrinkStop {
+    /// No simpler scenario fails with the same check.
+    Smallest,
+    /// After [`FuzzOptions::max_shrink_runs`] runs.
+    Runs,
+    /// After its time (`--time`, at most [`MAX_SHRINK_TIME`]).
+    Time(Duration),
+    /// After [`MAX_SHRINK_ERRORS_IN_A_ROW`] runs in a row errored (an adapter that hangs).
+    Errors,
+    /// Interrupted (Ctrl-C).
+    Interrupted,
+}
+
+impl std::fmt::Display for ShrinkStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShrinkStop::Smallest => f.write_str("no simpler scenario fails the same way"),
+            ShrinkStop::Runs => write!(f, "stopped at its budget of runs"),
+            ShrinkStop::Time(t) => write!(f, "stopped after its {} s", t.as_secs_f64()),
+            ShrinkStop::Errors => write!(
+                f,
+                "stopped: {MAX_SHRINK_ERRORS_IN_A_ROW} runs in a row errored (see `errored`)"
+            ),
+            ShrinkStop::Interrupted => f.write_str("stopped: interrupted"),
+        }
+    }
 }
 
 /// What a fuzzing run did.
@@ -1055,6 +1087,17 @@ pub fn fuzz(
             }
         }
         report.interrupted |= stopped();
+        let shrink_stop = if stopped() {
+            ShrinkStop::Interrupted
+        } else if errors_in_a_row >= MAX_SHRINK_ERRORS_IN_A_ROW {
+            ShrinkStop::Errors
+        } else if runs >= options.max_shrink_runs {
+            ShrinkStop::Runs
+        } else if shrink_started.elapsed() >= budget {
+            ShrinkStop::Time(budget)
+        } else {
+            ShrinkStop::Smallest
+        };
         let (mut scenario, violations) = best;
         scenario.id = format!("fuzz-{}-{case}", options.seed);
         scenario.description = format!(
@@ -1077,6 +1120,7 @@ pub fn fuzz(
                 .collect(),
             original_size,
             shrink_runs: runs,
+            shrink_stop,
         });
         break;
     }

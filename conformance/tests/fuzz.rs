@@ -5,12 +5,15 @@
 
 use std::collections::BTreeSet;
 
-use tep_conformance::fuzz::{FuzzOptions, Profile, fuzz, generate, size};
+use tep_conformance::fuzz::{
+    FuzzOptions, MAX_SHRINK_ERRORS_IN_A_ROW, Profile, ShrinkStop, fuzz, generate, size,
+};
 use tep_conformance::fuzz_stats::{constructs, count};
 use tep_conformance::invariants::InvariantId;
 use tep_conformance::mutants::breaks;
+use tep_conformance::protocol::Ready;
 use tep_conformance::runner::BuiltinReference;
-use tep_conformance::runner::{RunOptions, run_suite};
+use tep_conformance::runner::{Answer, Implementation, RunOptions, run_suite};
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
@@ -264,5 +267,61 @@ fn the_generator_reaches_every_construct_of_the_scenario_language() {
     assert!(
         missing.is_empty(),
         "never generated in 1,000 cases: {missing:#?}"
+    );
+}
+
+/// A mutant that answers its first failing case, then errors on every run (an adapter that
+/// starts hanging): shrinking gives up after a few errors in a row, and says why.
+struct FailsThenErrors {
+    inner: BuiltinReference,
+    /// Runs answered so far, and how many it answers before it errors.
+    runs: usize,
+    answers: usize,
+}
+
+impl Implementation for FailsThenErrors {
+    fn ready(&self) -> &Ready {
+        self.inner.ready()
+    }
+
+    fn run(&mut self, seq: u64, spec: Revision, scenario: &Scenario) -> Answer {
+        self.runs += 1;
+        if self.runs > self.answers {
+            return Answer::Errored {
+                message: "no answer within 1 s".to_owned(),
+                stderr: None,
+            };
+        }
+        self.inner.run(seq, spec, scenario)
+    }
+}
+
+#[test]
+fn shrinking_says_why_it_stopped() {
+    let options = FuzzOptions {
+        cases: 300,
+        strict: true,
+        ..FuzzOptions::new(1)
+    };
+    let mut reference = BuiltinReference::new(vec![Mutant::RunBodyAfterDeny]);
+    let failure = fuzz(&mut reference, &options, |_| {})
+        .unwrap()
+        .failure
+        .unwrap();
+    assert_eq!(failure.shrink_stop, ShrinkStop::Smallest);
+    // The same cases, answered up to the first failing one; every shrink run errors.
+    let mut hanging = FailsThenErrors {
+        inner: BuiltinReference::new(vec![Mutant::RunBodyAfterDeny]),
+        runs: 0,
+        answers: failure.case + 1,
+    };
+    let run = fuzz(&mut hanging, &options, |_| {}).unwrap();
+    let failure = run.failure.unwrap();
+    assert_eq!(failure.shrink_stop, ShrinkStop::Errors);
+    assert_eq!(failure.shrink_runs, MAX_SHRINK_ERRORS_IN_A_ROW);
+    assert_eq!(run.errored, MAX_SHRINK_ERRORS_IN_A_ROW);
+    assert_eq!(
+        failure.shrink_stop.to_string(),
+        "stopped: 3 runs in a row errored (see `errored`)"
     );
 }
