@@ -90,7 +90,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
             .unwrap_or(1)
     });
     let mut keeper = TraceKeeper::new(&args, started_at);
-    check_outputs(&args, &keeper)?;
+    let run_dir_notice = check_outputs(&args, &mut keeper)?;
     // An earlier report that cannot be compared with stops the run before it starts.
     let old = match &args.compare {
         Some(path) => Some((path.clone(), report_command::read(path)?)),
@@ -130,6 +130,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let interrupter = control.interrupter();
     signals.run(interrupter.clone());
     let mut live = Live::new(plan.runnable(), args.color);
+    if let Some(notice) = &run_dir_notice {
+        live.notice(notice);
+    }
     if !args.json_stdout {
         live.write(&header(&ready, &args, &plan))?;
     }
@@ -281,7 +284,8 @@ fn read_scenario_files(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
 
 /// Every output is tried before the first adapter starts, not found unwritable after the run:
 /// the reports, the baseline, and the directory the traces are kept in.
-fn check_outputs(args: &RunArgs, keeper: &TraceKeeper) -> Result<()> {
+/// Returns a notice to show when the run directory is not the default one.
+fn check_outputs(args: &RunArgs, keeper: &mut TraceKeeper) -> Result<Option<String>> {
     for (path, what) in [
         (&args.junit, "JUnit report"),
         (&args.json, "JSON report"),
@@ -299,10 +303,23 @@ fn check_outputs(args: &RunArgs, keeper: &TraceKeeper) -> Result<()> {
             &dir.join(format!(".tep-probe-{}", std::process::id())),
             "traces",
         )?;
-    } else {
-        check_dir_creatable(&keeper.dir, "run directory")?;
+    } else if let Err(e) = check_dir_creatable(&keeper.dir, "run directory") {
+        // The default place (`target/tep-runs`, in a read-only checkout, say) falls back to
+        // the system's temporary directory: a run that may pass should not fail for want of
+        // a place it may never use. A `--run-dir` given is used or refused.
+        if args.run_dir.is_some() {
+            return Err(e);
+        }
+        let fallback = std::env::temp_dir().join(&keeper.dir);
+        check_dir_creatable(&fallback, "run directory").with_context(|| format!("{e:#}"))?;
+        let notice = format!(
+            "tep: {e:#}; failing traces go to {} instead (choose with --run-dir)",
+            fallback.display()
+        );
+        keeper.dir = fallback;
+        return Ok(Some(notice));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The first line: who is tested, against what.

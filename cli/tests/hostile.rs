@@ -168,23 +168,29 @@ fn a_traces_escapes_are_shown_not_obeyed_by_tep_check() {
 #[test]
 fn a_run_directory_that_cannot_be_created_is_a_usage_error_before_the_run() {
     let dir = temp_dir("n7");
-    // `target` is a file: the default run directory target/tep-runs/<time> cannot be made.
+    // `target` is a file: the default run directory target/tep-runs/<time> cannot be made, so
+    // the failing traces go to the system's temporary directory, and the run says so.
     std::fs::write(dir.join("target"), "x").unwrap();
     let o = tep_in(
         &dir,
         &["run", "--mutant", "run-body-after-deny", "--json", "r.json"],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let fallback = std::env::temp_dir().join("target/tep-runs");
+    let stderr = text(&o.stderr);
     assert!(
-        text(&o.stderr).contains("cannot create the run directory target/tep-runs/"),
-        "{}",
-        text(&o.stderr)
+        stderr.contains("cannot create the run directory target/tep-runs/")
+            && stderr.contains(&format!("failing traces go to {}/", fallback.display())),
+        "{stderr}"
     );
-    assert!(
-        !text(&o.stdout).contains("PASS"),
-        "nothing ran: {}",
-        text(&o.stdout)
-    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
+    let kept = report["runDirectory"].as_str().unwrap_or_default();
+    assert!(kept.starts_with(&fallback.display().to_string()), "{kept}");
+    let traces = std::fs::read_dir(kept).unwrap().count();
+    assert!(traces > 0, "no trace kept in {kept}");
+    let _ = std::fs::remove_dir_all(kept);
+    // A run directory given that cannot be made is refused before anything runs.
     let o = tep_in(
         &dir,
         &[
