@@ -1,4 +1,4 @@
-//! The counts README.md quotes (scenarios, invariants, mutants), kept true by `cargo xtask docs`:
+//! The counts README.md quotes (scenarios, invariants, mutants, what a run prints), kept true by `cargo xtask docs`:
 //! each number sits between `<!-- count:NAME -->` and `<!-- /count -->` and is rewritten from the
 //! corpus, the invariant catalog and the mutant list. The rest of the README is hand-written.
 
@@ -21,6 +21,15 @@ pub fn counts(corpus: &[Scenario]) -> Vec<(&'static str, usize)> {
                 .count(),
         ),
         ("mutants", Mutant::ALL.len()),
+        // What `cargo tep run` (rev2) prints: the rev2 scenarios pass, the others are skipped.
+        (
+            "rev2-scenarios",
+            corpus.iter().filter(|s| s.applies_to(Revision::Rev2)).count(),
+        ),
+        (
+            "not-rev2-scenarios",
+            corpus.iter().filter(|s| !s.applies_to(Revision::Rev2)).count(),
+        ),
     ]
 }
 
