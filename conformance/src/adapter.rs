@@ -533,6 +533,7 @@ mod leftovers {
     struct Process {
         parent: u32,
         group: u32,
+        session: u32,
         zombie: bool,
         started: u64,
     }
@@ -554,6 +555,7 @@ mod leftovers {
                         zombie: *fields.first()? == "Z",
                         parent: fields.get(1)?.parse().ok()?,
                         group: fields.get(2)?.parse().ok()?,
+                        session: fields.get(3)?.parse().ok()?,
                         started: fields.get(19)?.parse().ok()?,
                     },
                 ))
@@ -641,6 +643,24 @@ mod leftovers {
             for pid in &targets {
                 if let Some(pid) = i32::try_from(*pid).ok().and_then(Pid::from_raw) {
                     let _ = kill_process(pid, Signal::KILL);
+                }
+            }
+            // A target in a session of its own (it called `setsid`) is killed with its whole
+            // process group at once: a daemon that forks and exits in a loop changes pid
+            // faster than `/proc` can be read, but keeps its group. Every member of such a
+            // session descends from the target's tree, so no process of ours, of another job
+            // or of the user's shell (all in our session) is in that group.
+            let session = rustix::process::getsid(None).map_or(0, |s| s.as_raw_nonzero().get());
+            let groups: BTreeSet<u32> = targets
+                .iter()
+                .filter_map(|pid| table.get(pid))
+                .filter(|p| i32::try_from(p.session).is_ok_and(|s| s != session))
+                .map(|p| p.group)
+                .filter(|group| *group > 1 && !adapters.contains(group))
+                .collect();
+            for group in groups {
+                if let Some(group) = i32::try_from(group).ok().and_then(Pid::from_raw) {
+                    let _ = rustix::process::kill_process_group(group, Signal::KILL);
                 }
             }
             for pid in orphans {
