@@ -7,6 +7,7 @@ use clap::ValueEnum;
 use tep_check::deepseek_harness::{self, Options, Summary};
 use tep_conformance::checker::{InvariantStatus, TraceError};
 use tep_conformance::invariants::InvariantId;
+use tep_conformance::listing::{SessionLogJson, UnknownType};
 use tep_reference::trace::TraceRecord;
 
 /// Whose session log `--from` reads.
@@ -122,20 +123,28 @@ impl FromLog {
     }
 
     /// The `sessionLog` member of the JSON report.
-    pub fn json(&self, summary: &Summary) -> serde_json::Value {
-        serde_json::json!({
-            "source": self.source.name(),
-            "session": summary.session,
-            "lines": summary.lines,
-            "records": summary.records,
-            "passedOver": summary.passed_over,
-            "unknownTypes": summary
+    pub fn json(&self, summary: &Summary) -> SessionLogJson {
+        SessionLogJson {
+            source: self.source.name().to_owned(),
+            session: summary.session.clone(),
+            lines: summary.lines,
+            records: summary.records,
+            passed_over: summary.passed_over,
+            unknown_types: summary
                 .unknown
                 .iter()
-                .map(|(kind, (count, first))| serde_json::json!({"type": kind, "count": count, "firstLine": first}))
-                .collect::<Vec<_>>(),
-            "unattributed": summary.unattributed,
-            "safe": self.options.safe,
-        })
+                .map(|(kind, (count, first))| UnknownType {
+                    kind: kind.clone(),
+                    count: *count,
+                    first_line: *first,
+                })
+                .collect(),
+            unattributed: summary.unattributed.clone(),
+            safe: self
+                .options
+                .safe
+                .as_ref()
+                .map(|s| s.iter().cloned().collect()),
+        }
     }
 }

@@ -18,6 +18,7 @@ use tep_conformance::catalog::{CATALOG, invariant};
 use tep_conformance::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
 use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::invariants::{InvariantId, Level};
+use tep_conformance::listing;
 use tep_conformance::report;
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
 use tep_conformance::select::Selection;
@@ -214,7 +215,7 @@ enum Command {
     /// List the mutants of the built-in reference.
     Mutants,
     /// Print a JSON Schema: scenario, trace-record, protocol-request, protocol-ready,
-    /// protocol-answer, baseline or run-report.
+    /// protocol-answer, baseline, run-report, check-report, scenario-list or invariant-list.
     Schema { name: SchemaName },
     /// Serve the built-in reference over the adapter protocol on stdin/stdout.
     ReferenceAdapter {
@@ -269,6 +270,12 @@ enum SchemaName {
     ProtocolAnswer,
     Baseline,
     RunReport,
+    /// What `tep check --format json` prints.
+    CheckReport,
+    /// What `tep scenarios list --format json` prints.
+    ScenarioList,
+    /// What `tep invariants list --format json` prints.
+    InvariantList,
 }
 
 /// `--timeout`: seconds, within [`MIN_TIMEOUT`, `MAX_TIMEOUT`] (docs/limits.md says why).
@@ -413,6 +420,9 @@ fn dispatch(command: Command) -> Result<u8> {
                 SchemaName::Baseline => {
                     schemars::schema_for!(tep_conformance::baseline::BaselineFile)
                 }
+                SchemaName::CheckReport => schemars::schema_for!(listing::CheckJson),
+                SchemaName::ScenarioList => schemars::schema_for!(Vec<listing::ScenarioRow>),
+                SchemaName::InvariantList => schemars::schema_for!(Vec<listing::InvariantRow>),
                 SchemaName::RunReport => {
                     schemars::schema_for!(tep_conformance::report::JsonReport)
                 }
@@ -607,29 +617,36 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         .collect();
     match format {
         Format::Json => {
-            let mut value = serde_json::json!({
-                "trace": name,
-                "spec": options.revision,
-                "observation": options.level,
-                "records": report.records,
-                "batches": report.batches,
-                "conformant": failing == 0 && tested,
-                "violations": report.violations,
-                "omitted": report.omitted,
-                "checked": checked,
-                "partlyCheckable": partly
+            let value = listing::CheckJson {
+                trace: name.clone(),
+                spec: options.revision,
+                observation: options.level,
+                records: report.records,
+                batches: report.batches,
+                conformant: failing == 0 && tested,
+                violations: report.violations.clone(),
+                omitted: report.omitted,
+                checked: checked.clone(),
+                partly_checkable: partly
                     .iter()
-                    .map(|(id, what)| serde_json::json!({"invariant": id, "catches": what}))
-                    .collect::<Vec<_>>(),
-                "notCheckable": not_checkable
+                    .map(|(id, what)| listing::PartlyCheckable {
+                        invariant: *id,
+                        catches: what.clone(),
+                    })
+                    .collect(),
+                not_checkable: not_checkable
                     .iter()
-                    .map(|(id, why)| serde_json::json!({"invariant": id, "why": why}))
-                    .collect::<Vec<_>>(),
-            });
-            if let (Some(from), Some(summary)) = (&from, &log_summary) {
-                value["sessionLog"] = from.json(summary);
-            }
-            writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&value)?)?;
+                    .map(|(id, why)| listing::NotCheckable {
+                        invariant: *id,
+                        why: why.clone(),
+                    })
+                    .collect(),
+                session_log: from
+                    .as_ref()
+                    .zip(log_summary.as_ref())
+                    .map(|(from, summary)| from.json(summary)),
+            };
+            writeln!(Stdout::new(), "{}", listing::to_json_text(&value)?)?;
         }
         Format::Text => {
             let mut out = Stdout::new();
@@ -757,19 +774,9 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
                 .filter(|s| spec.is_none_or(|r| s.applies_to(r)));
             match format {
                 Format::Json => {
-                    let rows: Vec<serde_json::Value> = listed
-                        .map(|s| {
-                            serde_json::json!({
-                                "id": s.id,
-                                "description": s.description,
-                                "spec": s.spec,
-                                "revisions": s.revisions,
-                                "requires": s.requires,
-                                "exercises": s.exercises,
-                            })
-                        })
-                        .collect();
-                    writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&rows)?)?;
+                    let rows: Vec<listing::ScenarioRow> =
+                        listed.map(listing::ScenarioRow::from).collect();
+                    writeln!(Stdout::new(), "{}", listing::to_json_text(&rows)?)?;
                 }
                 Format::Text => {
                     let mut out = Stdout::new();
@@ -836,21 +843,9 @@ fn invariants(action: InvariantsAction) -> Result<u8> {
                 .filter(|i| spec.is_none_or(|r| i.applies_to(r)));
             match format {
                 Format::Json => {
-                    let rows: Vec<serde_json::Value> = listed
-                        .map(|inv| {
-                            serde_json::json!({
-                                "id": inv.id,
-                                "level": inv.level,
-                                "statement": inv.statement,
-                                "revisions": inv.revisions(),
-                                "requires": inv.requires,
-                                "observed": inv.observed,
-                                "sources": inv.sources.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                                "doc": inv.doc_link(),
-                            })
-                        })
-                        .collect();
-                    writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&rows)?)?;
+                    let rows: Vec<listing::InvariantRow> =
+                        listed.map(listing::InvariantRow::from).collect();
+                    writeln!(Stdout::new(), "{}", listing::to_json_text(&rows)?)?;
                 }
                 Format::Text => {
                     let mut out = Stdout::new();

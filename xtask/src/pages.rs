@@ -830,7 +830,7 @@ pub fn changes_page(corpus: &[Scenario]) -> String {
 
 /// `(file name, schema)` of every published JSON Schema.
 pub fn schemas() -> Vec<(&'static str, Value)> {
-    use tep_conformance::{baseline, protocol, report};
+    use tep_conformance::{baseline, listing, protocol, report};
     vec![
         (
             "scenario.schema.json",
@@ -851,6 +851,18 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
             schema_of::<baseline::BaselineFile>(),
         ),
         ("run-report.schema.json", schema_of::<report::JsonReport>()),
+        (
+            "check-report.schema.json",
+            schema_of::<listing::CheckJson>(),
+        ),
+        (
+            "scenario-list.schema.json",
+            schema_of::<Vec<listing::ScenarioRow>>(),
+        ),
+        (
+            "invariant-list.schema.json",
+            schema_of::<Vec<listing::InvariantRow>>(),
+        ),
     ]
 }
 

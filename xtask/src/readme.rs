@@ -24,11 +24,17 @@ pub fn counts(corpus: &[Scenario]) -> Vec<(&'static str, usize)> {
         // What `cargo tep run` (rev2) prints: the rev2 scenarios pass, the others are skipped.
         (
             "rev2-scenarios",
-            corpus.iter().filter(|s| s.applies_to(Revision::Rev2)).count(),
+            corpus
+                .iter()
+                .filter(|s| s.applies_to(Revision::Rev2))
+                .count(),
         ),
         (
             "not-rev2-scenarios",
-            corpus.iter().filter(|s| !s.applies_to(Revision::Rev2)).count(),
+            corpus
+                .iter()
+                .filter(|s| !s.applies_to(Revision::Rev2))
+                .count(),
         ),
     ]
 }

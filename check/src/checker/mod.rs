@@ -49,7 +49,8 @@ pub const MAX_MESSAGE_BYTES: usize = 4096;
 pub const MAX_STEPS: usize = 20_000;
 
 /// One broken invariant, with the lines that witness it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Violation {
     pub invariant: InvariantId,
     pub level: Level,
