@@ -21,12 +21,12 @@ use tep_conformance::invariants::{InvariantId, Level};
 use tep_conformance::listing;
 use tep_conformance::report;
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
-use tep_conformance::select::Selection;
 use tep_conformance::trace_io::{for_each_record_parallel, parsing_workers};
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
 
+mod args;
 mod from_log;
 mod fuzz_command;
 mod output;
@@ -35,6 +35,7 @@ mod report_command;
 mod run_command;
 mod signals;
 
+use args::{Format, SelectArgs};
 use output::{Stdout, note};
 
 /// Conformance suite for the tool execution pipeline of AI coding-agent harnesses.
@@ -45,119 +46,12 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
-
-/// When to colour the terminal report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ColorWhen {
-    /// On a terminal, unless NO_COLOR is set (or CLICOLOR=0; CLICOLOR_FORCE forces it).
-    Auto,
-    Always,
-    Never,
-}
-
-/// Which scenarios: all unless filtered.
-#[derive(Debug, Clone, Args)]
-struct SelectArgs {
-    /// Only scenarios whose id matches this glob (`deny-*`); repeatable, any may match.
-    #[arg(long = "scenario", value_name = "GLOB")]
-    scenarios: Vec<String>,
-    /// Only scenarios that exercise this invariant; repeatable.
-    #[arg(long = "invariant", value_name = "ID")]
-    invariants: Vec<InvariantId>,
-    /// Only scenarios that need this capability (approval, fs-gate, ...); repeatable.
-    #[arg(long = "capability", value_name = "NAME")]
-    capabilities: Vec<Capability>,
-    /// Leave out scenarios whose id matches this glob; repeatable.
-    #[arg(long = "exclude", value_name = "GLOB")]
-    exclude: Vec<String>,
-}
-
-impl SelectArgs {
-    fn selection(self) -> Selection {
-        Selection {
-            scenarios: self.scenarios,
-            invariants: self.invariants,
-            capabilities: self.capabilities,
-            exclude: self.exclude,
-        }
-    }
-}
-
 // Parsed once per process: the size of its largest variant does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Drive mode: run the scenario corpus against an implementation and check every trace.
-    Run {
-        /// The adapter command (split like a shell would). Default: the built-in reference.
-        #[arg(long, value_name = "CMD")]
-        adapter: Option<String>,
-        /// The spec revision to test against.
-        #[arg(long, default_value = "rev2")]
-        spec: Revision,
-        /// What to print on stdout: the text report, or the JSON report alone.
-        #[arg(long, value_enum, default_value = "text")]
-        format: Format,
-        /// Also write a JUnit XML report here.
-        #[arg(long, value_name = "FILE")]
-        junit: Option<PathBuf>,
-        /// Also write the JSON report here.
-        #[arg(long, value_name = "FILE")]
-        json: Option<PathBuf>,
-        /// Also write the HTML report here: one self-contained page, the run drawn on the
-        /// stage graph, failing traces with their witness lines.
-        #[arg(long, value_name = "FILE")]
-        html: Option<PathBuf>,
-        /// Expected failures (JSON: {"expectedFailures":[{"id","reason","issue"?}]}).
-        #[arg(long, value_name = "FILE")]
-        baseline: Option<PathBuf>,
-        /// Write a baseline of this run's failures here (keeping the reasons of --baseline's
-        /// entries that still apply).
-        #[arg(long, value_name = "FILE")]
-        write_baseline: Option<PathBuf>,
-        #[command(flatten)]
-        select: SelectArgs,
-        /// Run the scenario in this file instead of the embedded corpus (repeatable): one that
-        /// `tep fuzz` wrote, or your own. The selection options still apply.
-        #[arg(long = "scenario-file", value_name = "FILE")]
-        scenario_files: Vec<PathBuf>,
-        /// Seconds one scenario may take an adapter (0.1 to 86400).
-        #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
-        timeout: Duration,
-        /// How many scenarios run at once: adapter processes (each with its own handshake), or
-        /// threads for the built-in reference. Default: the number of cores.
-        #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-        jobs: Option<u16>,
-        /// SHOULD-level violations fail the run too.
-        #[arg(long)]
-        strict: bool,
-        /// Write every scenario's trace to DIR/<scenario>.jsonl.
-        #[arg(long, value_name = "DIR")]
-        traces: Option<PathBuf>,
-        /// Where the failing scenarios' traces are kept (without --traces).
-        /// Default: target/tep-runs/<UTC time of the run>.
-        #[arg(long, value_name = "DIR")]
-        run_dir: Option<PathBuf>,
-        /// Colour the terminal report.
-        #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
-        color: ColorWhen,
-        /// Break the built-in reference on purpose (see `tep mutants`), to watch the suite catch it.
-        #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
-        mutant: Vec<Mutant>,
-        /// Check the traces at this observation level (events, hooks, full), at most the one
-        /// the implementation declares: records the level does not hold are dropped first.
-        #[arg(long, value_name = "LEVEL")]
-        observed: Option<ObservationLevel>,
-        #[command(flatten)]
-        docs_url: report_command::DocsUrlArg,
-        #[command(flatten)]
-        compare: report_command::CompareArg,
-    },
+    Run(run_command::RunArgs),
     /// Many runs side by side: their JSON reports as one page (--html), implementations as
     /// columns, and what changed since an earlier run (--compare).
     Report(report_command::ReportArgs),
@@ -165,43 +59,7 @@ enum Command {
     /// the first failure is shrunk to a small scenario and written as a corpus file.
     Fuzz(fuzz_command::FuzzArgs),
     /// Replay mode: check a recorded trace (JSON Lines) from a file, or `-` for stdin.
-    Check {
-        trace: PathBuf,
-        /// The spec revision (default: the trace header's, else rev2).
-        #[arg(long)]
-        spec: Option<Revision>,
-        /// The implementation's optional parts (default: the trace header's, else all).
-        #[arg(long, value_delimiter = ',', value_name = "CAPS")]
-        capabilities: Option<Vec<Capability>>,
-        /// Which records the trace holds: events, hooks or full (default: the trace header's,
-        /// else hooks). A harness's own session log is `events`.
-        #[arg(long, value_name = "LEVEL")]
-        observed: Option<ObservationLevel>,
-        #[arg(long, value_enum, default_value = "text")]
-        format: Format,
-        /// SHOULD-level violations fail the check too.
-        #[arg(long)]
-        strict: bool,
-        /// Also write the HTML report here: the trace drawn on the stage graph, its witness
-        /// lines marked (from stdin, the trace is held in memory for it).
-        #[arg(long, value_name = "FILE")]
-        html: Option<PathBuf>,
-        /// How many threads parse the trace while one checks it; 1 reads, parses and checks
-        /// on one thread. The verdict is the same. Default: one per core for a trace of 4 MiB
-        /// or more or one read from a pipe, else 1.
-        #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-        jobs: Option<u16>,
-        /// Read a harness's own session log instead of a trace, at level `events`; messages
-        /// name the log's lines.
-        #[arg(long, value_enum, value_name = "SOURCE")]
-        from: Option<from_log::LogSource>,
-        /// With `--from`: the tools whose calls are concurrency-safe (the log does not say;
-        /// without it the exclusive-call barrier is not checkable).
-        #[arg(long, value_delimiter = ',', value_name = "TOOLS", requires = "from")]
-        safe: Option<Vec<String>>,
-        #[command(flatten)]
-        docs_url: report_command::DocsUrlArg,
-    },
+    Check(CheckArgs),
     /// List, show or export the scenario corpus.
     Scenarios {
         #[command(subcommand)]
@@ -279,7 +137,7 @@ enum SchemaName {
 }
 
 /// `--timeout`: seconds, within [`MIN_TIMEOUT`, `MAX_TIMEOUT`] (docs/limits.md says why).
-fn parse_timeout(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_timeout(text: &str) -> Result<Duration, String> {
     let range = format!(
         "a number of seconds from {} to {}",
         MIN_TIMEOUT.as_secs_f64(),
@@ -317,81 +175,10 @@ fn main() -> ExitCode {
 
 fn dispatch(command: Command) -> Result<u8> {
     match command {
-        Command::Run {
-            adapter,
-            spec,
-            format,
-            junit,
-            json,
-            html,
-            baseline,
-            write_baseline,
-            select,
-            scenario_files,
-            timeout,
-            jobs,
-            strict,
-            traces,
-            run_dir,
-            color,
-            mutant,
-            observed,
-            docs_url,
-            compare,
-        } => run_command::run(run_command::RunArgs {
-            adapter,
-            spec,
-            json_stdout: format == Format::Json,
-            junit,
-            json,
-            html,
-            baseline,
-            write_baseline,
-            selection: select.selection(),
-            scenario_files,
-            timeout,
-            jobs: jobs.map(usize::from),
-            strict,
-            traces,
-            run_dir,
-            color: match color {
-                ColorWhen::Auto => anstream::ColorChoice::Auto,
-                ColorWhen::Always => anstream::ColorChoice::Always,
-                ColorWhen::Never => anstream::ColorChoice::Never,
-            },
-            mutant,
-            observed,
-            docs_url: docs_url.docs_url,
-            compare: compare.compare,
-        }),
+        Command::Run(args) => run_command::run(args),
         Command::Report(args) => report_command::report(args),
         Command::Fuzz(args) => fuzz_command::fuzz(args),
-        Command::Check {
-            trace,
-            spec,
-            capabilities,
-            observed,
-            format,
-            strict,
-            html,
-            jobs,
-            from,
-            safe,
-            docs_url,
-        } => check(
-            trace,
-            CheckArgs {
-                spec,
-                capabilities,
-                observed,
-                format,
-                strict,
-                html,
-                jobs,
-                from: from.map(|source| from_log::FromLog::new(source, safe)),
-                docs_url: docs_url.docs_url,
-            },
-        ),
+        Command::Check(args) => check(args),
         Command::Scenarios { action } => scenarios(action),
         Command::Invariants { action } => invariants(action),
         Command::Mutants => {
@@ -454,18 +241,43 @@ fn dispatch(command: Command) -> Result<u8> {
 }
 
 /// The options of `tep check`.
+#[derive(Debug, Args)]
 struct CheckArgs {
+    trace: PathBuf,
+    /// The spec revision (default: the trace header's, else rev2).
+    #[arg(long)]
     spec: Option<Revision>,
+    /// The implementation's optional parts (default: the trace header's, else all).
+    #[arg(long, value_delimiter = ',', value_name = "CAPS")]
     capabilities: Option<Vec<Capability>>,
+    /// Which records the trace holds: events, hooks or full (default: the trace header's,
+    /// else hooks). A harness's own session log is `events`.
+    #[arg(long, value_name = "LEVEL")]
     observed: Option<ObservationLevel>,
+    #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// SHOULD-level violations fail the check too.
+    #[arg(long)]
     strict: bool,
+    /// Also write the HTML report here: the trace drawn on the stage graph, its witness
+    /// lines marked (from stdin, the trace is held in memory for it).
+    #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
-    /// `--jobs`: how many threads read the trace.
+    /// How many threads parse the trace while one checks it; 1 reads, parses and checks
+    /// on one thread. The verdict is the same. Default: one per core for a trace of 4 MiB
+    /// or more or one read from a pipe, else 1.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     jobs: Option<u16>,
-    /// `--from`: a harness's session log, not a trace.
-    from: Option<from_log::FromLog>,
-    docs_url: Option<String>,
+    /// Read a harness's own session log instead of a trace, at level `events`; messages
+    /// name the log's lines.
+    #[arg(long, value_enum, value_name = "SOURCE")]
+    from: Option<from_log::LogSource>,
+    /// With `--from`: the tools whose calls are concurrency-safe (the log does not say;
+    /// without it the exclusive-call barrier is not checkable).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS", requires = "from")]
+    safe: Option<Vec<String>>,
+    #[command(flatten)]
+    docs_url: report_command::DocsUrlArg,
 }
 
 /// The size of a trace file; `None` for stdin, a pipe, or what cannot be read (opening it
@@ -494,8 +306,9 @@ impl<R: Read> Read for Tee<R> {
 
 /// Checks a trace in one pass. The header (if any) chooses the revision, capabilities and
 /// observation level unless the command line does.
-fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
+fn check(args: CheckArgs) -> Result<u8> {
     let CheckArgs {
+        trace: path,
         spec,
         capabilities,
         observed,
@@ -504,8 +317,11 @@ fn check(path: PathBuf, args: CheckArgs) -> Result<u8> {
         html,
         jobs,
         from,
+        safe,
         docs_url,
     } = args;
+    let from = from.map(|source| from_log::FromLog::new(source, safe));
+    let docs_url = docs_url.docs_url;
     if from.is_some() && observed.is_some_and(|l| l != ObservationLevel::Events) {
         anyhow::bail!("--from reads a session log, which holds level `events`: drop --observed");
     }

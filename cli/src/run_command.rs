@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::progress::{Live, Tallied};
 use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::baseline::{self, Baseline};
 use tep_conformance::html::{self, TraceExcerpt};
@@ -17,44 +18,90 @@ use tep_conformance::runner::{
     Status,
 };
 use tep_conformance::scenario::{Scenario, corpus};
-use tep_conformance::select::Selection;
 use tep_conformance::suite;
 use tep_conformance::terminal::escape_controls;
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
 use tep_reference::trace::{ObservationLevel, to_jsonl};
 
+use crate::args::{ColorWhen, Format, SelectArgs};
 use crate::output::{check_dir_creatable, check_writable, write_atomically};
 use crate::report_command;
 use crate::signals::{Signals, kill_children};
 
-/// The options of `tep run`, parsed.
-#[derive(Debug)]
+/// The options of `tep run`.
+#[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The adapter command (split like a shell would). Default: the built-in reference.
+    #[arg(long, value_name = "CMD")]
     pub adapter: Option<String>,
+    /// The spec revision to test against.
+    #[arg(long, default_value = "rev2")]
     pub spec: Revision,
-    /// Print the JSON report on stdout instead of the text report.
-    pub json_stdout: bool,
+    /// What to print on stdout: the text report, or the JSON report alone.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Also write a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write the JSON report here.
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the HTML report here: one self-contained page, the run drawn on the
+    /// stage graph, failing traces with their witness lines.
+    #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Expected failures (JSON: {"expectedFailures":[{"id","reason","issue"?}]}).
+    #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+    /// Write a baseline of this run's failures here (keeping the reasons of --baseline's
+    /// entries that still apply).
+    #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
-    pub selection: Selection,
-    /// Scenario files to run instead of the embedded corpus.
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Run the scenario in this file instead of the embedded corpus (repeatable): one that
+    /// `tep fuzz` wrote, or your own. The selection options still apply.
+    #[arg(long = "scenario-file", value_name = "FILE")]
     pub scenario_files: Vec<PathBuf>,
+    /// Seconds one scenario may take an adapter (0.1 to 86400).
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = crate::parse_timeout)]
     pub timeout: Duration,
-    pub jobs: Option<usize>,
+    /// How many scenarios run at once: adapter processes (each with its own handshake), or
+    /// threads for the built-in reference. Default: the number of cores.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// SHOULD-level violations fail the run too.
+    #[arg(long)]
     pub strict: bool,
+    /// Write every scenario's trace to DIR/<scenario>.jsonl.
+    #[arg(long, value_name = "DIR")]
     pub traces: Option<PathBuf>,
+    /// Where the failing scenarios' traces are kept (without --traces).
+    /// Default: target/tep-runs/<UTC time of the run>.
+    #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
-    pub color: anstream::ColorChoice,
+    /// Colour the terminal report.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorWhen,
+    /// Break the built-in reference on purpose (see `tep mutants`), to watch the suite catch it.
+    #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
     pub mutant: Vec<Mutant>,
+    /// Check the traces at this observation level (events, hooks, full), at most the one
+    /// the implementation declares: records the level does not hold are dropped first.
+    #[arg(long, value_name = "LEVEL")]
     pub observed: Option<ObservationLevel>,
-    /// `--docs-url`: where the HTML report's invariants link.
-    pub docs_url: Option<String>,
-    /// `--compare OLD.json`: an earlier run to say what changed since.
-    pub compare: Option<PathBuf>,
+    #[command(flatten)]
+    pub docs_url: report_command::DocsUrlArg,
+    #[command(flatten)]
+    pub compare: report_command::CompareArg,
+}
+
+impl RunArgs {
+    /// `--format json`: the JSON report alone on stdout, instead of the text report.
+    fn json_stdout(&self) -> bool {
+        self.format == Format::Json
+    }
 }
 
 /// The default timeout of `--timeout`, left out of rerun commands.
@@ -74,7 +121,9 @@ pub fn run(args: RunArgs) -> Result<u8> {
         .map(|path| Baseline::load(path, &corpus))
         .transpose()?;
     let selected: Vec<Scenario> = args
-        .selection
+        .select
+        .clone()
+        .selection()
         .apply(&corpus)?
         .into_iter()
         .cloned()
@@ -84,7 +133,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         strict: args.strict,
         observed: args.observed,
     };
-    let jobs = args.jobs.unwrap_or_else(|| {
+    let jobs = args.jobs.map(usize::from).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(usize::from)
             .unwrap_or(1)
@@ -92,7 +141,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let mut keeper = TraceKeeper::new(&args, started_at);
     let run_dir_notice = check_outputs(&args, &mut keeper)?;
     // An earlier report that cannot be compared with stops the run before it starts.
-    let old = match &args.compare {
+    let old = match &args.compare.compare {
         Some(path) => Some((path.clone(), report_command::read(path)?)),
         None => None,
     };
@@ -129,11 +178,11 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let control = RunControl::new();
     let interrupter = control.interrupter();
     signals.run(interrupter.clone());
-    let mut live = Live::new(plan.runnable(), args.color);
+    let mut live = Live::new(plan.runnable(), args.color.choice());
     if let Some(notice) = &run_dir_notice {
         live.notice(notice);
     }
-    if !args.json_stdout {
+    if !args.json_stdout() {
         live.write(&header(&ready, &args, &plan))?;
     }
     let strict = args.strict;
@@ -149,7 +198,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
                     live.notice(&format!("tep: {e:#}"));
                     unwritten.push(e);
                 }
-                let line = (!args.json_stdout)
+                let line = (!args.json_stdout())
                     .then(|| report::scenario_line(result, strict, comparison.as_ref()));
                 let ran = !(result.status == Status::Skipped && result.duration.is_zero());
                 let tallied = if verdict.fails_the_run() {
@@ -211,7 +260,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
             traces: &ctx.excerpts,
             corpus: &corpus,
             paths: &paths,
-            docs_url: args.docs_url.as_deref(),
+            docs_url: args.docs_url.docs_url.as_deref(),
             rerun: Some(&ctx),
             compare: comparison.as_ref(),
         };
@@ -243,7 +292,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         }
     }
     live.finish();
-    if args.json_stdout {
+    if args.json_stdout() {
         live.write(&json_text)?;
     } else {
         live.write(&report::closing(&run, outcome.as_ref(), &ctx))?;
