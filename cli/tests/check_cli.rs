@@ -4,13 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write as _;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
+use common::tep_command;
+
+use std::io::Write as _;
+use std::process::{Output, Stdio};
 
 fn check(trace: &str, args: &[&str]) -> Output {
-    let mut child = Command::new(TEP)
+    let mut child = tep_command()
         .arg("check")
         .arg("-")
         .args(args)
@@ -140,7 +142,7 @@ fn the_html_report_of_a_check_quotes_the_trace_and_marks_its_witnesses() {
         } else {
             let file = dir.join("trace.jsonl");
             std::fs::write(&file, &trace).unwrap();
-            Command::new(TEP)
+            tep_command()
                 .args([
                     "check",
                     file.to_str().unwrap(),
@@ -190,7 +192,7 @@ fn the_html_report_of_a_check_quotes_the_trace_and_marks_its_witnesses() {
     let blocker = dir.join("a-file");
     std::fs::write(&blocker, "").unwrap();
     let below = blocker.join("page.html");
-    let o = Command::new(TEP)
+    let o = tep_command()
         .args([
             "check",
             "/nonexistent/trace.jsonl",
@@ -229,7 +231,7 @@ fn the_verdict_does_not_depend_on_how_many_threads_parse() {
     let run = |text: &str, jobs: &str| {
         let path = dir.join("trace.jsonl");
         std::fs::write(&path, text).unwrap();
-        let o = Command::new(TEP)
+        let o = tep_command()
             .args(["check", "--format", "json", "-j", jobs])
             .arg(&path)
             .output()

@@ -3,8 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{TEP, tep_command};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 use tep_conformance::invariants::InvariantId;
@@ -14,12 +18,9 @@ use tep_conformance::scripted::run_reference;
 use tep_reference::graph::Revision;
 use tep_reference::trace::to_jsonl;
 
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
-
 fn tep(args: &[&str]) -> Output {
-    Command::new(TEP)
+    tep_command()
         .args(args)
-        .env_remove("CI")
         // Failing runs keep their traces under ./target/tep-runs: not in the source tree.
         .current_dir(scratch())
         .output()
@@ -363,7 +364,7 @@ fn check_accepts_a_valid_trace_from_a_file_or_stdin() {
     let o = tep(&["check", &file]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("0 violation(s)"));
-    let mut child = Command::new(TEP)
+    let mut child = tep_command()
         .args(["check", "-", "--format", "json"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -4,13 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::tep_command;
+
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
-
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
 
 fn log(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,7 +27,7 @@ fn line_of(name: &str, n: usize) -> String {
 }
 
 fn check(name: &str, args: &[&str]) -> Output {
-    Command::new(TEP)
+    tep_command()
         .arg("check")
         .arg(log(name))
         .args(["--from", "deepseek-harness"])
@@ -35,7 +37,7 @@ fn check(name: &str, args: &[&str]) -> Output {
 }
 
 fn check_stdin(bytes: &[u8], args: &[&str]) -> Output {
-    let mut child = Command::new(TEP)
+    let mut child = tep_command()
         .args(["check", "-", "--from", "deepseek-harness"])
         .args(args)
         .stdin(Stdio::piped())
@@ -283,7 +285,7 @@ fn the_log_is_read_from_stdin_as_from_a_file() {
 
 #[test]
 fn safe_needs_from_and_from_reads_at_events_only() {
-    let o = Command::new(TEP)
+    let o = tep_command()
         .args(["check", "-", "--safe", "read_file"])
         .output()
         .unwrap();

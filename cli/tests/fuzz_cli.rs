@@ -4,15 +4,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{TEP, tep_command};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use tep_conformance::invariants::InvariantId;
 use tep_conformance::mutants::breaks;
 use tep_conformance::scenario::Scenario;
 use tep_reference::mutant::Mutant;
-
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tep-fuzz-cli-{}-{name}", std::process::id()));
@@ -22,13 +24,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn tep_in(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(TEP)
-        .args(args)
-        .env_remove("CI")
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    tep_command().args(args).current_dir(cwd).output().unwrap()
 }
 
 fn stdout(o: &Output) -> String {

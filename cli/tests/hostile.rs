@@ -4,6 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{TEP, tep_command};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -11,8 +15,6 @@ use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
 use tep_reference::graph::Revision;
 use tep_reference::trace::to_jsonl;
-
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
 
 /// The hostile adapter fixture with `mode` (see its docstring).
 fn hostile(mode: &str) -> String {
@@ -28,14 +30,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn tep_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(TEP)
-        .args(args)
-        .env_remove("CI")
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::null())
-        .current_dir(dir)
-        .output()
-        .unwrap()
+    tep_command().args(args).current_dir(dir).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -248,7 +243,7 @@ fn a_report_that_cannot_be_written_is_named_and_the_others_are_still_written_who
     names.sort();
     assert_eq!(names, ["r.html", "r.json"]);
     // Standard output on a full disk is named too.
-    let o = Command::new(TEP)
+    let o = tep_command()
         .args(["run", "--scenario", "allow-runs-body"])
         .current_dir(&dir)
         .stdout(std::fs::File::create("/dev/full").unwrap())
@@ -313,12 +308,10 @@ fn assert_all_ended(pids: &[u32], what: &str) {
 fn signalled(dir: &Path, args: &[&str], n: usize, signal: &str) -> (Output, Vec<u32>) {
     let pidfile = dir.join("pids");
     let _ = std::fs::remove_file(&pidfile);
-    let child = Command::new(TEP)
+    let child = tep_command()
         .args(args)
-        .env_remove("CI")
         .env("PIDFILE", &pidfile)
         .env("TEP", TEP)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .current_dir(dir)
@@ -434,7 +427,7 @@ fn a_jobs_cleanup_never_kills_another_jobs_helper_daemon() {
         let pidfile = dir.join("pids");
         // The first scenario crashes its adapter: tep kills it, sweeps its orphans and starts
         // another, while the other jobs' adapters (each with a live helper) go on.
-        let o = Command::new(TEP)
+        let o = tep_command()
             .args([
                 "run",
                 "--adapter",
@@ -444,11 +437,9 @@ fn a_jobs_cleanup_never_kills_another_jobs_helper_daemon() {
                 "--json",
                 "r.json",
             ])
-            .env_remove("CI")
             .env("PIDFILE", &pidfile)
             .env("TEP", TEP)
             .env("CRASH_ON", "allow-runs-body")
-            .stdin(Stdio::null())
             .current_dir(&dir)
             .output()
             .unwrap();
@@ -478,7 +469,7 @@ fn a_jobs_cleanup_never_kills_another_jobs_helper_daemon() {
 #[test]
 fn exited_orphans_are_reaped_as_the_run_goes_not_when_an_adapter_ends() {
     let dir = temp_dir("n4");
-    let mut child = Command::new(TEP)
+    let mut child = tep_command()
         .args([
             "fuzz",
             "--adapter",
@@ -488,9 +479,7 @@ fn exited_orphans_are_reaped_as_the_run_goes_not_when_an_adapter_ends() {
             "--cases",
             "300",
         ])
-        .env_remove("CI")
         .env("TEP", TEP)
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .current_dir(&dir)

@@ -4,19 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::tep_command;
+
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
-
 fn tep(args: &[&str]) -> (Option<i32>, Value) {
-    let out = Command::new(TEP)
-        .args(args)
-        .env_remove("CI")
-        .output()
-        .unwrap();
+    let out = tep_command().args(args).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"));
     (out.status.code(), value)
@@ -57,7 +54,7 @@ fn assert_refused(schema: &Value, value: &Value, what: &str) {
 fn tep_check_json_has_a_schema_with_teeth() {
     let dir = std::env::temp_dir().join(format!("tep-listing-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let status = Command::new(TEP)
+    let status = tep_command()
         .args([
             "run",
             "--mutant",
@@ -66,7 +63,6 @@ fn tep_check_json_has_a_schema_with_teeth() {
             "pre-deny-skips-body",
         ])
         .args(["--traces", dir.to_str().unwrap()])
-        .env_remove("CI")
         .output()
         .unwrap()
         .status;

@@ -5,13 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{TEP, tep_command};
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
-
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tep-versions-{}-{name}", std::process::id()));
@@ -21,13 +23,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn tep_in(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(TEP)
-        .args(args)
-        .env_remove("CI")
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    tep_command().args(args).current_dir(cwd).output().unwrap()
 }
 
 /// The reference adapter declaring `protocol`, its stdin appended to `log` on the way.
@@ -195,7 +191,7 @@ fn the_reference_adapter_refuses_a_construct_newer_than_it_declares() {
         serde_json::json!({"cmd": "run", "seq": 1, "spec": "rev2", "scenario": scenario}),
         r#"{"cmd":"stop"}"#
     );
-    let mut child = Command::new(TEP)
+    let mut child = tep_command()
         .args(["reference-adapter", "--protocol", "2"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

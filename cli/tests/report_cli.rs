@@ -3,12 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::tep_command;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
 
 fn dir() -> &'static Path {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
@@ -21,9 +23,8 @@ fn dir() -> &'static Path {
 }
 
 fn tep(args: &[&str]) -> Output {
-    Command::new(TEP)
+    tep_command()
         .args(args)
-        .env_remove("CI")
         .current_dir(dir())
         .output()
         .unwrap()

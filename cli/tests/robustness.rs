@@ -4,6 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{TEP, tep_command};
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -13,13 +17,9 @@ use tep_conformance::scripted::run_reference;
 use tep_reference::graph::Revision;
 use tep_reference::trace::to_jsonl;
 
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
-
 fn tep(args: &[&str]) -> Output {
-    Command::new(TEP)
+    tep_command()
         .args(args)
-        .env_remove("CI")
-        .stdin(Stdio::null())
         // Failing runs keep their traces under ./target/tep-runs: not in the source tree.
         .current_dir(scratch())
         .output()
@@ -104,9 +104,8 @@ fn closed_pipe() -> std::io::PipeWriter {
 }
 
 fn into_closed_pipe(args: &[&str], stdin: Stdio) -> Output {
-    Command::new(TEP)
+    tep_command()
         .args(args)
-        .env_remove("CI")
         .stdin(stdin)
         .stdout(closed_pipe())
         .stderr(Stdio::piped())
@@ -161,7 +160,7 @@ fn every_command_ends_quietly_on_a_broken_pipe_with_its_own_exit_code() {
 
 #[test]
 fn the_reference_adapter_ends_quietly_when_its_reader_goes_away() {
-    let mut child = Command::new(TEP)
+    let mut child = tep_command()
         .arg("reference-adapter")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -5,6 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{TEP, tep_command};
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -12,8 +16,6 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
-
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tep-run-{}-{name}", std::process::id()));
@@ -28,7 +30,7 @@ fn tep_in(cwd: &Path, args: &[&str]) -> Output {
 }
 
 fn command(cwd: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(TEP);
+    let mut command = tep_command();
     command
         .args(args)
         .current_dir(cwd)

@@ -3,17 +3,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{TEP, tep_command};
+
 use std::collections::BTreeSet;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
-
 fn tep(args: &[&str]) -> Output {
-    Command::new(TEP)
+    tep_command()
         .args(args)
-        .env_remove("CI")
         // Failing runs keep their traces under ./target/tep-runs: not in the source tree.
         .current_dir(scratch())
         .output()
