@@ -492,204 +492,221 @@ fn compact_line(out: &mut String, result: &ScenarioResult, strict: bool) {
 /// baseline, where the traces are, the failed scenarios, and the summary line last (ending with
 /// the run's wall time).
 pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &RunContext) -> String {
+    let closing = Closing::classify(report, baseline);
     let mut out = String::new();
-    let strict = report.strict;
-    let verdicts: Vec<(Verdict, &ScenarioResult)> = report
-        .scenarios
-        .iter()
-        .map(|s| (verdict_in(report, baseline, s), s))
-        .collect();
-    let mut groups: BTreeMap<(Level, usize, InvariantId), Vec<&ScenarioResult>> = BTreeMap::new();
-    let mut errored = Vec::new();
-    let mut warned: BTreeMap<InvariantId, Vec<&ScenarioResult>> = BTreeMap::new();
-    for (verdict, result) in &verdicts {
-        match verdict {
-            Verdict::Failed => match result.first_failing(strict) {
-                // Groups in catalog order, MUST first.
-                Some(v) => groups
-                    .entry((v.level, v.invariant as usize, v.invariant))
-                    .or_default()
-                    .push(result),
-                None => errored.push(*result),
-            },
-            Verdict::Errored => errored.push(*result),
-            Verdict::Warned => {
-                if let Some(v) = result.violations.first() {
-                    warned.entry(v.invariant).or_default().push(result);
+    // Writing to a String cannot fail.
+    let _ = closing.write(&mut out, report, baseline, ctx);
+    out
+}
+
+/// What the closing report says, classified before it is written: each scenario's verdict, the
+/// failures grouped by the invariant each breaks first, the errored ones by cause, the
+/// warnings by invariant.
+struct Closing<'a> {
+    verdicts: Vec<(Verdict, &'a ScenarioResult)>,
+    /// In catalog order, MUST first.
+    failures: BTreeMap<(Level, usize, InvariantId), Vec<&'a ScenarioResult>>,
+    /// One cause (the same message), one group, in the order first seen.
+    errored: Vec<(&'a str, Vec<&'a ScenarioResult>)>,
+    warned: BTreeMap<InvariantId, Vec<&'a ScenarioResult>>,
+}
+
+impl<'a> Closing<'a> {
+    fn classify(report: &'a RunReport, baseline: Option<&BaselineOutcome>) -> Self {
+        let verdicts: Vec<(Verdict, &ScenarioResult)> = report
+            .scenarios
+            .iter()
+            .map(|s| (verdict_in(report, baseline, s), s))
+            .collect();
+        let mut failures: BTreeMap<(Level, usize, InvariantId), Vec<&ScenarioResult>> =
+            BTreeMap::new();
+        let mut errored: Vec<&ScenarioResult> = Vec::new();
+        let mut warned: BTreeMap<InvariantId, Vec<&ScenarioResult>> = BTreeMap::new();
+        for (verdict, result) in &verdicts {
+            match verdict {
+                Verdict::Failed => match result.first_failing(report.strict) {
+                    Some(v) => failures
+                        .entry((v.level, v.invariant as usize, v.invariant))
+                        .or_default()
+                        .push(result),
+                    None => errored.push(result),
+                },
+                Verdict::Errored => errored.push(result),
+                Verdict::Warned => {
+                    if let Some(v) = result.violations.first() {
+                        warned.entry(v.invariant).or_default().push(result);
+                    }
                 }
-            }
-            _ => {}
-        }
-    }
-    if !groups.is_empty() {
-        let failing: usize = groups.values().map(Vec::len).sum();
-        let _ = writeln!(
-            out,
-            "\n{} {failing} scenario(s), grouped by the invariant each breaks first",
-            paint(AnsiColor::Red.on_default().bold(), "FAILURES:")
-        );
-        for ((level, _, id), results) in &groups {
-            let _ = writeln!(
-                out,
-                "\n  {} [{level}]: {} scenario(s)",
-                paint(BOLD, id.as_str()),
-                results.len()
-            );
-            let _ = writeln!(out, "    {}", invariant(*id).statement);
-            let _ = writeln!(out, "    {}", paint(DIM, &doc_line(*id)));
-            let mut results = results.iter();
-            if let Some(first) = results.next() {
-                failure_detail(&mut out, first, strict, ctx);
-            }
-            let rest: Vec<_> = results.collect();
-            for result in rest.iter().take(GROUP_LINES) {
-                compact_line(&mut out, result, strict);
-            }
-            if rest.len() > GROUP_LINES {
-                let _ = writeln!(
-                    out,
-                    "    and {} more (listed below)",
-                    rest.len() - GROUP_LINES
-                );
+                _ => {}
             }
         }
-    }
-    if !errored.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{} {} scenario(s) without a usable answer, grouped by what went wrong",
-            paint(AnsiColor::Red.on_default().bold(), "ERRORED:"),
-            errored.len()
-        );
-        // One cause (the same message), one group: the first in full, the others by name.
         let mut causes: Vec<(&str, Vec<&ScenarioResult>)> = Vec::new();
-        for result in &errored {
+        for result in errored {
             let reason = result.reason.as_deref().unwrap_or("errored");
             match causes.iter_mut().find(|(r, _)| *r == reason) {
                 Some((_, results)) => results.push(result),
                 None => causes.push((reason, vec![result])),
             }
         }
-        for (reason, results) in causes {
-            let _ = writeln!(
+        Closing {
+            verdicts,
+            failures,
+            errored: causes,
+            warned,
+        }
+    }
+
+    fn write(
+        &self,
+        out: &mut String,
+        report: &RunReport,
+        baseline: Option<&BaselineOutcome>,
+        ctx: &RunContext,
+    ) -> std::fmt::Result {
+        self.write_failures(out, report.strict, ctx)?;
+        self.write_errored(out, ctx)?;
+        self.write_warnings(out)?;
+        out.push('\n');
+        write_coverage(out, report)?;
+        writeln!(out, "{}", invariants_line(report))?;
+        let counts = counts(report, baseline);
+        if let Some(b) = baseline {
+            write_baseline(out, b, &counts)?;
+        }
+        self.write_kept_traces(out, ctx)?;
+        self.write_failed_list(out, report.strict)?;
+        write_ending(out, report, &counts)
+    }
+
+    fn write_failures(&self, out: &mut String, strict: bool, ctx: &RunContext) -> std::fmt::Result {
+        if self.failures.is_empty() {
+            return Ok(());
+        }
+        let failing: usize = self.failures.values().map(Vec::len).sum();
+        writeln!(
+            out,
+            "\n{} {failing} scenario(s), grouped by the invariant each breaks first",
+            paint(AnsiColor::Red.on_default().bold(), "FAILURES:")
+        )?;
+        for ((level, _, id), results) in &self.failures {
+            writeln!(
+                out,
+                "\n  {} [{level}]: {} scenario(s)",
+                paint(BOLD, id.as_str()),
+                results.len()
+            )?;
+            writeln!(out, "    {}", invariant(*id).statement)?;
+            writeln!(out, "    {}", paint(DIM, &doc_line(*id)))?;
+            let mut results = results.iter();
+            if let Some(first) = results.next() {
+                failure_detail(out, first, strict, ctx);
+            }
+            let rest: Vec<_> = results.collect();
+            for result in rest.iter().take(GROUP_LINES) {
+                compact_line(out, result, strict);
+            }
+            if rest.len() > GROUP_LINES {
+                writeln!(
+                    out,
+                    "    and {} more (listed below)",
+                    rest.len() - GROUP_LINES
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_errored(&self, out: &mut String, ctx: &RunContext) -> std::fmt::Result {
+        if self.errored.is_empty() {
+            return Ok(());
+        }
+        let n: usize = self.errored.iter().map(|(_, results)| results.len()).sum();
+        writeln!(
+            out,
+            "\n{} {n} scenario(s) without a usable answer, grouped by what went wrong",
+            paint(AnsiColor::Red.on_default().bold(), "ERRORED:"),
+        )?;
+        // The first of a cause in full, the others by name.
+        for (reason, results) in &self.errored {
+            writeln!(
                 out,
                 "\n  {}: {} scenario(s)",
                 paint(BOLD, reason),
                 results.len()
-            );
-            let mut results = results.into_iter();
+            )?;
+            let mut results = results.iter();
             if let Some(first) = results.next() {
-                let _ = writeln!(out, "    {}", paint(BOLD, &first.id));
+                writeln!(out, "    {}", paint(BOLD, &first.id))?;
                 if let Some(stderr) = &first.stderr {
-                    let _ = writeln!(out, "      adapter stderr (tail):");
+                    writeln!(out, "      adapter stderr (tail):")?;
                     for line in stderr.lines() {
-                        let _ = writeln!(out, "        | {}", shown(line));
+                        writeln!(out, "        | {}", shown(line))?;
                     }
                 }
-                let _ = writeln!(out, "      rerun: {}", ctx.rerun_command(&first.id));
+                writeln!(out, "      rerun: {}", ctx.rerun_command(&first.id))?;
             }
             let rest: Vec<_> = results.collect();
             for result in rest.iter().take(GROUP_LINES) {
-                let _ = writeln!(out, "    {}", shown(&result.id));
+                writeln!(out, "    {}", shown(&result.id))?;
             }
             if rest.len() > GROUP_LINES {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "    and {} more (listed below)",
                     rest.len() - GROUP_LINES
-                );
+                )?;
             }
         }
+        Ok(())
     }
-    if !warned.is_empty() {
-        let n: usize = warned.values().map(Vec::len).sum();
-        let _ = writeln!(
+
+    fn write_warnings(&self, out: &mut String) -> std::fmt::Result {
+        if self.warned.is_empty() {
+            return Ok(());
+        }
+        let n: usize = self.warned.values().map(Vec::len).sum();
+        writeln!(
             out,
             "\n{} {n} scenario(s) with SHOULD-level violations only (they fail only with --strict)",
             paint(AnsiColor::Yellow.on_default().bold(), "WARNINGS:")
-        );
-        for (id, results) in &warned {
-            let _ = writeln!(out, "  {} [SHOULD]: {}", id, paint(DIM, &doc_line(*id)));
+        )?;
+        for (id, results) in &self.warned {
+            writeln!(out, "  {} [SHOULD]: {}", id, paint(DIM, &doc_line(*id)))?;
             for result in results.iter().take(GROUP_LINES) {
-                compact_line(&mut out, result, true);
+                compact_line(out, result, true);
             }
             if results.len() > GROUP_LINES {
-                let _ = writeln!(out, "    and {} more", results.len() - GROUP_LINES);
+                writeln!(out, "    and {} more", results.len() - GROUP_LINES)?;
             }
         }
+        Ok(())
     }
-    out.push('\n');
-    let total = StageGraph::of(report.spec).edges().len();
-    let _ = writeln!(
-        out,
-        "edge coverage: {}/{} edges of the {} stage graph ({:.0}%)",
-        report.coverage.taken(),
-        total,
-        report.spec,
-        report.edge_coverage() * 100.0
-    );
-    let c = &report.coverage;
-    // With no trace judged, every edge is missing and listing them says nothing.
-    if report.tested() {
-        below_full(&mut out, report, c.edges.len(), c.implied_edges.len());
-        for missing in report.missing_edges() {
-            let _ = writeln!(out, "  not taken: {missing}");
+
+    fn write_kept_traces(&self, out: &mut String, ctx: &RunContext) -> std::fmt::Result {
+        let kept_failing = self.verdicts.iter().any(|(v, s)| {
+            !matches!(v, Verdict::Passed | Verdict::Skipped) && ctx.traces.contains_key(&s.id)
+        });
+        if let Some(dir) = ctx.run_dir.as_ref().filter(|_| kept_failing) {
+            writeln!(
+                out,
+                "traces of the failing scenarios: {}{}<scenario>.jsonl",
+                shown(&dir.display().to_string()),
+                std::path::MAIN_SEPARATOR
+            )?;
         }
-        for unseen in report.unseen_edges() {
-            let _ = writeln!(out, "  not seen at level {}: {unseen}", report.level);
-        }
+        Ok(())
     }
-    if c.code_mode_taken() > 0 {
-        let _ = writeln!(
-            out,
-            "code mode edge coverage: {}/{} edges of the {} Code Mode graph ({:.0}%)",
-            c.code_mode_taken(),
-            StageGraph::code_mode(report.spec).edges().len(),
-            report.spec,
-            report.code_mode_edge_coverage() * 100.0
-        );
-        let (observed, implied) = (c.code_mode_edges.len(), c.implied_code_mode_edges.len());
-        below_full(&mut out, report, observed, implied);
-        for missing in report.missing_code_mode_edges() {
-            let _ = writeln!(out, "  not taken: {missing}");
+
+    fn write_failed_list(&self, out: &mut String, strict: bool) -> std::fmt::Result {
+        let failed: Vec<&(Verdict, &ScenarioResult)> = self
+            .verdicts
+            .iter()
+            .filter(|(v, _)| v.fails_the_run())
+            .collect();
+        if failed.is_empty() {
+            return Ok(());
         }
-        for unseen in report.unseen_code_mode_edges() {
-            let _ = writeln!(out, "  not seen at level {}: {unseen}", report.level);
-        }
-    }
-    let _ = writeln!(out, "{}", invariants_line(report));
-    let counts = counts(report, baseline);
-    if let Some(b) = baseline {
-        let _ = writeln!(
-            out,
-            "baseline {}: {} scenario(s) failed as expected, {} unexpectedly, {} stale",
-            shown(&b.path),
-            counts.expected_failures,
-            counts.failed + counts.errored,
-            counts.stale
-        );
-        for u in &b.unexpected {
-            let _ = writeln!(out, "  unexpected: {}", shown(u));
-        }
-        for s in &b.stale {
-            let _ = writeln!(out, "  {}", stale_line(b, s));
-        }
-    }
-    let kept_failing = verdicts.iter().any(|(v, s)| {
-        !matches!(v, Verdict::Passed | Verdict::Skipped) && ctx.traces.contains_key(&s.id)
-    });
-    if let Some(dir) = ctx.run_dir.as_ref().filter(|_| kept_failing) {
-        let _ = writeln!(
-            out,
-            "traces of the failing scenarios: {}{}<scenario>.jsonl",
-            shown(&dir.display().to_string()),
-            std::path::MAIN_SEPARATOR
-        );
-    }
-    let failed: Vec<&(Verdict, &ScenarioResult)> =
-        verdicts.iter().filter(|(v, _)| v.fails_the_run()).collect();
-    if !failed.is_empty() {
-        let _ = writeln!(out, "failed scenarios ({}):", failed.len());
+        writeln!(out, "failed scenarios ({}):", failed.len())?;
         for (verdict, result) in failed {
             let why = match verdict {
                 Verdict::Failed => result
@@ -699,41 +716,106 @@ pub fn closing(report: &RunReport, baseline: Option<&BaselineOutcome>, ctx: &Run
                 Verdict::Stale => "stale baseline entry".to_owned(),
                 _ => result.reason.clone().unwrap_or_default(),
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {} {}  {}",
                 paint(verdict.style(), &format!("{:>5}", verdict.tag())),
                 shown(&result.id),
                 paint(DIM, &why)
-            );
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The edge coverage of both graphs, and the edges not taken or not seen.
+fn write_coverage(out: &mut String, report: &RunReport) -> std::fmt::Result {
+    let total = StageGraph::of(report.spec).edges().len();
+    writeln!(
+        out,
+        "edge coverage: {}/{} edges of the {} stage graph ({:.0}%)",
+        report.coverage.taken(),
+        total,
+        report.spec,
+        report.edge_coverage() * 100.0
+    )?;
+    let c = &report.coverage;
+    // With no trace judged, every edge is missing and listing them says nothing.
+    if report.tested() {
+        below_full(out, report, c.edges.len(), c.implied_edges.len());
+        for missing in report.missing_edges() {
+            writeln!(out, "  not taken: {missing}")?;
+        }
+        for unseen in report.unseen_edges() {
+            writeln!(out, "  not seen at level {}: {unseen}", report.level)?;
         }
     }
+    if c.code_mode_taken() > 0 {
+        writeln!(
+            out,
+            "code mode edge coverage: {}/{} edges of the {} Code Mode graph ({:.0}%)",
+            c.code_mode_taken(),
+            StageGraph::code_mode(report.spec).edges().len(),
+            report.spec,
+            report.code_mode_edge_coverage() * 100.0
+        )?;
+        let (observed, implied) = (c.code_mode_edges.len(), c.implied_code_mode_edges.len());
+        below_full(out, report, observed, implied);
+        for missing in report.missing_code_mode_edges() {
+            writeln!(out, "  not taken: {missing}")?;
+        }
+        for unseen in report.unseen_code_mode_edges() {
+            writeln!(out, "  not seen at level {}: {unseen}", report.level)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_baseline(out: &mut String, b: &BaselineOutcome, counts: &Counts) -> std::fmt::Result {
+    writeln!(
+        out,
+        "baseline {}: {} scenario(s) failed as expected, {} unexpectedly, {} stale",
+        shown(&b.path),
+        counts.expected_failures,
+        counts.failed + counts.errored,
+        counts.stale
+    )?;
+    for u in &b.unexpected {
+        writeln!(out, "  unexpected: {}", shown(u))?;
+    }
+    for s in &b.stale {
+        writeln!(out, "  {}", stale_line(b, s))?;
+    }
+    Ok(())
+}
+
+/// What did not run, a run that tested nothing, and the summary with the wall time last (as
+/// nextest's summary has it).
+fn write_ending(out: &mut String, report: &RunReport, counts: &Counts) -> std::fmt::Result {
     if report.interrupted {
-        let _ = writeln!(
+        writeln!(
             out,
             "{} {} of {} selected scenario(s) did not run; the reports cover the rest",
             paint(AnsiColor::Yellow.on_default().bold(), "interrupted:"),
             report.not_run.len(),
             counts.scenarios
-        );
+        )?;
     }
     if !report.tested() {
-        let _ = writeln!(
+        writeln!(
             out,
             "{} no scenario passed or failed ({} skipped, {} errored): a run that tests nothing is not conformant",
             paint(AnsiColor::Red.on_default().bold(), "nothing was tested:"),
             report.count(Status::Skipped),
             report.count(Status::Errored)
-        );
+        )?;
     }
-    // The wall time last, as nextest's summary has it.
-    let _ = writeln!(
+    writeln!(
         out,
         "{} in {}",
-        summary_line(&counts),
+        summary_line(counts),
         seconds(report.duration)
-    );
-    out
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
