@@ -5,28 +5,24 @@
 //! `tep scenarios list | head -1`) ends the output quietly; the exit code still says what the
 //! command found.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use tep_conformance::adapter::{MAX_TIMEOUT, MIN_TIMEOUT};
 use tep_conformance::catalog::{CATALOG, invariant};
-use tep_conformance::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
-use tep_conformance::html::{self, TraceExcerpt};
-use tep_conformance::invariants::{InvariantId, Level};
+use tep_conformance::invariants::InvariantId;
 use tep_conformance::listing;
-use tep_conformance::report;
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
-use tep_conformance::trace_io::{for_each_record_parallel, parsing_workers};
 use tep_reference::graph::Revision;
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
+use tep_reference::trace::TraceRecord;
 
 mod args;
+mod check_command;
 mod from_log;
 mod fuzz_command;
 mod output;
@@ -59,7 +55,7 @@ enum Command {
     /// the first failure is shrunk to a small scenario and written as a corpus file.
     Fuzz(fuzz_command::FuzzArgs),
     /// Replay mode: check a recorded trace (JSON Lines) from a file, or `-` for stdin.
-    Check(CheckArgs),
+    Check(check_command::CheckArgs),
     /// List, show or export the scenario corpus.
     Scenarios {
         #[command(subcommand)]
@@ -178,7 +174,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Run(args) => run_command::run(args),
         Command::Report(args) => report_command::report(args),
         Command::Fuzz(args) => fuzz_command::fuzz(args),
-        Command::Check(args) => check(args),
+        Command::Check(args) => check_command::check(args),
         Command::Scenarios { action } => scenarios(action),
         Command::Invariants { action } => invariants(action),
         Command::Mutants => {
@@ -238,337 +234,6 @@ fn dispatch(command: Command) -> Result<u8> {
             }
         }
     }
-}
-
-/// The options of `tep check`.
-#[derive(Debug, Args)]
-struct CheckArgs {
-    trace: PathBuf,
-    /// The spec revision (default: the trace header's, else rev2).
-    #[arg(long)]
-    spec: Option<Revision>,
-    /// The implementation's optional parts (default: the trace header's, else all).
-    #[arg(long, value_delimiter = ',', value_name = "CAPS")]
-    capabilities: Option<Vec<Capability>>,
-    /// Which records the trace holds: events, hooks or full (default: the trace header's,
-    /// else hooks). A harness's own session log is `events`.
-    #[arg(long, value_name = "LEVEL")]
-    observed: Option<ObservationLevel>,
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    /// SHOULD-level violations fail the check too.
-    #[arg(long)]
-    strict: bool,
-    /// Also write the HTML report here: the trace drawn on the stage graph, its witness
-    /// lines marked (from stdin, the trace is held in memory for it).
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// How many threads parse the trace while one checks it; 1 reads, parses and checks
-    /// on one thread. The verdict is the same. Default: one per core for a trace of 4 MiB
-    /// or more or one read from a pipe, else 1.
-    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
-    /// Read a harness's own session log instead of a trace, at level `events`; messages
-    /// name the log's lines.
-    #[arg(long, value_enum, value_name = "SOURCE")]
-    from: Option<from_log::LogSource>,
-    /// With `--from`: the tools whose calls are concurrency-safe (the log does not say;
-    /// without it the exclusive-call barrier is not checkable).
-    #[arg(long, value_delimiter = ',', value_name = "TOOLS", requires = "from")]
-    safe: Option<Vec<String>>,
-    #[command(flatten)]
-    docs_url: report_command::DocsUrlArg,
-}
-
-/// The size of a trace file; `None` for stdin, a pipe, or what cannot be read (opening it
-/// says why).
-fn trace_bytes(path: &Path) -> Option<u64> {
-    if path == Path::new("-") {
-        return None;
-    }
-    let meta = std::fs::metadata(path).ok()?;
-    meta.is_file().then_some(meta.len())
-}
-
-/// A reader that keeps a copy of what it reads (stdin, for the HTML report).
-struct Tee<R> {
-    inner: R,
-    copy: Vec<u8>,
-}
-
-impl<R: Read> Read for Tee<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.copy.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-}
-
-/// Checks a trace in one pass. The header (if any) chooses the revision, capabilities and
-/// observation level unless the command line does.
-fn check(args: CheckArgs) -> Result<u8> {
-    let CheckArgs {
-        trace: path,
-        spec,
-        capabilities,
-        observed,
-        format,
-        strict,
-        html,
-        jobs,
-        from,
-        safe,
-        docs_url,
-    } = args;
-    let from = from.map(|source| from_log::FromLog::new(source, safe));
-    let docs_url = docs_url.docs_url;
-    if from.is_some() && observed.is_some_and(|l| l != ObservationLevel::Events) {
-        anyhow::bail!("--from reads a session log, which holds level `events`: drop --observed");
-    }
-    // Threads that parse while this one checks (none: it parses too).
-    let workers = match jobs {
-        Some(1) => 0,
-        Some(n) => usize::from(n),
-        None => parsing_workers(trace_bytes(&path)),
-    };
-    if let Some(out) = &html {
-        output::check_writable(out, "HTML report")?;
-    }
-    let name = path.display().to_string();
-    let stdin = name == "-";
-    let mut tee = None;
-    let reader: Box<dyn BufRead + '_> = if stdin {
-        match &html {
-            Some(_) => Box::new(BufReader::new(tee.insert(Tee {
-                inner: std::io::stdin(),
-                copy: Vec::new(),
-            }))),
-            None => Box::new(BufReader::new(std::io::stdin())),
-        }
-    } else {
-        let file = std::fs::File::open(&path).with_context(|| format!("cannot open {name}"))?;
-        Box::new(BufReader::new(file))
-    };
-    let mut checker: Option<Checker> = None;
-    let mut header_spec = None;
-    let mut header_implementation = None;
-    let options_for = |header: Option<&TraceHeader>| CheckOptions {
-        revision: spec.or(header.map(|h| h.spec)).unwrap_or(Revision::CURRENT),
-        capabilities: capabilities
-            .clone()
-            .or_else(|| header.and_then(|h| h.capabilities.clone()))
-            .map(|c| c.into_iter().collect::<BTreeSet<_>>()),
-        level: observed
-            .or_else(|| header.and_then(|h| h.observation))
-            .unwrap_or(ObservationLevel::Hooks),
-        facts: None,
-        body_marks: true,
-    };
-    let mut feed = |line, record: &TraceRecord| {
-        let checker = checker.get_or_insert_with(|| {
-            let header = match record {
-                TraceRecord::Header(h) => Some(h),
-                _ => None,
-            };
-            header_spec = header.map(|h| h.spec);
-            header_implementation = header.and_then(|h| h.implementation.clone());
-            let checker = Checker::new(options_for(header));
-            if html.is_some() {
-                checker.keep_steps()
-            } else {
-                checker
-            }
-        });
-        checker.feed(line, record)
-    };
-    let mut log_summary = None;
-    let result = match &from {
-        Some(from) => from.read(reader, &mut feed).map(|s| {
-            log_summary = Some(s);
-        }),
-        // Parsing is most of the work: the other cores parse while this thread checks.
-        None => for_each_record_parallel(reader, workers, &mut feed),
-    };
-    let options = match &checker {
-        Some(c) => c.options().clone(),
-        None => options_for(None),
-    };
-    let report: Result<CheckReport, TraceError> = result.and_then(|()| match checker {
-        Some(c) => c.finish(),
-        None => Ok(CheckReport::default()),
-    });
-    let report = report.with_context(|| match &from {
-        Some(from) => format!("{name} is not a valid {} session log", from.source.name()),
-        None => format!("{name} is not a valid trace"),
-    })?;
-    let failing = report
-        .violations
-        .iter()
-        .filter(|v| strict || v.level == Level::Must)
-        .count();
-    // A trace with no batch checks nothing: it is not conformant.
-    let tested = report.batches > 0;
-    let statuses = match &from {
-        Some(from) => from.statuses(options.statuses()),
-        None => options.statuses(),
-    };
-    let checked: Vec<InvariantId> = statuses
-        .iter()
-        .filter(|(_, s)| *s == InvariantStatus::Checked)
-        .map(|(id, _)| *id)
-        .collect();
-    let not_checkable: Vec<(InvariantId, String)> = statuses
-        .iter()
-        .filter_map(|(id, s)| match s {
-            InvariantStatus::NotCheckable(why) => Some((*id, why.clone())),
-            _ => None,
-        })
-        .collect();
-    let partly: Vec<(InvariantId, String)> = statuses
-        .iter()
-        .filter_map(|(id, s)| match s {
-            InvariantStatus::PartlyCheckable(what) => Some((*id, what.clone())),
-            _ => None,
-        })
-        .collect();
-    match format {
-        Format::Json => {
-            let value = listing::CheckJson {
-                trace: name.clone(),
-                spec: options.revision,
-                observation: options.level,
-                records: report.records,
-                batches: report.batches,
-                conformant: failing == 0 && tested,
-                violations: report.violations.clone(),
-                omitted: report.omitted,
-                checked: checked.clone(),
-                partly_checkable: partly
-                    .iter()
-                    .map(|(id, what)| listing::PartlyCheckable {
-                        invariant: *id,
-                        catches: what.clone(),
-                    })
-                    .collect(),
-                not_checkable: not_checkable
-                    .iter()
-                    .map(|(id, why)| listing::NotCheckable {
-                        invariant: *id,
-                        why: why.clone(),
-                    })
-                    .collect(),
-                session_log: from
-                    .as_ref()
-                    .zip(log_summary.as_ref())
-                    .map(|(from, summary)| from.json(summary)),
-            };
-            writeln!(Stdout::new(), "{}", listing::to_json_text(&value)?)?;
-        }
-        Format::Text => {
-            let mut out = Stdout::new();
-            let note = match header_spec {
-                Some(h) if h != options.revision => format!(" (its header says {h})"),
-                _ => String::new(),
-            };
-            writeln!(
-                out,
-                "tep check: {name} against {}{note} at level {}, {} records, {} batch(es)",
-                options.revision, options.level, report.records, report.batches
-            )?;
-            if let (Some(from), Some(summary)) = (&from, &log_summary) {
-                from.write_text(&mut out, summary, &statuses)?;
-            }
-            for v in &report.violations {
-                let inv = invariant(v.invariant);
-                writeln!(out, "{} [{}]: {}", v.invariant, v.level, v.message)?;
-                let sources: Vec<String> = inv.sources.iter().map(ToString::to_string).collect();
-                writeln!(out, "  {} ({})", inv.doc_link(), sources.join("; "))?;
-            }
-            if report.omitted > 0 {
-                writeln!(out, "... and {} more violations not shown", report.omitted)?;
-            }
-            writeln!(
-                out,
-                "checked {} invariant(s); not checkable at level {}: {}",
-                checked.len(),
-                options.level,
-                if not_checkable.is_empty() {
-                    "none".to_owned()
-                } else {
-                    not_checkable
-                        .iter()
-                        .map(|(id, _)| id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-            )?;
-            for (id, what) in &partly {
-                writeln!(
-                    out,
-                    "partly checkable at level {}: {id}: {what}",
-                    options.level
-                )?;
-            }
-            if !tested {
-                writeln!(
-                    out,
-                    "nothing was checked: the trace holds no batch (no `model` record)"
-                )?;
-            }
-            let must = report
-                .violations
-                .iter()
-                .filter(|v| v.level == Level::Must)
-                .count();
-            writeln!(
-                out,
-                "{} violation(s): {must} MUST, {} SHOULD",
-                report.violations.len(),
-                report.violations.len() - must
-            )?;
-        }
-    }
-    if let Some(out) = &html {
-        let witnesses: BTreeSet<usize> = report
-            .violations
-            .iter()
-            .flat_map(|v| v.lines.iter().copied())
-            .collect();
-        let excerpt = match tee {
-            Some(tee) => TraceExcerpt::of(&String::from_utf8_lossy(&tee.copy), &witnesses),
-            None => {
-                let file =
-                    std::fs::File::open(&path).with_context(|| format!("cannot open {name}"))?;
-                TraceExcerpt::read(BufReader::new(file), &witnesses)
-                    .with_context(|| format!("cannot read {name}"))?
-            }
-        };
-        let mut run = report::run_of_check(
-            &name,
-            header_implementation.as_deref(),
-            &options,
-            report,
-            strict,
-        );
-        // What this trace could check, as the text and JSON reports say (a session log's own
-        // limits included).
-        run.invariants = statuses;
-        let ctx = report::RunContext::default();
-        let json = report::json(&run, None, &ctx, &tep_conformance::suite::corpus_hash());
-        let traces = BTreeMap::from([(name.clone(), excerpt)]);
-        let page = html::Page {
-            title: &format!("tep check {name}"),
-            report: &json,
-            traces: &traces,
-            corpus: &[],
-            paths: &html::paths(&run),
-            docs_url: docs_url.as_deref(),
-            rerun: None,
-            compare: None,
-        };
-        output::write_atomically(out, &html::render(&page))?;
-    }
-    Ok(u8::from(failing > 0 || !tested))
 }
 
 fn scenarios(action: ScenariosAction) -> Result<u8> {

@@ -1,0 +1,428 @@
+//! `tep check`: a recorded trace (or a harness's own session log) checked in one pass, its
+//! verdict as text or JSON, and on request the HTML page.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use tep_conformance::catalog::invariant;
+use tep_conformance::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
+use tep_conformance::html::{self, TraceExcerpt};
+use tep_conformance::invariants::{InvariantId, Level};
+use tep_conformance::listing;
+use tep_conformance::report;
+use tep_conformance::trace_io::{for_each_record_parallel, parsing_workers};
+use tep_reference::graph::Revision;
+use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
+
+use crate::args::Format;
+use crate::output::{self, Stdout};
+use crate::{from_log, report_command};
+
+/// The options of `tep check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    pub trace: PathBuf,
+    /// The spec revision (default: the trace header's, else rev2).
+    #[arg(long)]
+    pub spec: Option<Revision>,
+    /// The implementation's optional parts (default: the trace header's, else all).
+    #[arg(long, value_delimiter = ',', value_name = "CAPS")]
+    pub capabilities: Option<Vec<Capability>>,
+    /// Which records the trace holds: events, hooks or full (default: the trace header's,
+    /// else hooks). A harness's own session log is `events`.
+    #[arg(long, value_name = "LEVEL")]
+    pub observed: Option<ObservationLevel>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// SHOULD-level violations fail the check too.
+    #[arg(long)]
+    pub strict: bool,
+    /// Also write the HTML report here: the trace drawn on the stage graph, its witness
+    /// lines marked (from stdin, the trace is held in memory for it).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// How many threads parse the trace while one checks it; 1 reads, parses and checks
+    /// on one thread. The verdict is the same. Default: one per core for a trace of 4 MiB
+    /// or more or one read from a pipe, else 1.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Read a harness's own session log instead of a trace, at level `events`; messages
+    /// name the log's lines.
+    #[arg(long, value_enum, value_name = "SOURCE")]
+    pub from: Option<from_log::LogSource>,
+    /// With `--from`: the tools whose calls are concurrency-safe (the log does not say;
+    /// without it the exclusive-call barrier is not checkable).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS", requires = "from")]
+    pub safe: Option<Vec<String>>,
+    #[command(flatten)]
+    pub docs_url: report_command::DocsUrlArg,
+}
+
+/// The size of a trace file; `None` for stdin, a pipe, or what cannot be read (opening it
+/// says why).
+fn trace_bytes(path: &Path) -> Option<u64> {
+    if path == Path::new("-") {
+        return None;
+    }
+    let meta = std::fs::metadata(path).ok()?;
+    meta.is_file().then_some(meta.len())
+}
+
+/// A reader that writes a copy of what it reads to a file: stdin, read again for the HTML
+/// report's excerpt (a copy in memory would hold the whole trace).
+struct Tee<R> {
+    inner: R,
+    copy: std::fs::File,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.copy.write_all(&buf[..n]).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot keep a copy of stdin for the HTML report: {e}"),
+            )
+        })?;
+        Ok(n)
+    }
+}
+
+/// Where standard input is copied for the HTML report; removed when dropped.
+struct StdinCopy(PathBuf);
+
+impl Drop for StdinCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// What checking a trace found, and what the reports say about it.
+struct Checked {
+    name: String,
+    options: CheckOptions,
+    report: CheckReport,
+    /// The revision the trace's header names, when it has one.
+    header_spec: Option<Revision>,
+    header_implementation: Option<String>,
+    statuses: Vec<(InvariantId, InvariantStatus)>,
+    from: Option<from_log::FromLog>,
+    log_summary: Option<tep_check::deepseek_harness::Summary>,
+    /// The violations that fail the check (SHOULD ones too with `--strict`).
+    failing: usize,
+}
+
+impl Checked {
+    /// A trace with no batch checks nothing: it is not conformant.
+    fn tested(&self) -> bool {
+        self.report.batches > 0
+    }
+
+    fn with_status(
+        &self,
+        wanted: fn(&InvariantStatus) -> Option<String>,
+    ) -> Vec<(InvariantId, String)> {
+        self.statuses
+            .iter()
+            .filter_map(|(id, s)| Some((*id, wanted(s)?)))
+            .collect()
+    }
+
+    fn checked(&self) -> Vec<InvariantId> {
+        self.statuses
+            .iter()
+            .filter(|(_, s)| *s == InvariantStatus::Checked)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    fn not_checkable(&self) -> Vec<(InvariantId, String)> {
+        self.with_status(|s| match s {
+            InvariantStatus::NotCheckable(why) => Some(why.clone()),
+            _ => None,
+        })
+    }
+
+    fn partly(&self) -> Vec<(InvariantId, String)> {
+        self.with_status(|s| match s {
+            InvariantStatus::PartlyCheckable(what) => Some(what.clone()),
+            _ => None,
+        })
+    }
+}
+
+/// Checks a trace in one pass. The header (if any) chooses the revision, capabilities and
+/// observation level unless the command line does.
+pub fn check(args: CheckArgs) -> Result<u8> {
+    if args.from.is_some() && args.observed.is_some_and(|l| l != ObservationLevel::Events) {
+        anyhow::bail!("--from reads a session log, which holds level `events`: drop --observed");
+    }
+    if let Some(out) = &args.html {
+        output::check_writable(out, "HTML report")?;
+    }
+    let stdin_copy = (args.trace == Path::new("-") && args.html.is_some()).then(|| {
+        StdinCopy(
+            std::env::temp_dir().join(format!("tep-check-stdin-{}.jsonl", std::process::id())),
+        )
+    });
+    let checked = read_and_check(&args, stdin_copy.as_ref())?;
+    let code = u8::from(checked.failing > 0 || !checked.tested());
+    match args.format {
+        Format::Json => write_json(&checked)?,
+        Format::Text => write_text(&checked)?,
+    }
+    if let Some(out) = &args.html {
+        let source = stdin_copy
+            .as_ref()
+            .map_or(args.trace.as_path(), |c| c.0.as_path());
+        write_html(out, source, checked, &args)?;
+    }
+    Ok(code)
+}
+
+/// Reads the trace (or session log) and checks it as it is read.
+fn read_and_check(args: &CheckArgs, stdin_copy: Option<&StdinCopy>) -> Result<Checked> {
+    let from = args
+        .from
+        .map(|source| from_log::FromLog::new(source, args.safe.clone()));
+    // Threads that parse while this one checks (none: it parses too).
+    let workers = match args.jobs {
+        Some(1) => 0,
+        Some(n) => usize::from(n),
+        None => parsing_workers(trace_bytes(&args.trace)),
+    };
+    let name = args.trace.display().to_string();
+    let reader: Box<dyn BufRead> = match (name == "-", stdin_copy) {
+        (true, Some(copy)) => {
+            let file = std::fs::File::create(&copy.0)
+                .with_context(|| format!("cannot keep a copy of stdin in {}", copy.0.display()))?;
+            Box::new(BufReader::new(Tee {
+                inner: std::io::stdin(),
+                copy: file,
+            }))
+        }
+        (true, None) => Box::new(BufReader::new(std::io::stdin())),
+        (false, _) => {
+            let file =
+                std::fs::File::open(&args.trace).with_context(|| format!("cannot open {name}"))?;
+            Box::new(BufReader::new(file))
+        }
+    };
+    let mut checker: Option<Checker> = None;
+    let mut header_spec = None;
+    let mut header_implementation = None;
+    let options_for = |header: Option<&TraceHeader>| CheckOptions {
+        revision: args
+            .spec
+            .or(header.map(|h| h.spec))
+            .unwrap_or(Revision::CURRENT),
+        capabilities: args
+            .capabilities
+            .clone()
+            .or_else(|| header.and_then(|h| h.capabilities.clone()))
+            .map(|c| c.into_iter().collect::<BTreeSet<_>>()),
+        level: args
+            .observed
+            .or_else(|| header.and_then(|h| h.observation))
+            .unwrap_or(ObservationLevel::Hooks),
+        facts: None,
+        body_marks: true,
+    };
+    let mut feed = |line, record: &TraceRecord| {
+        let checker = checker.get_or_insert_with(|| {
+            let header = match record {
+                TraceRecord::Header(h) => Some(h),
+                _ => None,
+            };
+            header_spec = header.map(|h| h.spec);
+            header_implementation = header.and_then(|h| h.implementation.clone());
+            let checker = Checker::new(options_for(header));
+            if args.html.is_some() {
+                checker.keep_steps()
+            } else {
+                checker
+            }
+        });
+        checker.feed(line, record)
+    };
+    let mut log_summary = None;
+    let result = match &from {
+        Some(from) => from.read(reader, &mut feed).map(|s| {
+            log_summary = Some(s);
+        }),
+        // Parsing is most of the work: the other cores parse while this thread checks.
+        None => for_each_record_parallel(reader, workers, &mut feed),
+    };
+    let options = match &checker {
+        Some(c) => c.options().clone(),
+        None => options_for(None),
+    };
+    let report: Result<CheckReport, TraceError> = result.and_then(|()| match checker {
+        Some(c) => c.finish(),
+        None => Ok(CheckReport::default()),
+    });
+    let report = report.with_context(|| match &from {
+        Some(from) => format!("{name} is not a valid {} session log", from.source.name()),
+        None => format!("{name} is not a valid trace"),
+    })?;
+    let failing = report
+        .violations
+        .iter()
+        .filter(|v| args.strict || v.level == Level::Must)
+        .count();
+    let statuses = match &from {
+        Some(from) => from.statuses(options.statuses()),
+        None => options.statuses(),
+    };
+    Ok(Checked {
+        name,
+        options,
+        report,
+        header_spec,
+        header_implementation,
+        statuses,
+        from,
+        log_summary,
+        failing,
+    })
+}
+
+fn write_json(c: &Checked) -> Result<()> {
+    let value = listing::CheckJson {
+        trace: c.name.clone(),
+        spec: c.options.revision,
+        observation: c.options.level,
+        records: c.report.records,
+        batches: c.report.batches,
+        conformant: c.failing == 0 && c.tested(),
+        violations: c.report.violations.clone(),
+        omitted: c.report.omitted,
+        checked: c.checked(),
+        partly_checkable: c
+            .partly()
+            .into_iter()
+            .map(|(invariant, catches)| listing::PartlyCheckable { invariant, catches })
+            .collect(),
+        not_checkable: c
+            .not_checkable()
+            .into_iter()
+            .map(|(invariant, why)| listing::NotCheckable { invariant, why })
+            .collect(),
+        session_log: c
+            .from
+            .as_ref()
+            .zip(c.log_summary.as_ref())
+            .map(|(from, summary)| from.json(summary)),
+    };
+    writeln!(Stdout::new(), "{}", listing::to_json_text(&value)?)?;
+    Ok(())
+}
+
+fn write_text(c: &Checked) -> Result<()> {
+    let mut out = Stdout::new();
+    let (options, report) = (&c.options, &c.report);
+    let note = match c.header_spec {
+        Some(h) if h != options.revision => format!(" (its header says {h})"),
+        _ => String::new(),
+    };
+    writeln!(
+        out,
+        "tep check: {} against {}{note} at level {}, {} records, {} batch(es)",
+        c.name, options.revision, options.level, report.records, report.batches
+    )?;
+    if let (Some(from), Some(summary)) = (&c.from, &c.log_summary) {
+        from.write_text(&mut out, summary, &c.statuses)?;
+    }
+    for v in &report.violations {
+        let inv = invariant(v.invariant);
+        writeln!(out, "{} [{}]: {}", v.invariant, v.level, v.message)?;
+        let sources: Vec<String> = inv.sources.iter().map(ToString::to_string).collect();
+        writeln!(out, "  {} ({})", inv.doc_link(), sources.join("; "))?;
+    }
+    if report.omitted > 0 {
+        writeln!(out, "... and {} more violations not shown", report.omitted)?;
+    }
+    let not_checkable = c.not_checkable();
+    writeln!(
+        out,
+        "checked {} invariant(s); not checkable at level {}: {}",
+        c.checked().len(),
+        options.level,
+        if not_checkable.is_empty() {
+            "none".to_owned()
+        } else {
+            not_checkable
+                .iter()
+                .map(|(id, _)| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    )?;
+    for (id, what) in &c.partly() {
+        writeln!(
+            out,
+            "partly checkable at level {}: {id}: {what}",
+            options.level
+        )?;
+    }
+    if !c.tested() {
+        writeln!(
+            out,
+            "nothing was checked: the trace holds no batch (no `model` record)"
+        )?;
+    }
+    let must = report
+        .violations
+        .iter()
+        .filter(|v| v.level == Level::Must)
+        .count();
+    writeln!(
+        out,
+        "{} violation(s): {must} MUST, {} SHOULD",
+        report.violations.len(),
+        report.violations.len() - must
+    )?;
+    Ok(())
+}
+
+/// The HTML page of the check: the trace's excerpt read again from `source`.
+fn write_html(out: &Path, source: &Path, c: Checked, args: &CheckArgs) -> Result<()> {
+    let name = c.name;
+    let witnesses: BTreeSet<usize> = c
+        .report
+        .violations
+        .iter()
+        .flat_map(|v| v.lines.iter().copied())
+        .collect();
+    let file = std::fs::File::open(source).with_context(|| format!("cannot open {name}"))?;
+    let excerpt = TraceExcerpt::read(BufReader::new(file), &witnesses)
+        .with_context(|| format!("cannot read {name}"))?;
+    let mut run = report::run_of_check(
+        &name,
+        c.header_implementation.as_deref(),
+        &c.options,
+        c.report,
+        args.strict,
+    );
+    // What this trace could check, as the text and JSON reports say (a session log's own
+    // limits included).
+    run.invariants = c.statuses;
+    let ctx = report::RunContext::default();
+    let json = report::json(&run, None, &ctx, &tep_conformance::suite::corpus_hash());
+    let traces = BTreeMap::from([(name.clone(), excerpt)]);
+    let page = html::Page {
+        title: &format!("tep check {name}"),
+        report: &json,
+        traces: &traces,
+        corpus: &[],
+        paths: &html::paths(&run),
+        docs_url: args.docs_url.docs_url.as_deref(),
+        rerun: None,
+        compare: None,
+    };
+    output::write_atomically(out, &html::render(&page))?;
+    Ok(())
+}
