@@ -295,6 +295,13 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
             Ok(0)
         }
         ScenariosAction::Export { dir } => {
+            // create_dir_all on a file says only "File exists".
+            if dir.exists() && !dir.is_dir() {
+                anyhow::bail!(
+                    "cannot export into {}: it is not a directory",
+                    dir.display()
+                );
+            }
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             for (file, text) in corpus_files() {
