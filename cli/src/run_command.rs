@@ -14,8 +14,8 @@ use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::protocol::Ready;
 use tep_conformance::report::{self, RunContext, verdict};
 use tep_conformance::runner::{
-    BuiltinReference, Implementation, Plan, RunControl, RunEvent, RunOptions, ScenarioResult,
-    Status,
+    BuiltinReference, Implementation, Plan, RunControl, RunEvent, RunOptions, RunReport,
+    ScenarioResult, Status,
 };
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::suite;
@@ -152,27 +152,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         // had, the adapter's process group is still killed).
         let _ = adopt_orphans();
     }
-    let adapter_options = args.adapter.as_ref().map(|command| {
-        let mut options = AdapterOptions::new(command.clone());
-        options.timeout = args.timeout;
-        options
-    });
-    let first: Box<dyn Implementation + Send> = match &adapter_options {
-        Some(options) => Box::new(ProcessAdapter::start(options.clone())?),
-        None => Box::new(BuiltinReference::new(args.mutant.clone())),
-    };
-    let ready = first.ready().clone();
-    let plan = Plan::new(&ready, &selected, &options)?;
-    let wanted = jobs.min(plan.runnable()).max(1);
-    let mut workers = vec![first];
-    match &adapter_options {
-        Some(options) => workers.extend(start_adapters(options, wanted - 1, &ready)?),
-        None => {
-            for _ in 1..wanted {
-                workers.push(Box::new(BuiltinReference::new(args.mutant.clone())));
-            }
-        }
-    }
+    let (workers, ready, plan) = start_implementations(&args, jobs, &selected, &options)?;
 
     // From here on a signal interrupts the run: before the first line, so whoever sees it can.
     let control = RunControl::new();
@@ -200,14 +180,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
                 }
                 let line = (!args.json_stdout())
                     .then(|| report::scenario_line(result, strict, comparison.as_ref()));
-                let ran = !(result.status == Status::Skipped && result.duration.is_zero());
-                let tallied = if verdict.fails_the_run() {
-                    Tallied::Failed
-                } else if result.status == Status::Skipped {
-                    Tallied::Skipped
-                } else {
-                    Tallied::Passed
-                };
+                let (ran, tallied) = tally(result, verdict);
                 live.finished(index, line, ran, tallied)?;
             }
             RunEvent::Interrupted { running } => live.notice(&format!(
@@ -267,29 +240,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         unwritten.extend(write_atomically(path, &html::render(&page)).err());
     }
     if let Some(path) = &args.write_baseline {
-        if run.interrupted {
-            live.notice(&format!(
-                "tep: not writing {}: the run was interrupted",
-                path.display()
-            ));
-        } else {
-            let file = baseline::write(&run, baseline.as_ref());
-            let text = serde_json::to_string_pretty(&file)? + "\n";
-            match write_atomically(path, &text) {
-                Err(e) => unwritten.push(e),
-                Ok(()) => live.notice(&format!(
-                    "tep: wrote {} baseline entr{} to {} (use it with --baseline {})",
-                    file.expected_failures.len(),
-                    if file.expected_failures.len() == 1 {
-                        "y"
-                    } else {
-                        "ies"
-                    },
-                    path.display(),
-                    path.display()
-                )),
-            }
-        }
+        write_baseline_file(path, &run, baseline.as_ref(), &mut live, &mut unwritten)?;
     }
     live.finish();
     if args.json_stdout() {
@@ -308,6 +259,89 @@ pub fn run(args: RunArgs) -> Result<u8> {
         live.notice(&format!("tep: error: {e:#}"));
     }
     Ok(report::EXIT_USAGE)
+}
+
+/// One job's implementation.
+type Worker = Box<dyn Implementation + Send>;
+
+/// The implementations the jobs run on: the first (whose handshake decides the plan), then as
+/// many more as there are jobs to fill, each with its own handshake.
+fn start_implementations(
+    args: &RunArgs,
+    jobs: usize,
+    selected: &[Scenario],
+    options: &RunOptions,
+) -> Result<(Vec<Worker>, Ready, Plan)> {
+    let adapter_options = args.adapter.as_ref().map(|command| {
+        let mut options = AdapterOptions::new(command.clone());
+        options.timeout = args.timeout;
+        options
+    });
+    let first: Worker = match &adapter_options {
+        Some(options) => Box::new(ProcessAdapter::start(options.clone())?),
+        None => Box::new(BuiltinReference::new(args.mutant.clone())),
+    };
+    let ready = first.ready().clone();
+    let plan = Plan::new(&ready, selected, options)?;
+    let wanted = jobs.min(plan.runnable()).max(1);
+    let mut workers = vec![first];
+    match &adapter_options {
+        Some(options) => workers.extend(start_adapters(options, wanted - 1, &ready)?),
+        None => {
+            for _ in 1..wanted {
+                workers.push(Box::new(BuiltinReference::new(args.mutant.clone())));
+            }
+        }
+    }
+    Ok((workers, ready, plan))
+}
+
+/// `--write-baseline`: this run's failures as a baseline, unless the run was interrupted.
+fn write_baseline_file(
+    path: &Path,
+    run: &RunReport,
+    baseline: Option<&Baseline>,
+    live: &mut Live,
+    unwritten: &mut Vec<anyhow::Error>,
+) -> Result<()> {
+    if run.interrupted {
+        live.notice(&format!(
+            "tep: not writing {}: the run was interrupted",
+            path.display()
+        ));
+        return Ok(());
+    }
+    let file = baseline::write(run, baseline);
+    let text = serde_json::to_string_pretty(&file)? + "\n";
+    match write_atomically(path, &text) {
+        Err(e) => unwritten.push(e),
+        Ok(()) => live.notice(&format!(
+            "tep: wrote {} baseline entr{} to {} (use it with --baseline {})",
+            file.expected_failures.len(),
+            if file.expected_failures.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            },
+            path.display(),
+            path.display()
+        )),
+    }
+    Ok(())
+}
+
+/// Whether a finished scenario ran (a skip decided before the run did not), and how the
+/// progress display counts it.
+fn tally(result: &ScenarioResult, verdict: report::Verdict) -> (bool, Tallied) {
+    let ran = !(result.status == Status::Skipped && result.duration.is_zero());
+    let tallied = if verdict.fails_the_run() {
+        Tallied::Failed
+    } else if result.status == Status::Skipped {
+        Tallied::Skipped
+    } else {
+        Tallied::Passed
+    };
+    (ran, tallied)
 }
 
 /// The scenarios of `--scenario-file`, each parsed and validated like a corpus file; two files
@@ -405,11 +439,7 @@ fn header(ready: &Ready, args: &RunArgs, plan: &Plan) -> String {
 
 /// Starts `n` more adapter processes at once, each with its own handshake, which must agree
 /// with the first one's.
-fn start_adapters(
-    options: &AdapterOptions,
-    n: usize,
-    first: &Ready,
-) -> Result<Vec<Box<dyn Implementation + Send>>> {
+fn start_adapters(options: &AdapterOptions, n: usize, first: &Ready) -> Result<Vec<Worker>> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..n)
             .map(|_| scope.spawn(|| ProcessAdapter::start(options.clone())))
@@ -430,7 +460,7 @@ fn start_adapters(
                         first
                     );
                 }
-                Ok(Box::new(adapter) as Box<dyn Implementation + Send>)
+                Ok(Box::new(adapter) as Worker)
             })
             .collect()
     })

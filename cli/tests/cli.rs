@@ -754,7 +754,11 @@ fn invariants_and_scenarios_can_be_listed_explained_shown_and_exported() {
     let file = dir.join("allow-runs-body.json");
     let o = tep(&["scenarios", "export", file.to_str().unwrap()]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("it is not a directory"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("it is not a directory"),
+        "{}",
+        stderr(&o)
+    );
     let o = tep(&["schema", "trace-record"]);
     let schema: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(
