@@ -1432,6 +1432,38 @@ mod tests {
         checker.check(&records).unwrap()
     }
 
+    #[test]
+    fn a_long_message_is_cut_at_a_character_and_says_how_long_it_was() {
+        let short = "x".repeat(MAX_MESSAGE_BYTES);
+        assert_eq!(cut_message(short.clone()), short);
+        // A two-byte character straddles the limit: the cut goes before it.
+        let long = format!("{}é{}", "a".repeat(MAX_MESSAGE_BYTES - 1), "b".repeat(9000));
+        let cut = cut_message(long.clone());
+        let kept = MAX_MESSAGE_BYTES - 1;
+        assert_eq!(&cut[..kept], &long[..kept]);
+        assert_eq!(
+            &cut[kept..],
+            format!("\u{2026} (message cut at {kept} of {} bytes)", long.len())
+        );
+    }
+
+    #[test]
+    fn steps_past_the_limit_are_counted_not_kept() {
+        let step = StepRecord {
+            line: 1,
+            graph: GraphKind::Pipeline,
+            from: NodeId::Model,
+            to: NodeId::Model,
+            edge: None,
+            refused: false,
+        };
+        let (mut steps, mut omitted) = (Vec::new(), 0);
+        for _ in 0..MAX_STEPS + 3 {
+            push_step(&mut steps, &mut omitted, step);
+        }
+        assert_eq!((steps.len(), omitted), (MAX_STEPS, 3));
+    }
+
     /// Checks a one-call batch: its `model` line, then `rest`.
     fn check_batch(rest: &[String]) -> Result<CheckReport, TraceError> {
         let model = r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#;
