@@ -20,61 +20,11 @@ pub fn junit(
     corpus_hash: &str,
 ) -> String {
     let classname = format!("tep.{}", report.spec);
-    let mut cases: Vec<Case> = Vec::new();
-    for s in &report.scenarios {
-        let comparison = baseline.and_then(|b| b.comparisons.get(&s.id));
-        let outcome = match verdict_in(report, baseline, s) {
-            Verdict::Passed | Verdict::Warned => CaseOutcome::Passed,
-            Verdict::Skipped => CaseOutcome::Skipped(s.reason.clone().unwrap_or_default()),
-            Verdict::ExpectedFailure => CaseOutcome::Skipped(format!(
-                "expected failure (baseline): {}",
-                comparison.map(|c| c.reasons.join("; ")).unwrap_or_default()
-            )),
-            Verdict::Failed => {
-                let first = s.first_failing(report.strict);
-                CaseOutcome::Failure {
-                    kind: first
-                        .map(|v| v.invariant.to_string())
-                        .unwrap_or_else(|| "failed".to_owned()),
-                    message: first.map(ToString::to_string).unwrap_or_default(),
-                }
-            }
-            Verdict::Errored => CaseOutcome::Error {
-                kind: "errored".to_owned(),
-                message: s.reason.clone().unwrap_or_default(),
-            },
-            Verdict::Stale => CaseOutcome::Failure {
-                kind: "stale-baseline-entry".to_owned(),
-                message: comparison
-                    .map(|c| {
-                        c.stale
-                            .iter()
-                            .map(|e| format!("stale baseline entry {}: {}; remove it", e.id, e.why))
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    })
-                    .unwrap_or_default(),
-            },
-        };
-        let mut details = String::new();
-        for v in &s.violations {
-            let _ = writeln!(details, "[{}] {v}\n  {}", v.level, doc_line(v.invariant));
-        }
-        if !s.violations.is_empty() || outcome.fails() {
-            let _ = writeln!(details, "rerun: {}", ctx.rerun_command(&s.id));
-        }
-        if let Some(path) = ctx.traces.get(&s.id) {
-            let _ = writeln!(details, "trace: {}", path.display());
-        }
-        cases.push(Case {
-            name: s.id.clone(),
-            classname: classname.clone(),
-            time: Some(s.duration.as_secs_f64()),
-            outcome,
-            details,
-            stderr: s.stderr.clone(),
-        });
-    }
+    let mut cases: Vec<Case> = report
+        .scenarios
+        .iter()
+        .map(|s| scenario_case(report, baseline, ctx, &classname, s))
+        .collect();
     let run_case = |name: &str, outcome: CaseOutcome| Case {
         name: name.to_owned(),
         classname: "tep.run".to_owned(),
@@ -159,6 +109,69 @@ pub fn junit(
         &properties,
         &cases,
     )
+}
+
+/// A scenario's test case: its verdict as the outcome, its violations, rerun command and
+/// kept trace as the details.
+fn scenario_case(
+    report: &RunReport,
+    baseline: Option<&BaselineOutcome>,
+    ctx: &RunContext,
+    classname: &str,
+    s: &ScenarioResult,
+) -> Case {
+    let comparison = baseline.and_then(|b| b.comparisons.get(&s.id));
+    let outcome = match verdict_in(report, baseline, s) {
+        Verdict::Passed | Verdict::Warned => CaseOutcome::Passed,
+        Verdict::Skipped => CaseOutcome::Skipped(s.reason.clone().unwrap_or_default()),
+        Verdict::ExpectedFailure => CaseOutcome::Skipped(format!(
+            "expected failure (baseline): {}",
+            comparison.map(|c| c.reasons.join("; ")).unwrap_or_default()
+        )),
+        Verdict::Failed => {
+            let first = s.first_failing(report.strict);
+            CaseOutcome::Failure {
+                kind: first
+                    .map(|v| v.invariant.to_string())
+                    .unwrap_or_else(|| "failed".to_owned()),
+                message: first.map(ToString::to_string).unwrap_or_default(),
+            }
+        }
+        Verdict::Errored => CaseOutcome::Error {
+            kind: "errored".to_owned(),
+            message: s.reason.clone().unwrap_or_default(),
+        },
+        Verdict::Stale => CaseOutcome::Failure {
+            kind: "stale-baseline-entry".to_owned(),
+            message: comparison
+                .map(|c| {
+                    c.stale
+                        .iter()
+                        .map(|e| format!("stale baseline entry {}: {}; remove it", e.id, e.why))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default(),
+        },
+    };
+    let mut details = String::new();
+    for v in &s.violations {
+        let _ = writeln!(details, "[{}] {v}\n  {}", v.level, doc_line(v.invariant));
+    }
+    if !s.violations.is_empty() || outcome.fails() {
+        let _ = writeln!(details, "rerun: {}", ctx.rerun_command(&s.id));
+    }
+    if let Some(path) = ctx.traces.get(&s.id) {
+        let _ = writeln!(details, "trace: {}", path.display());
+    }
+    Case {
+        name: s.id.clone(),
+        classname: classname.to_owned(),
+        time: Some(s.duration.as_secs_f64()),
+        outcome,
+        details,
+        stderr: s.stderr.clone(),
+    }
 }
 
 #[derive(Debug)]
