@@ -197,7 +197,11 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<&StdinCopy>) -> Result<Ch
     let name = args.trace.display().to_string();
     let reader: Box<dyn BufRead> = match (name == "-", stdin_copy) {
         (true, Some(copy)) => {
-            let file = std::fs::File::create(&copy.0)
+            // create_new: never a file (or a symlink) that is already there.
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&copy.0)
                 .with_context(|| format!("cannot keep a copy of stdin in {}", copy.0.display()))?;
             Box::new(BufReader::new(Tee {
                 inner: std::io::stdin(),

@@ -200,6 +200,10 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let mut run = outcome?;
     live.flush_waiting()?;
     let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
+    // The fallback directory made before the run, and left empty: not kept.
+    if keeper.made_empty && keeper.kept.is_empty() && std::fs::remove_dir(&keeper.dir).is_ok() {
+        keeper.created = false;
+    }
     let ctx = RunContext {
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         rerun: rerun_prefix(&args),
@@ -393,8 +397,19 @@ fn check_outputs(args: &RunArgs, keeper: &mut TraceKeeper) -> Result<Option<Stri
         if args.run_dir.is_some() {
             return Err(e);
         }
-        let fallback = std::env::temp_dir().join(&keeper.dir);
-        check_dir_creatable(&fallback, "run directory").with_context(|| format!("{e:#}"))?;
+        // A name of this run's own, made now with mkdir (which refuses what exists, a symlink
+        // planted in the shared temporary directory included); removed at the end if empty.
+        let name = keeper
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let fallback = std::env::temp_dir().join(format!("tep-run-{name}-{}", std::process::id()));
+        std::fs::create_dir(&fallback)
+            .with_context(|| format!("cannot create {}", fallback.display()))
+            .with_context(|| format!("{e:#}"))?;
+        keeper.created = true;
+        keeper.made_empty = true;
         let notice = format!(
             "tep: {e:#}; failing traces go to {} instead (choose with --run-dir)",
             fallback.display()
@@ -512,6 +527,8 @@ struct TraceKeeper {
     /// Keep every trace (`--traces`), not only the failing ones.
     all: bool,
     created: bool,
+    /// The directory was made before the run (the temporary fallback), not by a first trace.
+    made_empty: bool,
     kept: BTreeMap<String, PathBuf>,
     spec: Revision,
     /// What the reports quote of each failing trace.
@@ -536,6 +553,7 @@ impl TraceKeeper {
             dir,
             all,
             created: false,
+            made_empty: false,
             kept: BTreeMap::new(),
             spec: args.spec,
             excerpts: BTreeMap::new(),

@@ -171,11 +171,11 @@ fn a_run_directory_that_cannot_be_created_is_a_usage_error_before_the_run() {
         &["run", "--mutant", "run-body-after-deny", "--json", "r.json"],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
-    let fallback = std::env::temp_dir().join("target/tep-runs");
+    let fallback = std::env::temp_dir().join("tep-run-");
     let stderr = text(&o.stderr);
     assert!(
         stderr.contains("cannot create the run directory target/tep-runs/")
-            && stderr.contains(&format!("failing traces go to {}/", fallback.display())),
+            && stderr.contains(&format!("failing traces go to {}", fallback.display())),
         "{stderr}"
     );
     let report: serde_json::Value =
@@ -185,6 +185,22 @@ fn a_run_directory_that_cannot_be_created_is_a_usage_error_before_the_run() {
     let traces = std::fs::read_dir(kept).unwrap().count();
     assert!(traces > 0, "no trace kept in {kept}");
     let _ = std::fs::remove_dir_all(kept);
+    // A passing run leaves no empty fallback directory behind.
+    let o = tep_in(
+        &dir,
+        &["run", "--scenario", "allow-runs-body", "--json", "p.json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("p.json")).unwrap()).unwrap();
+    assert!(report["runDirectory"].is_null(), "{report}");
+    let notice = text(&o.stderr);
+    let made = notice
+        .split("failing traces go to ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_default();
+    assert!(!made.is_empty() && !Path::new(made).exists(), "{notice}");
     // A run directory given that cannot be made is refused before anything runs.
     let o = tep_in(
         &dir,
