@@ -1042,62 +1042,16 @@ pub fn fuzz(
         };
         let (invariant, check) = (first.invariant, check_of(first));
         let original_size = size(&tree.current());
-        // Shrink: simplify while the same check still fails, else step back.
-        // Bounded in runs, in time (`time`, at most MAX_SHRINK_TIME) and in errors in a row.
-        let shrink_started = Instant::now();
-        let budget = options.time.unwrap_or(MAX_SHRINK_TIME).min(MAX_SHRINK_TIME);
-        let mut errors_in_a_row = 0;
-        let spent = |runs: usize, errors: usize| {
-            runs >= options.max_shrink_runs
-                || errors >= MAX_SHRINK_ERRORS_IN_A_ROW
-                || shrink_started.elapsed() >= budget
-                || stopped()
+        let mut shrinking = Shrinking {
+            implementation: &mut *implementation,
+            judge: &judge,
+            options,
+            protocol: ready.protocol,
+            stopped: &stopped,
+            seq: &mut seq,
+            report: &mut report,
         };
-        let mut best = (tree.current(), violations);
-        let mut runs = 0;
-        while !spent(runs, errors_in_a_row) && tree.simplify() {
-            loop {
-                runs += 1;
-                let candidate = tree.current();
-                // A simpler candidate may pick a construct the adapter's protocol lacks: unsent.
-                let sendable = versions().newer_than(&candidate, ready.protocol).is_empty();
-                if sendable {
-                    seq += 1;
-                }
-                let verdict = sendable.then(|| run_one(implementation, &judge, seq, &candidate));
-                if let Some(Verdict::Errored(message)) = &verdict {
-                    if !stopped() {
-                        report.errored += 1;
-                        report.first_error.get_or_insert_with(|| message.clone());
-                    }
-                    errors_in_a_row += 1;
-                } else {
-                    errors_in_a_row = 0;
-                }
-                let kept = match verdict {
-                    Some(Verdict::Fails(v)) if v.iter().any(|x| check_of(x) == check) => {
-                        best = (candidate, v);
-                        true
-                    }
-                    _ => false,
-                };
-                if kept || spent(runs, errors_in_a_row) || !tree.complicate() {
-                    break;
-                }
-            }
-        }
-        report.interrupted |= stopped();
-        let shrink_stop = if stopped() {
-            ShrinkStop::Interrupted
-        } else if errors_in_a_row >= MAX_SHRINK_ERRORS_IN_A_ROW {
-            ShrinkStop::Errors
-        } else if runs >= options.max_shrink_runs {
-            ShrinkStop::Runs
-        } else if shrink_started.elapsed() >= budget {
-            ShrinkStop::Time(budget)
-        } else {
-            ShrinkStop::Smallest
-        };
+        let (best, runs, shrink_stop) = shrinking.shrink(&mut *tree, violations, &check);
         let (mut scenario, violations) = best;
         scenario.id = format!("fuzz-{}-{case}", options.seed);
         scenario.description = format!(
@@ -1126,6 +1080,92 @@ pub fn fuzz(
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// What shrinking a failure needs: the implementation and how to judge it, the run's options
+/// and its stop, and the counters it shares with the run.
+struct Shrinking<'a> {
+    implementation: &'a mut dyn Implementation,
+    judge: &'a Judge,
+    options: &'a FuzzOptions,
+    /// The adapter's protocol: a candidate with a newer construct is not sent.
+    protocol: u32,
+    stopped: &'a dyn Fn() -> bool,
+    seq: &'a mut u64,
+    report: &'a mut FuzzReport,
+}
+
+impl Shrinking<'_> {
+    /// Simplifies `tree` while the same `check` still fails, else steps back. Bounded in runs,
+    /// in time (`time`, at most [`MAX_SHRINK_TIME`]) and in errors in a row. Returns the
+    /// smallest failing scenario with its violations, the runs it took, and why it stopped.
+    fn shrink(
+        &mut self,
+        tree: &mut dyn ValueTree<Value = Scenario>,
+        violations: Vec<Violation>,
+        check: &str,
+    ) -> ((Scenario, Vec<Violation>), usize, ShrinkStop) {
+        let options = self.options;
+        let stopped = self.stopped;
+        let shrink_started = Instant::now();
+        let budget = options.time.unwrap_or(MAX_SHRINK_TIME).min(MAX_SHRINK_TIME);
+        let mut errors_in_a_row = 0;
+        let spent = |runs: usize, errors: usize| {
+            runs >= options.max_shrink_runs
+                || errors >= MAX_SHRINK_ERRORS_IN_A_ROW
+                || shrink_started.elapsed() >= budget
+                || stopped()
+        };
+        let mut best = (tree.current(), violations);
+        let mut runs = 0;
+        while !spent(runs, errors_in_a_row) && tree.simplify() {
+            loop {
+                runs += 1;
+                let candidate = tree.current();
+                // A simpler candidate may pick a construct the adapter's protocol lacks: unsent.
+                let sendable = versions().newer_than(&candidate, self.protocol).is_empty();
+                if sendable {
+                    *self.seq += 1;
+                }
+                let verdict = sendable
+                    .then(|| run_one(&mut *self.implementation, self.judge, *self.seq, &candidate));
+                if let Some(Verdict::Errored(message)) = &verdict {
+                    if !stopped() {
+                        self.report.errored += 1;
+                        self.report
+                            .first_error
+                            .get_or_insert_with(|| message.clone());
+                    }
+                    errors_in_a_row += 1;
+                } else {
+                    errors_in_a_row = 0;
+                }
+                let kept = match verdict {
+                    Some(Verdict::Fails(v)) if v.iter().any(|x| check_of(x) == check) => {
+                        best = (candidate, v);
+                        true
+                    }
+                    _ => false,
+                };
+                if kept || spent(runs, errors_in_a_row) || !tree.complicate() {
+                    break;
+                }
+            }
+        }
+        self.report.interrupted |= stopped();
+        let why = if stopped() {
+            ShrinkStop::Interrupted
+        } else if errors_in_a_row >= MAX_SHRINK_ERRORS_IN_A_ROW {
+            ShrinkStop::Errors
+        } else if runs >= options.max_shrink_runs {
+            ShrinkStop::Runs
+        } else if shrink_started.elapsed() >= budget {
+            ShrinkStop::Time(budget)
+        } else {
+            ShrinkStop::Smallest
+        };
+        (best, runs, why)
+    }
 }
 
 /// How many scenarios one case may draw to find one the adapter's protocol can carry.
