@@ -123,6 +123,19 @@ mod tests {
     }
 
     #[test]
+    fn a_long_line_of_no_character_start_is_cut_without_panicking() {
+        // Continuation bytes only (a line that is not UTF-8): the cut finds no character start
+        // and stops at the line's beginning.
+        let bytes = vec![0x80u8; MAX_LINE_SHOWN + 10];
+        let shown = shown_line(&bytes);
+        assert!(shown.starts_with('\u{2026}'), "{shown:.20}");
+        assert!(shown.ends_with(&format!(
+            "(the line has {} bytes; the trace file holds it whole)",
+            bytes.len()
+        )));
+    }
+
+    #[test]
     fn a_line_at_the_limit_is_shown_whole() {
         let line = "x".repeat(MAX_LINE_SHOWN);
         let excerpt = TraceExcerpt::of(&format!("{line}\r\n"), &BTreeSet::new());
