@@ -12,23 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::scenario::limits::DESCRIPTIVE_FIELDS;
 use crate::scenario::{BodyStep, PreAction, ProgramStep, Scenario};
 
-/// Keys that hold no construct: names, prose, bookkeeping, free-form data.
-const SKIPPED: &[&str] = &[
-    "id",
-    "description",
-    "spec",
-    "revisions",
-    "requires",
-    "exercises",
-    "expect",
-    "arguments",
-    "callId",
-    "name",
-    "handlerId",
-    "point",
-];
+/// Keys that hold no construct beside the scenario's descriptive fields
+/// ([`DESCRIPTIVE_FIELDS`]): names, bookkeeping, free-form data.
+const SKIPPED: &[&str] = &["arguments", "callId", "name", "handlerId", "point"];
 
 /// Keys whose value is free-form data (JSON a script returns, file names and contents): the key
 /// is a construct, what is under it is not.
@@ -66,7 +55,10 @@ fn walk(v: &Value, path: &str, variant: bool, out: &mut BTreeSet<String>) {
         Value::Object(map) => {
             let by_call = BY_CALL.iter().any(|k| path.ends_with(k));
             for (key, value) in map {
-                if !by_call && SKIPPED.contains(&key.as_str()) {
+                if !by_call
+                    && (SKIPPED.contains(&key.as_str())
+                        || DESCRIPTIVE_FIELDS.contains(&key.as_str()))
+                {
                     continue;
                 }
                 let segment = if by_call { class(key) } else { key.as_str() };

@@ -38,8 +38,9 @@ pub const MAX_TEXT_BYTES: usize = 256;
 /// `the_largest_scenarios_answer_within_the_answer_limit`).
 pub const MAX_RUNNABLE_BYTES: usize = 16 * 1024;
 
-/// The fields of a scenario that describe it rather than run: not sent to be quoted by a trace.
-const DESCRIPTIVE_FIELDS: &[&str] = &[
+/// The fields of a scenario that describe it rather than run: no trace quotes them, and they
+/// hold no construct of the scenario language (`fuzz_stats`).
+pub const DESCRIPTIVE_FIELDS: &[&str] = &[
     "id",
     "description",
     "spec",
@@ -174,21 +175,27 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
     let serde_json::Value::Object(fields) = value else {
         return Ok(());
     };
+    check_runnable(fields).map_err(fail)
+}
+
+/// The runnable part of a scenario (its fields but [`DESCRIPTIVE_FIELDS`]) against
+/// [`MAX_TEXT_BYTES`] and [`MAX_RUNNABLE_BYTES`]; the error is the message.
+fn check_runnable(fields: serde_json::Map<String, serde_json::Value>) -> Result<(), String> {
     let runnable: serde_json::Map<String, serde_json::Value> = fields
         .into_iter()
         .filter(|(k, _)| !DESCRIPTIVE_FIELDS.contains(&k.as_str()))
         .collect();
     if let Some((place, len)) = longest_text(&runnable) {
-        return Err(fail(format!(
+        return Err(format!(
             "`{place}` is a text of {len} bytes; at most {MAX_TEXT_BYTES} are allowed"
-        )));
+        ));
     }
     let bytes = serde_json::Value::Object(runnable).to_string().len();
     if bytes > MAX_RUNNABLE_BYTES {
-        return Err(fail(format!(
+        return Err(format!(
             "what the scenario runs (all but its {}) is {bytes} bytes of JSON; at most {MAX_RUNNABLE_BYTES} are allowed",
             DESCRIPTIVE_FIELDS.join(", ")
-        )));
+        ));
     }
     Ok(())
 }
