@@ -94,6 +94,21 @@ impl<R: Read> Read for Tee<R> {
 /// Where standard input is copied for the HTML report; removed when dropped.
 struct StdinCopy(PathBuf);
 
+impl StdinCopy {
+    /// A new file of this process's own in the temporary directory. `create_new`: never a
+    /// file (or a symlink) that is already there, which is then not ours to remove either.
+    fn create() -> Result<(StdinCopy, std::fs::File)> {
+        let path =
+            std::env::temp_dir().join(format!("tep-check-stdin-{}.jsonl", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("cannot keep a copy of stdin in {}", path.display()))?;
+        Ok((StdinCopy(path), file))
+    }
+}
+
 impl Drop for StdinCopy {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
@@ -163,12 +178,13 @@ pub fn check(args: CheckArgs) -> Result<u8> {
     if let Some(out) = &args.html {
         output::check_writable(out, "HTML report")?;
     }
-    let stdin_copy = (args.trace == Path::new("-") && args.html.is_some()).then(|| {
-        StdinCopy(
-            std::env::temp_dir().join(format!("tep-check-stdin-{}.jsonl", std::process::id())),
-        )
-    });
-    let checked = read_and_check(&args, stdin_copy.as_ref())?;
+    let (stdin_copy, copy_file) = if args.trace == Path::new("-") && args.html.is_some() {
+        let (copy, file) = StdinCopy::create()?;
+        (Some(copy), Some(file))
+    } else {
+        (None, None)
+    };
+    let checked = read_and_check(&args, copy_file)?;
     let code = u8::from(checked.failing > 0 || !checked.tested());
     match args.format {
         Format::Json => write_json(&checked)?,
@@ -184,7 +200,7 @@ pub fn check(args: CheckArgs) -> Result<u8> {
 }
 
 /// Reads the trace (or session log) and checks it as it is read.
-fn read_and_check(args: &CheckArgs, stdin_copy: Option<&StdinCopy>) -> Result<Checked> {
+fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result<Checked> {
     let from = args
         .from
         .map(|source| from_log::FromLog::new(source, args.safe.clone()));
@@ -196,18 +212,10 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<&StdinCopy>) -> Result<Ch
     };
     let name = args.trace.display().to_string();
     let reader: Box<dyn BufRead> = match (name == "-", stdin_copy) {
-        (true, Some(copy)) => {
-            // create_new: never a file (or a symlink) that is already there.
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&copy.0)
-                .with_context(|| format!("cannot keep a copy of stdin in {}", copy.0.display()))?;
-            Box::new(BufReader::new(Tee {
-                inner: std::io::stdin(),
-                copy: file,
-            }))
-        }
+        (true, Some(copy)) => Box::new(BufReader::new(Tee {
+            inner: std::io::stdin(),
+            copy,
+        })),
         (true, None) => Box::new(BufReader::new(std::io::stdin())),
         (false, _) => {
             let file =
