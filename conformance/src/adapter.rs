@@ -635,9 +635,13 @@ mod leftovers {
             } else {
                 Vec::new()
             };
-            let targets: Vec<u32> = with_descendants(&table, survivors.chain(orphans.clone()))
+            let found: Vec<u32> = with_descendants(&table, survivors.chain(orphans.clone()))
                 .into_iter()
                 .filter(|pid| *pid != me && !adapters.contains(pid))
+                .collect();
+            let targets: Vec<u32> = found
+                .iter()
+                .copied()
                 .filter(|pid| table.get(pid).is_some_and(|p| !p.zombie))
                 .collect();
             for pid in &targets {
@@ -645,20 +649,29 @@ mod leftovers {
                     let _ = kill_process(pid, Signal::KILL);
                 }
             }
-            // A target in a session of its own (it called `setsid`) is killed with its whole
-            // process group at once: a daemon that forks and exits in a loop changes pid
-            // faster than `/proc` can be read, but keeps its group. Every member of such a
-            // session descends from the target's tree, so no process of ours, of another job
-            // or of the user's shell (all in our session) is in that group.
-            let session = rustix::process::getsid(None).map_or(0, |s| s.as_raw_nonzero().get());
-            let groups: BTreeSet<u32> = targets
+            // A process found in a session of its own (it called `setsid`) is killed with its
+            // whole process group at once: a daemon that forks and exits in a loop changes pid
+            // faster than `/proc` can be read, but keeps its group, and the scan may show only
+            // the hop that just exited (a zombie), not its child. Every member of such a
+            // session descends from the found tree, so no process of ours, of another job or
+            // of the user's shell (all in our session) is in that group. Without our own
+            // session (it cannot fail for ourselves) no group is killed, and never our own.
+            let ours = rustix::process::getsid(None)
+                .ok()
+                .map(|s| s.as_raw_nonzero().get());
+            let own_group = rustix::process::getpgrp().as_raw_nonzero().get();
+            let groups: BTreeSet<u32> = found
                 .iter()
                 .filter_map(|pid| table.get(pid))
-                .filter(|p| i32::try_from(p.session).is_ok_and(|s| s != session))
+                .filter(|p| ours.is_some_and(|s| i32::try_from(p.session).is_ok_and(|t| t != s)))
                 .map(|p| p.group)
-                .filter(|group| *group > 1 && !adapters.contains(group))
+                .filter(|group| {
+                    *group > 1
+                        && !adapters.contains(group)
+                        && i32::try_from(*group).is_ok_and(|g| g != own_group)
+                })
                 .collect();
-            for group in groups {
+            for &group in &groups {
                 if let Some(group) = i32::try_from(group).ok().and_then(Pid::from_raw) {
                     let _ = rustix::process::kill_process_group(group, Signal::KILL);
                 }
@@ -668,7 +681,9 @@ mod leftovers {
                     let _ = waitpid(Some(pid), WaitOptions::NOHANG);
                 }
             }
-            if targets.is_empty() {
+            // A group just killed is looked at again: its member may have forked meanwhile.
+            // (Its zombie orphans are reaped above, so a dead group ends the rounds.)
+            if targets.is_empty() && groups.is_empty() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
