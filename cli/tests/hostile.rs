@@ -522,3 +522,67 @@ fn exited_orphans_are_reaped_as_the_run_goes_not_when_an_adapter_ends() {
     // One helper per case: without reaping they pile up by the hundred.
     assert!(most <= 5, "{most} zombies at once");
 }
+
+/// Some CI sandboxes run tep in a PID namespace entered without a session of its own, where
+/// `getsid` and `getpgrp` answer 0 and `/proc` shows 0 for our session and group. The orphan
+/// sweep once asked the kernel for them and aborted there (a debug assertion in rustix), so a
+/// failing run crashed and an adapter run hung. Needs `unshare` (root); CI must have it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_run_in_a_pid_namespace_without_a_session_of_its_own_cleans_up_as_anywhere() {
+    let unshare = || {
+        let mut command = Command::new("unshare");
+        command
+            .args(["--pid", "--fork", "--mount-proc", "--"])
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .stdin(Stdio::null());
+        command
+    };
+    let permitted = unshare().arg("true").status().is_ok_and(|s| s.success());
+    if !permitted {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: unshare --pid is not permitted"
+        );
+        eprintln!("skipped: unshare --pid is not permitted here");
+        return;
+    }
+    let dir = temp_dir("pid-namespace");
+    let o = unshare()
+        .args([TEP, "run", "--mutant", "run-body-after-deny"])
+        .args(["--scenario", "pre-deny-skips-body"])
+        .env_remove("CI")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("0 passed, 1 failed"),
+        "{}",
+        text(&o.stdout)
+    );
+    // Helpers in sessions of their own, one adapter crashing: its sweep still tells the
+    // other jobs' helpers from its own.
+    let o = unshare()
+        .args([TEP, "run", "--adapter", &hostile("daemon"), "--jobs", "4"])
+        .args(["--json", "r.json"])
+        .env_remove("CI")
+        .env("PIDFILE", dir.join("pids"))
+        .env("TEP", TEP)
+        .env("CRASH_ON", "allow-runs-body")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap();
+    let errored: Vec<&str> = json["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["status"] == "errored")
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(errored, ["allow-runs-body"], "{}", text(&o.stdout));
+}

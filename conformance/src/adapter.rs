@@ -539,7 +539,17 @@ mod leftovers {
     }
 
     fn processes() -> BTreeMap<u32, Process> {
-        let Ok(dir) = std::fs::read_dir("/proc") else {
+        // A `/proc` of another PID namespace (entered with `unshare --pid` and no remount)
+        // numbers processes differently from `getpid`: its parent links would name strangers
+        // as our children. Such a table is not read at all.
+        let mounted_for_us = std::fs::read_link("/proc/self")
+            .ok()
+            .and_then(|link| link.to_str()?.parse::<u32>().ok())
+            == Some(std::process::id());
+        let Some(dir) = mounted_for_us
+            .then(|| std::fs::read_dir("/proc").ok())
+            .flatten()
+        else {
             return BTreeMap::new();
         };
         dir.filter_map(Result::ok)
@@ -560,6 +570,30 @@ mod leftovers {
                     },
                 ))
             })
+            .collect()
+    }
+
+    /// The process groups to kill among `found`: those of processes in a session other than
+    /// ours. Our own session and group are read from `/proc` like theirs, not asked of the
+    /// kernel: in a PID namespace entered without a session of its own (`unshare --pid`, some
+    /// CI sandboxes) `getsid`/`getpgrp` answer 0, and both `/proc` and the comparison agree
+    /// on that. Without our own entry no group is killed; ours, the adapters' and the
+    /// invisible 0 (or init's 1) never are.
+    fn setsid_groups(
+        table: &BTreeMap<u32, Process>,
+        me: u32,
+        found: &[u32],
+        adapters: &BTreeSet<u32>,
+    ) -> BTreeSet<u32> {
+        let Some(own) = table.get(&me) else {
+            return BTreeSet::new();
+        };
+        found
+            .iter()
+            .filter_map(|pid| table.get(pid))
+            .filter(|p| p.session != own.session)
+            .map(|p| p.group)
+            .filter(|group| *group > 1 && *group != own.group && !adapters.contains(group))
             .collect()
     }
 
@@ -654,23 +688,8 @@ mod leftovers {
             // faster than `/proc` can be read, but keeps its group, and the scan may show only
             // the hop that just exited (a zombie), not its child. Every member of such a
             // session descends from the found tree, so no process of ours, of another job or
-            // of the user's shell (all in our session) is in that group. Without our own
-            // session (it cannot fail for ourselves) no group is killed, and never our own.
-            let ours = rustix::process::getsid(None)
-                .ok()
-                .map(|s| s.as_raw_nonzero().get());
-            let own_group = rustix::process::getpgrp().as_raw_nonzero().get();
-            let groups: BTreeSet<u32> = found
-                .iter()
-                .filter_map(|pid| table.get(pid))
-                .filter(|p| ours.is_some_and(|s| i32::try_from(p.session).is_ok_and(|t| t != s)))
-                .map(|p| p.group)
-                .filter(|group| {
-                    *group > 1
-                        && !adapters.contains(group)
-                        && i32::try_from(*group).is_ok_and(|g| g != own_group)
-                })
-                .collect();
+            // of the user's shell (all in our session) is in that group.
+            let groups = setsid_groups(&table, me, &found, &adapters);
             for &group in &groups {
                 if let Some(group) = i32::try_from(group).ok().and_then(Pid::from_raw) {
                     let _ = rustix::process::kill_process_group(group, Signal::KILL);
@@ -687,6 +706,54 @@ mod leftovers {
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn process(group: u32, session: u32) -> Process {
+            Process {
+                parent: 1,
+                group,
+                session,
+                zombie: false,
+                started: 0,
+            }
+        }
+
+        #[test]
+        fn only_groups_of_other_sessions_are_killed_and_never_ours() {
+            // As in a PID namespace entered without a session: ours reads 0 in `/proc`.
+            let me = 10;
+            let table = BTreeMap::from([
+                (me, process(0, 0)),
+                (11, process(0, 0)),   // a child in our session
+                (12, process(12, 12)), // a daemon that called setsid
+                (13, process(12, 12)), // its child, same group
+                (14, process(14, 14)), // an adapter's own session
+                (15, process(1, 15)),  // a group no one may kill
+            ]);
+            let found = [11, 12, 13, 14, 15];
+            let adapters = BTreeSet::from([14]);
+            assert_eq!(
+                setsid_groups(&table, me, &found, &adapters),
+                BTreeSet::from([12])
+            );
+            // Our own group, even seen in another session, is never killed.
+            let table = BTreeMap::from([(me, process(7, 7)), (12, process(7, 9))]);
+            assert!(setsid_groups(&table, me, &[12], &BTreeSet::new()).is_empty());
+            // Without our own entry, no group at all.
+            let table = BTreeMap::from([(12, process(12, 12))]);
+            assert!(setsid_groups(&table, me, &[12], &BTreeSet::new()).is_empty());
+        }
+
+        #[test]
+        fn the_process_table_shows_this_process() {
+            let table = processes();
+            let me = table.get(&std::process::id());
+            assert!(me.is_some_and(|p| !p.zombie && p.started > 0));
         }
     }
 }
