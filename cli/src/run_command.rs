@@ -78,7 +78,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub traces: Option<PathBuf>,
     /// Where the failing scenarios' traces are kept (without --traces).
-    /// Default: target/tep-runs/<UTC time of the run>.
+    /// Default: target/tep-runs/<UTC time of the run> (<time>-2 if another run has it).
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
     /// Colour the terminal report.
@@ -200,10 +200,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
     let mut run = outcome?;
     live.flush_waiting()?;
     let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
-    // The fallback directory made before the run, and left empty: not kept.
-    if keeper.made_empty && keeper.kept.is_empty() && std::fs::remove_dir(&keeper.dir).is_ok() {
-        keeper.created = false;
-    }
+    keeper.remove_if_unused();
     let ctx = RunContext {
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         rerun: rerun_prefix(&args),
@@ -390,13 +387,12 @@ fn check_outputs(args: &RunArgs, keeper: &mut TraceKeeper) -> Result<Option<Stri
             &dir.join(format!(".tep-probe-{}", std::process::id())),
             "traces",
         )?;
-    } else if let Err(e) = check_dir_creatable(&keeper.dir, "run directory") {
+    } else if args.run_dir.is_some() {
+        check_dir_creatable(&keeper.dir, "run directory")?;
+    } else if let Err(e) = keeper.claim_default_dir() {
         // The default place (`target/tep-runs`, in a read-only checkout, say) falls back to
         // the system's temporary directory: a run that may pass should not fail for want of
         // a place it may never use. A `--run-dir` given is used or refused.
-        if args.run_dir.is_some() {
-            return Err(e);
-        }
         // A name of this run's own, made now with mkdir (which refuses what exists, a symlink
         // planted in the shared temporary directory included); removed at the end if empty.
         let name = keeper
@@ -409,7 +405,7 @@ fn check_outputs(args: &RunArgs, keeper: &mut TraceKeeper) -> Result<Option<Stri
             .with_context(|| format!("cannot create {}", fallback.display()))
             .with_context(|| format!("{e:#}"))?;
         keeper.created = true;
-        keeper.made_empty = true;
+        keeper.made = vec![fallback.clone()];
         let notice = format!(
             "tep: {e:#}; failing traces go to {} instead (choose with --run-dir)",
             fallback.display()
@@ -527,8 +523,9 @@ struct TraceKeeper {
     /// Keep every trace (`--traces`), not only the failing ones.
     all: bool,
     created: bool,
-    /// The directory was made before the run (the temporary fallback), not by a first trace.
-    made_empty: bool,
+    /// The directories made before the run, deepest first: removed at its end if no trace
+    /// went into them (the check leaves nothing behind).
+    made: Vec<PathBuf>,
     kept: BTreeMap<String, PathBuf>,
     spec: Revision,
     /// What the reports quote of each failing trace.
@@ -553,11 +550,84 @@ impl TraceKeeper {
             dir,
             all,
             created: false,
-            made_empty: false,
+            made: Vec::new(),
             kept: BTreeMap::new(),
             spec: args.spec,
             excerpts: BTreeMap::new(),
             paths: BTreeMap::new(),
+        }
+    }
+
+    /// Makes the default run directory, one of this run's own: two runs started in the same
+    /// second (two jobs of a CI matrix, tests in parallel) would otherwise share
+    /// `<time>`, each overwriting the other's traces, and race on the probe. The
+    /// second takes `<time>-2`, and so on; `mkdir` decides who has which.
+    fn claim_default_dir(&mut self) -> Result<()> {
+        let parent = self.dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        let name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let missing: Vec<PathBuf> = parent
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .map(Path::to_path_buf)
+            .collect();
+        let mut attempt = 1;
+        let claimed = loop {
+            let dir = match attempt {
+                1 => self.dir.clone(),
+                n => parent.join(format!("{name}-{n}")),
+            };
+            let made = std::fs::create_dir_all(&parent).and_then(|()| std::fs::create_dir(&dir));
+            match made {
+                Ok(()) => break dir,
+                // Taken by another run, or the parent just removed by one ending empty.
+                Err(e)
+                    if attempt < 1000
+                        && matches!(
+                            e.kind(),
+                            std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotFound
+                        ) =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("cannot create the run directory {}", dir.display())
+                    });
+                }
+            }
+        };
+        let probe = claimed.join(format!(".tep-probe-{}", std::process::id()));
+        let probed = std::fs::File::create_new(&probe);
+        let _ = std::fs::remove_file(&probe);
+        if let Err(e) = probed {
+            let _ = std::fs::remove_dir(&claimed);
+            return Err(e).with_context(|| {
+                format!("cannot write into the run directory {}", claimed.display())
+            });
+        }
+        self.dir = claimed.clone();
+        self.created = true;
+        self.made = std::iter::once(claimed).chain(missing).collect();
+        Ok(())
+    }
+
+    /// Removes what [`Self::claim_default_dir`] or the fallback made, if it stayed empty.
+    fn remove_if_unused(&mut self) {
+        if !self.kept.is_empty() {
+            return;
+        }
+        for (i, dir) in self.made.iter().enumerate() {
+            // A directory another run is using is not empty: it stays, and so do its parents.
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+            if i == 0 {
+                self.created = false;
+            }
         }
     }
 

@@ -586,3 +586,43 @@ fn a_run_in_a_pid_namespace_without_a_session_of_its_own_cleans_up_as_anywhere()
         .collect();
     assert_eq!(errored, ["allow-runs-body"], "{}", text(&o.stdout));
 }
+
+/// Two runs started in the same second once shared `target/tep-runs/<time>`: each overwrote
+/// the other's traces, and one's probe could fail on a directory the other had just removed
+/// (two tests in parallel did). A run takes a directory of its own, and an empty one is gone
+/// after it.
+#[test]
+fn a_run_keeps_its_traces_in_a_directory_no_other_run_has() {
+    let dir = temp_dir("run-dir-taken");
+    let runs = dir.join("target/tep-runs");
+    // Another run's directories for this second and the next few, with its trace in each.
+    let now = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
+    let taken: Vec<PathBuf> = (0..4)
+        .map(|s| {
+            let name = (now + chrono::TimeDelta::seconds(s)).format("%Y%m%dT%H%M%SZ");
+            let taken = runs.join(name.to_string());
+            std::fs::create_dir_all(&taken).unwrap();
+            std::fs::write(taken.join("pre-deny-skips-body.jsonl"), "theirs\n").unwrap();
+            taken
+        })
+        .collect();
+    let o = tep_in(
+        &dir,
+        &["run", "--mutant", "run-body-after-deny", "--json", "r.json"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap();
+    let ours = dir.join(report["runDirectory"].as_str().unwrap());
+    assert!(!taken.contains(&ours), "{}", ours.display());
+    assert!(ours.join("pre-deny-skips-body.jsonl").is_file());
+    for taken in &taken {
+        let theirs = std::fs::read_to_string(taken.join("pre-deny-skips-body.jsonl")).unwrap();
+        assert_eq!(theirs, "theirs\n", "{}", taken.display());
+    }
+    // A passing run leaves no directory behind, nor the parents it made.
+    let empty = temp_dir("run-dir-empty");
+    let o = tep_in(&empty, &["run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(!empty.join("target").exists());
+}
