@@ -678,9 +678,9 @@ impl Checker {
             // dispatches the `run_code` body anew, and its numbering starts over).
             // (Later records of the earlier run's sub-call, an observer's mark, still name it.)
             let again = starts
-                && batch.calls[i]
-                    .parent
-                    .is_some_and(|p| batch.calls[p].dispatches != batch.calls[i].parent_dispatch);
+                && batch.calls[i].parent.is_some_and(|p| {
+                    batch.calls[p].code.dispatches != batch.calls[i].code.parent_dispatch
+                });
             if !again {
                 return Ok(i);
             }
@@ -711,15 +711,15 @@ impl Checker {
             line,
         );
         sub.parent = Some(p);
-        sub.parent_dispatch = batch.calls[p].dispatches;
+        sub.code.parent_dispatch = batch.calls[p].code.dispatches;
         // The sub-calls of one run of the program are the last ones of its list.
-        sub.number = match batch.calls[p].sub_calls.last() {
-            Some(&k) if batch.calls[k].parent_dispatch == sub.parent_dispatch => {
-                batch.calls[k].number + 1
+        sub.code.number = match batch.calls[p].code.sub_calls.last() {
+            Some(&k) if batch.calls[k].code.parent_dispatch == sub.code.parent_dispatch => {
+                batch.calls[k].code.number + 1
             }
             _ => 1,
         };
-        batch.calls[p].sub_calls.push(i);
+        batch.calls[p].code.sub_calls.push(i);
         batch.calls.push(sub);
         batch.index_call(call.clone(), i);
         Ok(i)
@@ -891,16 +891,22 @@ impl Checker {
             None | Some(NodeId::Context | NodeId::Owned) => Step::Side(None),
             Some(n) if !walker.tables.contains(n) => Step::Refused {
                 error: tep_model::graph::StepError::NoEdge {
-                    from: call.position,
+                    from: call.walk.position,
                     to: n,
                 },
                 missing: Vec::new(),
             },
-            Some(n) => walker.step(call.position, call.outcome, n, call.facts, call.visited),
+            Some(n) => walker.step(
+                call.walk.position,
+                call.walk.outcome,
+                n,
+                call.facts,
+                call.walk.visited,
+            ),
         };
         if let (Step::Inferred, Some(to)) = (&step, node) {
             self.implied[graph_index(call.graph.kind())] |=
-                walker.implied(call.position, call.outcome, to, call.facts);
+                walker.implied(call.walk.position, call.walk.outcome, to, call.facts);
         }
         if let (Some(steps), Some(to)) = (self.steps.as_mut(), node) {
             let edge = match step {
@@ -915,7 +921,7 @@ impl Checker {
                     graph: call.graph.kind(),
                     from: edge
                         .and_then(|e| call.graph.edges().get(e.0))
-                        .map_or(call.position, |e| e.from),
+                        .map_or(call.walk.position, |e| e.from),
                     to,
                     edge,
                     refused: step.is_refused(),
@@ -1000,7 +1006,7 @@ impl Checker {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let before = batch.calls[i].last_node;
+        let before = batch.calls[i].walk.last_node;
         let top_level = !batch.calls[i].is_sub_call();
         let kind = batch.calls[i].graph.kind();
         if let Step::Direct(edge) | Step::Side(Some(edge)) = step {
@@ -1013,7 +1019,7 @@ impl Checker {
                 &self.code_walker.tables
             };
             let call = &mut batch.calls[i];
-            call.last_line = line;
+            call.walk.last_line = line;
             if let Some(n) = node {
                 let moves = match step {
                     Step::Direct(_) | Step::Inferred => true,
@@ -1021,21 +1027,21 @@ impl Checker {
                     // The last of consecutive `around` records is where the waterfall stands:
                     // its outcome (a wrapper's throw, or none) is the visit's.
                     Step::Stay => {
-                        call.outcome = outcome;
-                        call.position_line = line;
+                        call.walk.outcome = outcome;
+                        call.walk.position_line = line;
                         false
                     }
                     Step::Side(_) => false,
                 };
                 if moves && !tables.is_leaf(n) {
-                    call.position = n;
-                    call.outcome = outcome;
-                    call.position_line = line;
+                    call.walk.position = n;
+                    call.walk.outcome = outcome;
+                    call.walk.position_line = line;
                 }
                 if tables.contains(n) && !tables.is_leaf(n) {
-                    call.last_node = n;
+                    call.walk.last_node = n;
                 }
-                call.visited |= bit(n);
+                call.walk.visited |= bit(n);
             }
         }
         let call_facts = batch.calls[i].facts;
@@ -1046,15 +1052,16 @@ impl Checker {
                 let call = &mut batch.calls[i];
                 match mark.mark {
                     MarkKind::ObserverSettled => {
-                        call.observer_marks
+                        call.presented
+                            .observer_marks
                             .push((line, mark.after_ms, mark.by.clone()));
                     }
                     MarkKind::BindingResolved | MarkKind::BindingRejected => {
-                        call.binding.get_or_insert(line);
+                        call.code.binding.get_or_insert(line);
                     }
                     MarkKind::BodySettled => {
-                        call.body_steps = None;
-                        call.body_just_settled = true;
+                        call.body.steps = None;
+                        call.body.just_settled = true;
                     }
                 }
             }
@@ -1072,12 +1079,12 @@ impl Checker {
             && let Some(sec) = tables.section(n)
         {
             if sec == Section::Commit {
-                batch.calls[i].commit_started = true;
+                batch.calls[i].commit.started = true;
             }
             // Held until no ordered stage of the same section can come next (records without a
             // hook are looked past: they are not ordered stages; an ordered stage the call
             // already recorded, out of order, does not come again).
-            let visited = batch.calls[i].visited;
+            let visited = batch.calls[i].walk.visited;
             let stays = self.walker.lane_stops(n, outcome, call_facts, sec) & !visited != 0;
             batch.lane = if stays { Some((i, sec, line)) } else { None };
         }
@@ -1090,17 +1097,17 @@ impl Checker {
         let node = obs.node;
         let outcome = obs.outcome;
         let call = &mut batch.calls[i];
-        call.body_just_settled = false;
+        call.body.just_settled = false;
         if let Some(identity) = &obs.identity {
             if call.is_sub_call() && call.name.is_empty() {
                 call.name = identity.name.clone();
                 call.facts = self.options.call_facts(&identity.name);
             }
-            if call.is_sub_call() && call.args.is_none() {
-                call.args = Some(identity.arguments.clone());
+            if call.is_sub_call() && call.start.args.is_none() {
+                call.start.args = Some(identity.arguments.clone());
             }
-            if call.first_token.is_none() {
-                call.first_token = Some((identity.token.clone(), line));
+            if call.start.first_token.is_none() {
+                call.start.first_token = Some((identity.token.clone(), line));
             }
         }
         let denial = matches!(
@@ -1113,7 +1120,7 @@ impl Checker {
                 | (NodeId::Denied, _)
         );
         if denial {
-            call.denied.get_or_insert(line);
+            call.decisions.denied.get_or_insert(line);
         }
         if outcome == Some(Outcome::Throw)
             && matches!(
@@ -1121,27 +1128,27 @@ impl Checker {
                 NodeId::Pre | NodeId::Approval | NodeId::Guards | NodeId::Around | NodeId::Post
             )
         {
-            call.threw.get_or_insert((node, line));
+            call.decisions.threw.get_or_insert((node, line));
         }
         match node {
             NodeId::Pre => {
-                call.pre = Some(line);
+                call.decisions.pre = Some(line);
                 if outcome == Some(Outcome::Ask) {
-                    call.pre_asked.get_or_insert(line);
+                    call.decisions.pre_asked.get_or_insert(line);
                 }
             }
-            NodeId::Approval => call.approval_outcome = outcome,
+            NodeId::Approval => call.approval.outcome = outcome,
             NodeId::Around if before == NodeId::ToolBody => {
                 // The body returned to the wrappers.
-                call.body_since = None;
+                call.body.since = None;
                 batch.running_bodies.remove(&i);
                 batch.running_exclusive_bodies.remove(&i);
             }
             NodeId::ToolBody if before == NodeId::Around => {
-                call.body_since = Some(line);
-                call.dispatches += 1;
+                call.body.since = Some(line);
+                call.code.dispatches += 1;
                 if self.options.body_marks {
-                    call.body_steps = Some(line);
+                    call.body.steps = Some(line);
                 }
                 if !call.is_sub_call() {
                     batch.running_bodies.insert(i);
@@ -1152,28 +1159,29 @@ impl Checker {
             }
             NodeId::Post => {
                 if let Some(o) = outcome {
-                    call.post = Some((o, line));
+                    call.decisions.post = Some((o, line));
                 }
             }
             // The pipeline failed applying post-execute's decision.
             NodeId::Normalized if before == NodeId::Post => {
-                call.threw.get_or_insert((NodeId::Post, line));
+                call.decisions.threw.get_or_insert((NodeId::Post, line));
             }
             NodeId::Finalize => {
-                call.finalized.get_or_insert(line);
+                call.decisions.finalized.get_or_insert(line);
                 if let Some(result) = &obs.result {
-                    call.candidate = Some((result.clone(), outcome == Some(Outcome::Throw), line));
+                    call.decisions.candidate =
+                        Some((result.clone(), outcome == Some(Outcome::Throw), line));
                 }
             }
             NodeId::Final => {
                 if let Some(result) = &obs.result {
-                    call.notified.get_or_insert((result.clone(), line));
+                    call.commit.notified.get_or_insert((result.clone(), line));
                 }
                 let parent = call.parent;
                 if let Some(p) = parent
-                    && batch.calls[p].open_sub == Some(i)
+                    && batch.calls[p].code.open_sub == Some(i)
                 {
-                    batch.calls[p].open_sub = None;
+                    batch.calls[p].code.open_sub = None;
                 }
                 if parent.is_none() && batch.completed.is_some() && batch.first_context.is_none() {
                     // An outcome announced after the batch completed (its result came first: a
@@ -1181,8 +1189,8 @@ impl Checker {
                     batch.fifo = fifo(batch).into();
                 }
             }
-            NodeId::PresentCall => call.presented_call += 1,
-            NodeId::PresentResult => call.presented_result += 1,
+            NodeId::PresentCall => call.presented.call += 1,
+            NodeId::PresentResult => call.presented.result += 1,
             _ => {}
         }
         open_sub_call(batch, i, node);
@@ -1194,9 +1202,9 @@ impl Checker {
         };
         let call = &mut batch.calls[i];
         match &event.body {
-            EventBody::ToolCall(data) if call.started.is_none() => {
-                call.started = Some((line, event.seq));
-                call.args = Some(parse_arguments(&data.arguments));
+            EventBody::ToolCall(data) if call.start.logged.is_none() => {
+                call.start.logged = Some((line, event.seq));
+                call.start.args = Some(parse_arguments(&data.arguments));
                 call.name = data.name.clone();
                 call.facts = self.options.call_facts(&data.name);
                 if call.safe == Some(false) {
@@ -1204,8 +1212,8 @@ impl Checker {
                 }
                 batch.advance_cursors();
             }
-            EventBody::ToolResult(_) if call.result.is_none() && !call.is_sub_call() => {
-                call.result = Some(line);
+            EventBody::ToolResult(_) if call.commit.result.is_none() && !call.is_sub_call() => {
+                call.commit.result = Some(line);
                 batch.open_exclusive.remove(&i);
                 batch.advance_cursors();
                 if batch.is_complete() && batch.completed.is_none() {
@@ -1239,24 +1247,24 @@ impl Checker {
                 }
             }
             EventBody::ApprovalAsked(_) => {
-                call.approval_asked.get_or_insert(line);
+                call.approval.asked.get_or_insert(line);
             }
             EventBody::ApprovalDecided(data) => {
-                call.approval_decided.get_or_insert((data.outcome, line));
+                call.approval.decided.get_or_insert((data.outcome, line));
             }
             EventBody::CodeDispatchStart(data) => {
-                call.dispatch_started.get_or_insert(line);
+                call.code.dispatch_started.get_or_insert(line);
                 if call.name.is_empty() {
                     call.name = data.name.clone();
-                    call.args = Some(data.arguments.clone());
+                    call.start.args = Some(data.arguments.clone());
                     call.facts = self.options.call_facts(&data.name);
                 }
             }
             EventBody::CodeDispatch(data) => {
-                call.dispatched.get_or_insert(line);
+                call.code.dispatched.get_or_insert(line);
                 if call.name.is_empty() {
                     call.name = data.name.clone();
-                    call.args = Some(data.arguments.clone());
+                    call.start.args = Some(data.arguments.clone());
                 }
             }
             EventBody::FsObserved(data) => match data.state {
@@ -1272,7 +1280,7 @@ impl Checker {
             _ => {}
         }
         // A tool-owned event recorded while the body runs takes the edge into the side branch.
-        if event.body.node() == Some(NodeId::Owned) && batch.calls[i].body_since.is_some() {
+        if event.body.node() == Some(NodeId::Owned) && batch.calls[i].body.since.is_some() {
             let kind = batch.calls[i].graph.kind();
             let tables = match kind {
                 GraphKind::Pipeline => &self.walker.tables,
@@ -1353,11 +1361,11 @@ fn open_sub_call(batch: &mut Batch, i: usize, node: NodeId) {
         return;
     };
     let call = &batch.calls[i];
-    let running = call.notified.is_none()
+    let running = call.commit.notified.is_none()
         && !call.has_visited(NodeId::Final)
         && !matches!(node, NodeId::Final | NodeId::Dispatched | NodeId::RunCode);
-    if running && batch.calls[p].open_sub.is_none() {
-        batch.calls[p].open_sub = Some(i);
+    if running && batch.calls[p].code.open_sub.is_none() {
+        batch.calls[p].code.open_sub = Some(i);
     }
 }
 
@@ -1366,7 +1374,7 @@ fn fifo(batch: &Batch) -> Vec<(usize, String, usize)> {
     batch
         .top_level()
         .flat_map(|(i, c)| {
-            c.notified.iter().flat_map(move |(result, l)| {
+            c.commit.notified.iter().flat_map(move |(result, l)| {
                 result
                     .additional_contexts
                     .iter()
@@ -1393,8 +1401,8 @@ fn looks_like_a_session_log(batch: &Batch) -> bool {
         })
         .filter(|&&n| n != NodeId::AllResults && n != NodeId::RunCode)
         .fold(0, |acc, &n| acc | bit(n));
-    let started = batch.top_level().any(|(_, c)| c.started.is_some());
-    started && batch.calls.iter().all(|c| c.visited & hooks == 0)
+    let started = batch.top_level().any(|(_, c)| c.start.logged.is_some());
+    started && batch.calls.iter().all(|c| c.walk.visited & hooks == 0)
 }
 
 /// The fields a stage record of `node` must carry (besides `node`, and `call` for per-call

@@ -140,7 +140,8 @@ impl Section {
     }
 }
 
-/// One call of the batch, or a Code Mode sub-call of one.
+/// One call of the batch, or a Code Mode sub-call of one: who it is, then what the checker
+/// has learned of it, in named parts that follow the call's life.
 #[derive(Debug)]
 pub(crate) struct Call {
     pub id: CallId,
@@ -153,8 +154,21 @@ pub(crate) struct Call {
     /// For a Code Mode sub-call: its `run_code` call.
     pub parent: Option<usize>,
     pub facts: CallFacts,
+    pub walk: CallWalk,
+    pub start: CallStart,
+    pub decisions: Decisions,
+    pub approval: ApprovalState,
+    pub body: BodyState,
+    pub commit: CommitState,
+    pub presented: Presented,
+    pub code: CodeModeState,
+    /// Invariants already reported for this call: one fault is reported once.
+    pub reported: u128,
+}
 
-    // The walk.
+/// Where the call's walk of its graph is.
+#[derive(Debug)]
+pub(crate) struct CallWalk {
     pub position: NodeId,
     pub outcome: Option<Outcome>,
     pub position_line: usize,
@@ -163,15 +177,23 @@ pub(crate) struct Call {
     /// The last node visited that is not a side branch, whether the walk moved there or not.
     pub last_node: NodeId,
     pub last_line: usize,
+}
 
-    // The call's life.
+/// How the call began.
+#[derive(Debug, Default)]
+pub(crate) struct CallStart {
     /// `tool/call`: line and seq.
-    pub started: Option<(usize, u64)>,
+    pub logged: Option<(usize, u64)>,
     /// The arguments the model sent (parsed), or a sub-call's first identity's.
     pub args: Option<Value>,
     /// The first identity's token and line (only the token is compared later: a whole
     /// identity kept per call would hold its arguments, up to a trace line's size).
     pub first_token: Option<(String, usize)>,
+}
+
+/// What the stages around the body decided, each with its line.
+#[derive(Debug, Default)]
+pub(crate) struct Decisions {
     pub pre: Option<usize>,
     /// The line where pre-execute decided `ask`.
     pub pre_asked: Option<usize>,
@@ -183,27 +205,50 @@ pub(crate) struct Call {
     pub finalized: Option<usize>,
     /// `finalizeContent`'s candidate, whether the callback threw, and the line.
     pub candidate: Option<(ToolResult, bool, usize)>,
+}
+
+/// The approval prompt for an `ask`.
+#[derive(Debug, Default)]
+pub(crate) struct ApprovalState {
+    pub asked: Option<usize>,
+    pub decided: Option<(Outcome, usize)>,
+    pub outcome: Option<Outcome>,
+}
+
+/// The tool body between its dispatch and its return to the wrappers.
+#[derive(Debug, Default)]
+pub(crate) struct BodyState {
+    /// The body runs since this line (from its dispatch to its return to the wrappers).
+    pub since: Option<usize>,
+    /// The dispatch (line) whose body has not recorded `body-settled` yet.
+    pub steps: Option<usize>,
+    /// The body's `body-settled` mark is the call's last record: the next `around` is what the
+    /// innermost wrapper got back.
+    pub just_settled: bool,
+}
+
+/// The result: announced, then committed.
+#[derive(Debug, Default)]
+pub(crate) struct CommitState {
     /// The outcome `tools/result` announced, and the line.
     pub notified: Option<(ToolResult, usize)>,
     /// `tool/result` line.
     pub result: Option<usize>,
-    pub commit_started: bool,
-    /// The body runs since this line (from its dispatch to its return to the wrappers).
-    pub body_since: Option<usize>,
-    /// The dispatch (line) whose body has not recorded `body-settled` yet.
-    pub body_steps: Option<usize>,
-    /// The body's `body-settled` mark is the call's last record: the next `around` is what the
-    /// innermost wrapper got back.
-    pub body_just_settled: bool,
-    pub approval_asked: Option<usize>,
-    pub approval_decided: Option<(Outcome, usize)>,
-    pub approval_outcome: Option<Outcome>,
+    pub started: bool,
+}
+
+/// What observers and presenters saw of the call.
+#[derive(Debug, Default)]
+pub(crate) struct Presented {
     /// `observer-settled` marks: line, the observer's work in ms, the observer.
     pub observer_marks: Vec<(usize, u64, String)>,
-    pub presented_call: u32,
-    pub presented_result: u32,
+    pub call: u32,
+    pub result: u32,
+}
 
-    // Code Mode.
+/// A `run_code` call's program runs, or a sub-call's place in one.
+#[derive(Debug, Default)]
+pub(crate) struct CodeModeState {
     /// How many times the body was dispatched (a retry runs a `run_code` program again).
     pub dispatches: u32,
     /// For a sub-call: the dispatch of its `run_code` call's body it belongs to.
@@ -218,9 +263,6 @@ pub(crate) struct Call {
     pub dispatched: Option<usize>,
     /// The binding's settlement in the program.
     pub binding: Option<usize>,
-
-    /// Invariants already reported for this call: one fault is reported once.
-    pub reported: u128,
 }
 
 impl Call {
@@ -238,42 +280,21 @@ impl Call {
             graph,
             parent: None,
             facts: CallFacts::default(),
-            position: graph.entry(),
-            outcome: None,
-            position_line: line,
-            visited: bit(graph.entry()),
-            last_node: graph.entry(),
-            last_line: line,
-            started: None,
-            args: None,
-            first_token: None,
-            pre: None,
-            denied: None,
-            threw: None,
-            post: None,
-            finalized: None,
-            candidate: None,
-            notified: None,
-            result: None,
-            commit_started: false,
-            body_since: None,
-            body_steps: None,
-            body_just_settled: false,
-            pre_asked: None,
-            approval_asked: None,
-            approval_decided: None,
-            approval_outcome: None,
-            observer_marks: Vec::new(),
-            presented_call: 0,
-            presented_result: 0,
-            dispatches: 0,
-            parent_dispatch: 0,
-            number: 0,
-            sub_calls: Counted::default(),
-            open_sub: None,
-            dispatch_started: None,
-            dispatched: None,
-            binding: None,
+            walk: CallWalk {
+                position: graph.entry(),
+                outcome: None,
+                position_line: line,
+                visited: bit(graph.entry()),
+                last_node: graph.entry(),
+                last_line: line,
+            },
+            start: CallStart::default(),
+            decisions: Decisions::default(),
+            approval: ApprovalState::default(),
+            body: BodyState::default(),
+            commit: CommitState::default(),
+            presented: Presented::default(),
+            code: CodeModeState::default(),
             reported: 0,
         }
     }
@@ -283,7 +304,7 @@ impl Call {
     }
 
     pub fn has_visited(&self, node: NodeId) -> bool {
-        self.visited & bit(node) != 0
+        self.walk.visited & bit(node) != 0
     }
 
     pub fn was_reported(&self, id: InvariantId) -> bool {
@@ -304,7 +325,12 @@ impl Call {
 
     /// "line 7 (tools/execute, call c2)": the position, for messages.
     pub fn at_position(&self) -> String {
-        at(self.position_line, self.position, self.outcome, &self.id)
+        at(
+            self.walk.position_line,
+            self.walk.position,
+            self.walk.outcome,
+            &self.id,
+        )
     }
 }
 
@@ -488,11 +514,13 @@ impl Batch {
     }
 
     pub fn advance_cursors(&mut self) {
-        while self.first_unstarted < self.top && self.calls[self.first_unstarted].started.is_some()
+        while self.first_unstarted < self.top
+            && self.calls[self.first_unstarted].start.logged.is_some()
         {
             self.first_unstarted += 1;
         }
-        while self.first_unresulted < self.top && self.calls[self.first_unresulted].result.is_some()
+        while self.first_unresulted < self.top
+            && self.calls[self.first_unresulted].commit.result.is_some()
         {
             self.first_unresulted += 1;
         }

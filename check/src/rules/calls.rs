@@ -31,7 +31,7 @@ pub(crate) const TOOL_CALL_FIRST: Rule = Rule::new(entry(
     &[Read::Node(N::ToolCall), Read::Node(N::ToolResult)],
 ))
 .claims(|r| {
-    if r.call.is_sub_call() || r.call.started.is_some() {
+    if r.call.is_sub_call() || r.call.start.logged.is_some() {
         return None;
     }
     let message = if r.node == N::ToolCall {
@@ -64,7 +64,7 @@ pub(crate) const TOOL_CALL_ONCE: Rule = Rule::new(entry(
     &[Read::Node(N::ToolCall)],
 ))
 .claims(|r| {
-    let (line, _) = r.call.started.filter(|_| r.node == N::ToolCall)?;
+    let (line, _) = r.call.start.logged.filter(|_| r.node == N::ToolCall)?;
     Some(Claim {
         message: format!("{}: the call was already logged at line {line}", r.here()),
         lines: vec![r.visit.line, line],
@@ -88,7 +88,7 @@ pub(crate) const PRE_EXECUTE_ONCE: Rule = Rule::new(entry(
     &[Read::Node(N::Pre)],
 ))
 .claims(|r| {
-    let line = r.call.pre.filter(|_| r.node == N::Pre)?;
+    let line = r.call.decisions.pre.filter(|_| r.node == N::Pre)?;
     Some(Claim {
         message: format!("{}: pre-execute already ran at line {line}", r.here()),
         lines: vec![r.visit.line, line],
@@ -113,8 +113,8 @@ pub(crate) const ONE_RESULT_PER_CALL: Rule = Rule::new(entry(
 ))
 .claims(|r| {
     let earlier = match r.node {
-        N::ToolResult => r.call.result,
-        N::Final => r.call.notified.as_ref().map(|(_, l)| *l),
+        N::ToolResult => r.call.commit.result,
+        N::Final => r.call.commit.notified.as_ref().map(|(_, l)| *l),
         _ => None,
     }?;
     Some(Claim {
@@ -131,8 +131,8 @@ pub(crate) const ONE_RESULT_PER_CALL: Rule = Rule::new(entry(
     let missing: Vec<(usize, String, usize)> = cx
         .batch
         .top_level()
-        .filter(|(_, c)| c.result.is_none())
-        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
+        .filter(|(_, c)| c.commit.result.is_none())
+        .map(|(i, c)| (i, c.id.to_string(), c.walk.last_line))
         .collect();
     for (i, id, last) in missing {
         cx.report(
@@ -163,7 +163,7 @@ pub(crate) const NO_STAGE_AFTER_RESULT: Rule = Rule::new(entry(
     &[Read::Node(N::ToolResult), Read::Node(N::RunCode)],
 ))
 .claims(|r| {
-    let (what, line) = match (r.call.result, r.call.binding) {
+    let (what, line) = match (r.call.commit.result, r.call.code.binding) {
         (Some(line), _) if !r.graph.is_leaf(r.node) => ("tool/result", line),
         (_, Some(line)) if r.call.is_sub_call() && !r.graph.is_leaf(r.node) => {
             ("binding settled", line)
@@ -211,8 +211,8 @@ pub(crate) const UI_PRESENTS_EACH_CALL: Rule = Rule::new(
     let wrong: Vec<(usize, String, usize, u32, u32)> = cx
         .batch
         .top_level()
-        .filter(|(_, c)| c.started.is_some() && (c.presented_call != 1 || c.presented_result != 1))
-        .map(|(i, c)| (i, c.id.to_string(), c.last_line, c.presented_call, c.presented_result))
+        .filter(|(_, c)| c.start.logged.is_some() && (c.presented.call != 1 || c.presented.result != 1))
+        .map(|(i, c)| (i, c.id.to_string(), c.walk.last_line, c.presented.call, c.presented.result))
         .collect();
     for (i, id, last, pending, completed) in wrong {
         cx.report(

@@ -102,7 +102,7 @@ pub(crate) const CODE_DISPATCH_INSIDE_BODY: Rule = Rule::new(
     let call = cx.call(v.call);
     let Some(p) = call.parent else { return };
     let parent = cx.call(p);
-    if parent.body_since.is_some() {
+    if parent.body.since.is_some() {
         return;
     }
     let message = format!(
@@ -110,7 +110,7 @@ pub(crate) const CODE_DISPATCH_INSIDE_BODY: Rule = Rule::new(
         v.here(&call.id),
         parent.at_position()
     );
-    cx.report_once(I::CodeDispatchInsideBody, v.call, vec![v.line, parent.position_line], message);
+    cx.report_once(I::CodeDispatchInsideBody, v.call, vec![v.line, parent.walk.position_line], message);
 })
 .plants(|r| {
     // The first sub-call runs after its run_code call left its body.
@@ -147,7 +147,7 @@ pub(crate) const SUB_CALLS_SERIALIZED: Rule = Rule::new(
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let call = cx.call(v.call);
     let Some(p) = call.parent else { return };
-    let Some(j) = cx.call(p).open_sub.filter(|&j| j != v.call) else {
+    let Some(j) = cx.call(p).code.open_sub.filter(|&j| j != v.call) else {
         return;
     };
     if call.has_visited(N::Final) {
@@ -158,9 +158,9 @@ pub(crate) const SUB_CALLS_SERIALIZED: Rule = Rule::new(
         "{} while sub-call {} of the same program is still running (last seen at line {})",
         v.here(&call.id),
         other.id,
-        other.last_line
+        other.walk.last_line
     );
-    cx.report_once(I::SubCallsSerialized, v.call, vec![v.line, other.last_line], message);
+    cx.report_once(I::SubCallsSerialized, v.call, vec![v.line, other.walk.last_line], message);
 })
 .plants(|r| {
     // The second sub-call starts while the first is still running.
@@ -193,7 +193,7 @@ pub(crate) const SUB_CALL_CARRIES_PARENT_TOKEN: Rule = Rule::new(
     ) else {
         return;
     };
-    let Some((parent_token, _)) = &cx.call(p).first_token else {
+    let Some((parent_token, _)) = &cx.call(p).start.first_token else {
         return;
     };
     if identity.parent_token.as_ref() != Some(parent_token) {
@@ -237,12 +237,12 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
     let call = cx.call(v.call);
     let Some(p) = call.parent else { return };
     // Checked at the sub-call's first record.
-    if call.visited != bit(call.graph.entry()) {
+    if call.walk.visited != bit(call.graph.entry()) {
         return;
     }
     let parent = cx.call(p);
     // Numbered from 1 in each run of the program (the core counts them as they appear).
-    let n = call.number;
+    let n = call.code.number;
     let expected = parent.id.code_sub_call(n);
     if call.id != expected {
         let message = format!(
@@ -294,7 +294,7 @@ pub(crate) const SUB_CALL_START_LOGGED: Rule = Rule::new(
     .needs(Capability::CodeMode),
 )
 .claims(|r| {
-    (r.call.is_sub_call() && r.call.dispatch_started.is_none() && r.node != N::DispatchStart)
+    (r.call.is_sub_call() && r.call.code.dispatch_started.is_none() && r.node != N::DispatchStart)
         .then_some(())?;
     r.claim(
         format!("{}: the sub-call did not log tool/code-dispatch-start first", r.here()),
@@ -302,7 +302,7 @@ pub(crate) const SUB_CALL_START_LOGGED: Rule = Rule::new(
     )
 })
 .at_batch_end(|cx: &mut Cx<'_>| {
-    for (i, id, last) in unlogged_sub_calls(cx, |c| c.dispatch_started) {
+    for (i, id, last) in unlogged_sub_calls(cx, |c| c.code.dispatch_started) {
         cx.report_once(
             I::SubCallStartLogged,
             i,
@@ -326,7 +326,7 @@ fn unlogged_sub_calls(
     cx.batch
         .sub_calls()
         .filter(|(_, c)| logged(c).is_none())
-        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
+        .map(|(i, c)| (i, c.id.to_string(), c.walk.last_line))
         .collect()
 }
 
@@ -349,12 +349,12 @@ pub(crate) const SUB_CALL_LOGS_DISPATCH: Rule = Rule::new(
             "{}: the sub-call was logged before tools/result announced its outcome",
             r.here()
         ),
-        lines: vec![r.visit.line, r.call.position_line],
+        lines: vec![r.visit.line, r.call.walk.position_line],
         keep_position: true,
     })
 })
 .at_batch_end(|cx: &mut Cx<'_>| {
-    for (i, id, last) in unlogged_sub_calls(cx, |c| c.dispatched) {
+    for (i, id, last) in unlogged_sub_calls(cx, |c| c.code.dispatched) {
         cx.report(
             I::SubCallLogsDispatch,
             Some(i),
@@ -400,7 +400,7 @@ pub(crate) const BINDING_SETTLES: Rule = Rule::new(
         return;
     };
     let call = cx.call(v.call);
-    let Some((result, announced)) = &call.notified else {
+    let Some((result, announced)) = &call.commit.notified else {
         return;
     };
     let rejected = mark.mark == tep_model::trace::MarkKind::BindingRejected;
@@ -434,8 +434,8 @@ pub(crate) const BINDING_SETTLES: Rule = Rule::new(
     let unsettled: Vec<(usize, String, usize)> = cx
         .batch
         .sub_calls()
-        .filter(|(_, c)| c.binding.is_none() && c.notified.is_some())
-        .map(|(i, c)| (i, c.id.to_string(), c.last_line))
+        .filter(|(_, c)| c.code.binding.is_none() && c.commit.notified.is_some())
+        .map(|(i, c)| (i, c.id.to_string(), c.walk.last_line))
         .collect();
     for (i, id, last) in unsettled {
         cx.report(
@@ -524,16 +524,16 @@ pub(crate) const SUB_CALL_CONTEXTS_OMITTED: Rule = Rule::new(
             let message = format!("line {} injects a context of sub-call {}", v.line, call.id);
             cx.report(I::SubCallContextsOmitted, Some(v.call), vec![v.line], message);
         }
-        Some(N::Final) if !call.is_sub_call() && !call.sub_calls.is_empty() => {
+        Some(N::Final) if !call.is_sub_call() && !call.code.sub_calls.is_empty() => {
             let Some(result) = v.observation().and_then(|o| o.result.as_ref()) else {
                 return;
             };
             // A forwarded context is the run_code body's own (deferred, origin `tool`: the
             // original defers them onto the outer result); the run_code call's wrapper and
             // post-execute contexts are its own even when a sub-call has one with the same text.
-            let forwarded = call.sub_calls.iter().find_map(|&k| {
+            let forwarded = call.code.sub_calls.iter().find_map(|&k| {
                 let sub = cx.call(k);
-                let (announced, at) = sub.notified.as_ref()?;
+                let (announced, at) = sub.commit.notified.as_ref()?;
                 announced
                     .additional_contexts
                     .iter()

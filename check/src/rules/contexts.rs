@@ -25,7 +25,7 @@ fn first_pending(cx: &Cx<'_>) -> Option<(usize, String, usize)> {
     let first = cx.batch.first_unresulted;
     (first < cx.batch.top).then(|| {
         let c = cx.call(first);
-        (first, c.id.to_string(), c.last_line)
+        (first, c.id.to_string(), c.walk.last_line)
     })
 }
 
@@ -157,7 +157,7 @@ pub(crate) const CONTEXTS_FIFO: Rule = Rule::new(entry(
     let id = cx.call(v.call).id.clone();
     if cx.options.level < Hooks {
         // FIFO of the recorded outcomes: a call whose tool/result came later injects later.
-        let recorded = |k: usize| cx.call(k).result;
+        let recorded = |k: usize| cx.call(k).commit.result;
         if let Some(last) = cx
             .batch
             .last_injected
@@ -286,7 +286,7 @@ pub(crate) const BLOCK_DROPS_CONTEXTS: Rule = Rule::new(entry(
         return;
     };
     let call = cx.call(v.call);
-    if let Some((tep_model::graph::Outcome::Block, pl)) = call.post
+    if let Some((tep_model::graph::Outcome::Block, pl)) = call.decisions.post
         && result
             .additional_contexts
             .iter()

@@ -44,8 +44,8 @@ pub(crate) const APPROVAL_ONLY_AFTER_ASK: Rule = Rule::new(entry(
     let call = cx.call(v.call);
     // A second ask of one call is `approval-once`'s.
     if matches!(event.body, EventBody::ApprovalAsked(_))
-        && call.approval_asked.is_none()
-        && (call.position != N::Pre || call.outcome != Some(Outcome::Ask))
+        && call.approval.asked.is_none()
+        && (call.walk.position != N::Pre || call.walk.outcome != Some(Outcome::Ask))
     {
         let message = format!(
             "line {} (approval/asked, call {}) but pre-execute did not ask (the call was at {})",
@@ -56,7 +56,7 @@ pub(crate) const APPROVAL_ONLY_AFTER_ASK: Rule = Rule::new(entry(
         cx.report_once(
             I::ApprovalOnlyAfterAsk,
             v.call,
-            vec![v.line, call.position_line],
+            vec![v.line, call.walk.position_line],
             message,
         );
     }
@@ -148,7 +148,7 @@ pub(crate) const APPROVAL_ONCE: Rule = Rule::new(entry(
 ))
 .claims(|r| {
     // A second approval stage for one call: the prompt was asked again.
-    (r.node == N::Approval && r.call.approval_outcome.is_some()).then_some(())?;
+    (r.node == N::Approval && r.call.approval.outcome.is_some()).then_some(())?;
     r.claim(
         format!(
             "{} after {}: the call's ask was already answered; the prompt is asked once",
@@ -168,7 +168,7 @@ pub(crate) const APPROVAL_ONCE: Rule = Rule::new(entry(
         };
         // `cancelled` can come from the call's signal rather than the prompt (reference
         // semantics 18): not a sign of another call's answer.
-        if got != scripted && got != Outcome::Cancelled && call.approval_outcome.is_none() {
+        if got != scripted && got != Outcome::Cancelled && call.approval.outcome.is_none() {
             let message = format!(
                 "{}: the prompt answers this call {scripted}, so the approval's outcome must be {scripted}; an answer given for another call was used",
                 v.here(&call.id)
@@ -179,8 +179,8 @@ pub(crate) const APPROVAL_ONCE: Rule = Rule::new(entry(
     }
     let Some(event) = v.event() else { return };
     let earlier = match event.body {
-        EventBody::ApprovalAsked(_) => call.approval_asked.map(|l| (l, "approval/asked")),
-        EventBody::ApprovalDecided(_) => call.approval_decided.map(|(_, l)| (l, "approval/decided")),
+        EventBody::ApprovalAsked(_) => call.approval.asked.map(|l| (l, "approval/asked")),
+        EventBody::ApprovalDecided(_) => call.approval.decided.map(|(_, l)| (l, "approval/decided")),
         _ => None,
     };
     if let Some((first, kind)) = earlier {
@@ -195,8 +195,8 @@ pub(crate) const APPROVAL_ONCE: Rule = Rule::new(entry(
     let mut found = Vec::new();
     for (i, call) in cx.batch.top_level().chain(cx.batch.sub_calls()) {
         // Pre-execute asked, a prompt is mounted, and the call was allowed without an answer.
-        let Some(asked) = call.pre_asked else { continue };
-        if call.facts.prompt != Some(true) || call.approval_outcome.is_some() {
+        let Some(asked) = call.decisions.pre_asked else { continue };
+        if call.facts.prompt != Some(true) || call.approval.outcome.is_some() {
             continue;
         }
         if let Some(node) = [N::Guards, N::Around, N::ToolBody]
@@ -340,7 +340,7 @@ pub(crate) const DENY_SKIPS_BODY: Rule = Rule::new(entry(
     &[Read::Node(N::Around), Read::Node(N::ToolBody), Read::Node(N::FsGate), Read::Node(N::Owned)],
 ))
 .claims(|r| {
-    let d = r.call.denied?;
+    let d = r.call.decisions.denied?;
     matches!(r.node, N::Around | N::ToolBody | N::FsGate).then_some(())?;
     Some(Claim {
         message: format!("{} after line {d} denied the call", r.here()),
@@ -365,8 +365,8 @@ pub(crate) const DENIAL_REACHES_POST: Rule = Rule::new(entry(
     &[Read::Node(N::Post)],
 ))
 .claims(|r| {
-    let d = r.call.denied?;
-    (r.call.post.is_none() && r.node != N::Post).then_some(())?;
+    let d = r.call.decisions.denied?;
+    (r.call.decisions.post.is_none() && r.node != N::Post).then_some(())?;
     Some(Claim {
         message: format!(
             "{} after line {d} denied the call, without post-execute: a denied call goes to post-execute",
@@ -398,7 +398,7 @@ pub(crate) const DENIAL_IS_ERROR: Rule = Rule::new(entry(
         return;
     };
     let call = cx.call(v.call);
-    if let Some(d) = call.denied
+    if let Some(d) = call.decisions.denied
         && !result.is_error
     {
         let message = format!(
@@ -432,7 +432,7 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
     let call = cx.call(v.call);
     let id = call.id.clone();
     if v.node == Some(N::Approval) {
-        if let (Some((decided, dl)), Some(outcome)) = (call.approval_decided, v.outcome)
+        if let (Some((decided, dl)), Some(outcome)) = (call.approval.decided, v.outcome)
             && decided != outcome
         {
             cx.report(
@@ -451,17 +451,17 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
     let EventBody::ApprovalDecided(decided) = &event.body else {
         return;
     };
-    if call.approval_asked.is_none() {
+    if call.approval.asked.is_none() {
         cx.report(
             I::ApprovalAudited,
             Some(v.call),
             vec![v.line],
             format!("line {} (approval/decided, call {id}) without approval/asked", v.line),
         );
-    } else if call.position == N::Approval {
+    } else if call.walk.position == N::Approval {
         // The harness logs the decision once its prompt returned, and the adapter may record the
         // approval stage at that return: the audit then follows the stage, before anything else.
-        if let Some(outcome) = call.approval_outcome
+        if let Some(outcome) = call.approval.outcome
             && outcome != decided.outcome
         {
             let message = format!(
@@ -471,9 +471,9 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
                 call.at_position(),
                 outcome
             );
-            cx.report(I::ApprovalAudited, Some(v.call), vec![v.line, call.position_line], message);
+            cx.report(I::ApprovalAudited, Some(v.call), vec![v.line, call.walk.position_line], message);
         }
-    } else if call.position != N::Pre {
+    } else if call.walk.position != N::Pre {
         // The decision is audited within the approval stage: at the latest right after its
         // record, before guards or the denial.
         let message = format!(
@@ -481,7 +481,7 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
             v.line,
             call.at_position()
         );
-        cx.report(I::ApprovalAudited, Some(v.call), vec![v.line, call.position_line], message);
+        cx.report(I::ApprovalAudited, Some(v.call), vec![v.line, call.walk.position_line], message);
     }
 })
 .at_batch_end(|cx: &mut Cx<'_>| {
@@ -491,24 +491,24 @@ pub(crate) const APPROVAL_AUDITED: Rule = Rule::new(
         // one only a prompt gives).
         let answered = call.facts.prompt != Some(false)
             && (matches!(
-                call.approval_outcome,
+                call.approval.outcome,
                 Some(Outcome::AllowedOnce | Outcome::Rejected | Outcome::Cancelled)
-            ) || (call.approval_outcome == Some(Outcome::Unavailable)
+            ) || (call.approval.outcome == Some(Outcome::Unavailable)
                 && call.facts.prompt == Some(true)));
-        match (call.approval_asked, call.approval_decided) {
+        match (call.approval.asked, call.approval.decided) {
             // A prompt that threw was never answered: there is no decision to audit.
-            (Some(asked), None) if call.approval_outcome != Some(Outcome::Throw) => found.push((
+            (Some(asked), None) if call.approval.outcome != Some(Outcome::Throw) => found.push((
                 i,
                 vec![asked],
                 format!("line {asked} (approval/asked, call {}) has no approval/decided", call.id),
             )),
             (None, None) if answered => found.push((
                 i,
-                vec![call.last_line],
+                vec![call.walk.last_line],
                 format!(
                     "call {}'s approval was answered ({}) without approval/asked and approval/decided",
                     call.id,
-                    call.approval_outcome.map_or("", |o| o.as_str())
+                    call.approval.outcome.map_or("", |o| o.as_str())
                 ),
             )),
             _ => {}

@@ -36,7 +36,7 @@ pub(crate) const BODY_INSIDE_EXECUTE: Rule = Rule::new(entry(
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let call = cx.call(v.call);
     // A body that settles must have been dispatched (when bodies record their end).
-    if v.mark().is_some() && cx.options.body_marks && call.body_steps.is_none() {
+    if v.mark().is_some() && cx.options.body_marks && call.body.steps.is_none() {
         let message = format!(
             "line {} (body-settled, call {}): a body settled that no `around` dispatched (no toolBody since the last one settled)",
             v.line, call.id
@@ -45,7 +45,7 @@ pub(crate) const BODY_INSIDE_EXECUTE: Rule = Rule::new(entry(
     }
 })
 .claims(|r| {
-    let what = match (r.node, r.call.position) {
+    let what = match (r.node, r.call.walk.position) {
         (N::ToolBody, _) => "the body ran without an `around` dispatching it",
         (_, N::ToolBody) => "the body did not return to `around`",
         _ => return None,
@@ -88,7 +88,7 @@ pub(crate) const BODY_SETTLES_BEFORE_COMMIT: Rule = Rule::new(entry(
         return;
     }
     let call = cx.call(v.call);
-    if let Some(dispatched) = call.body_steps {
+    if let Some(dispatched) = call.body.steps {
         let message = format!(
             "{} while the body dispatched at line {dispatched} still runs (it has not recorded body-settled)",
             v.here(&call.id)
@@ -102,7 +102,7 @@ pub(crate) const BODY_SETTLES_BEFORE_COMMIT: Rule = Rule::new(entry(
         .calls
         .iter()
         .enumerate()
-        .filter_map(|(i, c)| c.body_steps.map(|l| (i, c.id.to_string(), l)))
+        .filter_map(|(i, c)| c.body.steps.map(|l| (i, c.id.to_string(), l)))
         .collect();
     for (i, id, line) in running {
         cx.report_once(
@@ -136,7 +136,7 @@ pub(crate) const BODY_THROW_IS_A_RESULT: Rule = Rule::new(entry(
 ))
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let call = cx.call(v.call);
-    if v.node == Some(N::Around) && call.body_just_settled && v.outcome == Some(Outcome::Throw) {
+    if v.node == Some(N::Around) && call.body.just_settled && v.outcome == Some(Outcome::Throw) {
         let message = format!(
             "{}: the body's failure reached the innermost wrapper as a throw, not as an isError result",
             v.here(&call.id)
@@ -196,7 +196,7 @@ pub(crate) const FS_GATE_INSIDE_BODY: Rule = Rule::new(
     .needs(Capability::FsGate),
 )
 .claims(|r| {
-    (r.node == N::FsGate || r.call.position == N::FsGate).then_some(())?;
+    (r.node == N::FsGate || r.call.walk.position == N::FsGate).then_some(())?;
     let what = if r.node == N::FsGate {
         "the fs gate is only reached from a running body"
     } else {
@@ -297,11 +297,11 @@ pub(crate) const OWNED_EVENTS_INSIDE_BODY: Rule = Rule::new(
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let call = cx.call(v.call);
     // While the body runs, and not while it waits at the fs gate (it resumes with `toolBody`).
-    if call.body_since.is_some() && call.position != N::FsGate {
+    if call.body.since.is_some() && call.walk.position != N::FsGate {
         return;
     }
     let kind = v.event().map_or("event", |e| e.body.type_name());
-    let (id, lines, message) = match call.denied {
+    let (id, lines, message) = match call.decisions.denied {
         Some(d) => (
             I::DenySkipsBody,
             vec![v.line, d],
@@ -312,7 +312,7 @@ pub(crate) const OWNED_EVENTS_INSIDE_BODY: Rule = Rule::new(
         ),
         None => (
             I::OwnedEventsInsideBody,
-            vec![v.line, call.position_line],
+            vec![v.line, call.walk.position_line],
             format!(
                 "line {} ({kind}, call {}) while the body does not run (the call is at {})",
                 v.line,

@@ -34,14 +34,14 @@ pub(crate) const FINALIZE_ONCE: Rule = Rule::new(
 )
 .claims(|r| match r.node {
     N::Finalize => {
-        let earlier = r.call.finalized?;
+        let earlier = r.call.decisions.finalized?;
         Some(Claim {
             message: format!("{}: finalizeContent was already called at line {earlier}", r.here()),
             lines: vec![r.visit.line, earlier],
             keep_position: true,
         })
     }
-    N::Final if r.call.facts.finalizer == Some(true) && r.call.finalized.is_none() => r.claim(
+    N::Final if r.call.facts.finalizer == Some(true) && r.call.decisions.finalized.is_none() => r.claim(
         format!(
             "{} after {}: the definition's finalizeContent was never called",
             r.here(),
@@ -74,7 +74,12 @@ pub(crate) const FINALIZE_BEFORE_NOTIFICATION: Rule = Rule::new(
     .rev2(),
 )
 .claims(|r| {
-    let (_, announced) = r.call.notified.as_ref().filter(|_| r.node == N::Finalize)?;
+    let (_, announced) = r
+        .call
+        .commit
+        .notified
+        .as_ref()
+        .filter(|_| r.node == N::Finalize)?;
     Some(Claim {
         message: format!(
             "{}: finalizeContent ran after tools/result announced the outcome at line {announced}",
@@ -116,7 +121,7 @@ pub(crate) const FINALIZE_CONTENT_ONLY: Rule = Rule::new(
         return;
     };
     let call = cx.call(v.call);
-    let Some((candidate, threw, fl)) = &call.candidate else {
+    let Some((candidate, threw, fl)) = &call.decisions.candidate else {
         return;
     };
     let same = candidate.is_error == result.is_error

@@ -48,13 +48,13 @@ pub(crate) const IDENTITY_UNCHANGED: Rule = Rule::new(entry(
     if !call.name.is_empty() && identity.name != call.name {
         differs.push(format!("tool name {:?}", identity.name));
     }
-    if let Some(args) = &call.args
+    if let Some(args) = &call.start.args
         && &identity.arguments != args
     {
         differs.push(format!("arguments {}", identity.arguments));
     }
     let mut lines = vec![v.line];
-    if let Some((first, first_line)) = &call.first_token
+    if let Some((first, first_line)) = &call.start.first_token
         && *first != identity.token
     {
         differs.push(format!(

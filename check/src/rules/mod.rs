@@ -187,7 +187,7 @@ impl Refused<'_> {
     pub fn claim(&self, message: String, keep_position: bool) -> Option<Claim> {
         Some(Claim {
             message,
-            lines: vec![self.visit.line, self.call.position_line],
+            lines: vec![self.visit.line, self.call.walk.position_line],
             keep_position,
         })
     }

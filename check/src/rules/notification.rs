@@ -29,7 +29,7 @@ pub(crate) const NOTIFICATION_BEFORE_RESULT: Rule = Rule::new(entry(
     &[Read::Node(N::ToolResult)],
 ))
 .claims(|r| {
-    (r.node == N::ToolResult && r.call.notified.is_none()).then_some(())?;
+    (r.node == N::ToolResult && r.call.commit.notified.is_none()).then_some(())?;
     // The early record is the intrusion: the walk goes on to the notification.
     r.claim(
         format!(
@@ -66,7 +66,7 @@ pub(crate) const NOTIFICATION_SYNCHRONOUS: Rule = Rule::new(
     }
     let call = cx.call(v.call);
     let waited: Vec<(usize, u64, String)> = call
-        .observer_marks
+        .presented.observer_marks
         .iter()
         .filter(|(_, after, _)| *after > 0)
         .cloned()
@@ -118,7 +118,7 @@ pub(crate) const NOTIFICATION_AWAITED: Rule = Rule::new(
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let Some(mark) = v.mark() else { return };
     let call = cx.call(v.call);
-    if let Some(result_line) = call.result {
+    if let Some(result_line) = call.commit.result {
         let id = call.id.clone();
         cx.report(
             I::NotificationAwaited,
@@ -159,7 +159,7 @@ pub(crate) const FROZEN_OUTCOME: Rule = Rule::new(entry(
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let Some(event) = v.event() else { return };
     let call = cx.call(v.call);
-    let Some((announced, nl)) = &call.notified else {
+    let Some((announced, nl)) = &call.commit.notified else {
         return;
     };
     // The outcome's fields, as JSON: what was recorded and what was announced.

@@ -40,7 +40,7 @@ pub(crate) const MODEL_ORDER_START: Rule = Rule::new(entry(
 ))
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let call = cx.call(v.call);
-    if call.is_sub_call() || call.started.is_some() {
+    if call.is_sub_call() || call.start.logged.is_some() {
         return;
     }
     let first = cx.batch.first_unstarted;
@@ -136,7 +136,7 @@ pub(crate) const MODEL_ORDER_COMMIT: Rule = Rule::new(entry(
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let call = cx.call(v.call);
     let Some(node) = v.node else { return };
-    if call.is_sub_call() || call.commit_started || !COMMIT.contains(&node) || v.step.is_refused() {
+    if call.is_sub_call() || call.commit.started || !COMMIT.contains(&node) || v.step.is_refused() {
         return;
     }
     let first = cx.batch.first_unresulted;
@@ -147,7 +147,7 @@ pub(crate) const MODEL_ORDER_COMMIT: Rule = Rule::new(entry(
             v.here(&call.id),
             other.id
         );
-        cx.report(I::ModelOrderCommit, Some(v.call), vec![v.line, other.last_line], message);
+        cx.report(I::ModelOrderCommit, Some(v.call), vec![v.line, other.walk.last_line], message);
     }
 })
 .plants(|r| {
@@ -200,7 +200,7 @@ pub(crate) const ONLY_SAFE_BODIES_OVERLAP: Rule = Rule::new(
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let call = cx.call(v.call);
     // A dispatch (not a resume after the fs gate) of a call of the batch.
-    if call.is_sub_call() || call.last_node != N::Around {
+    if call.is_sub_call() || call.walk.last_node != N::Around {
         return;
     }
     let running = if call.may_overlap() {
@@ -212,7 +212,7 @@ pub(crate) const ONLY_SAFE_BODIES_OVERLAP: Rule = Rule::new(
         return;
     };
     let other = cx.call(k);
-    let since = other.body_since.unwrap_or(other.last_line);
+    let since = other.body.since.unwrap_or(other.walk.last_line);
     let message = format!(
         "{} while the body of call {} runs (since line {since}); only concurrency-safe calls may overlap",
         v.here(&call.id),
@@ -244,10 +244,10 @@ pub(crate) const EXCLUSIVE_BARRIER: Rule = Rule::new(entry(
 ))
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
     let call = cx.call(v.call);
-    if call.is_sub_call() || call.result.is_some() {
+    if call.is_sub_call() || call.commit.result.is_some() {
         return;
     }
-    if v.node == Some(N::ToolCall) && call.safe == Some(false) && call.started.is_none() {
+    if v.node == Some(N::ToolCall) && call.safe == Some(false) && call.start.logged.is_none() {
         let first = cx.batch.first_unresulted;
         if first < v.call {
             let other = cx.call(first);
@@ -256,7 +256,7 @@ pub(crate) const EXCLUSIVE_BARRIER: Rule = Rule::new(entry(
                 v.here(&call.id),
                 other.id
             );
-            cx.report(I::ExclusiveBarrier, Some(v.call), vec![v.line, other.last_line], message);
+            cx.report(I::ExclusiveBarrier, Some(v.call), vec![v.line, other.walk.last_line], message);
             return;
         }
     }
@@ -266,9 +266,9 @@ pub(crate) const EXCLUSIVE_BARRIER: Rule = Rule::new(entry(
             "{} while exclusive call {} is still running (last seen at line {})",
             v.here(&call.id),
             other.id,
-            other.last_line
+            other.walk.last_line
         );
-        cx.report_once(I::ExclusiveBarrier, v.call, vec![v.line, other.last_line], message);
+        cx.report_once(I::ExclusiveBarrier, v.call, vec![v.line, other.walk.last_line], message);
     }
 })
 .plants(declare_a_pooled_call_unsafe);
@@ -293,7 +293,7 @@ pub(crate) const POOL_CAP: Rule = Rule::new(
     let call = cx.call(v.call);
     // A dispatch of a call of the batch; a body in flight counts against the pool (bodies in
     // flight are at most the calls executing, so counting them never over-counts).
-    if call.is_sub_call() || call.last_node != N::Around {
+    if call.is_sub_call() || call.walk.last_node != N::Around {
         return;
     }
     let running: Vec<usize> = cx
@@ -311,7 +311,7 @@ pub(crate) const POOL_CAP: Rule = Rule::new(
         .iter()
         .map(|&k| {
             let other = cx.call(k);
-            other.body_since.unwrap_or(other.last_line)
+            other.body.since.unwrap_or(other.walk.last_line)
         })
         .collect();
     let message = format!(

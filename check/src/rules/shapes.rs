@@ -37,7 +37,7 @@ pub(crate) const RESULT_NAMES_ITS_CALL: Rule = Rule::new(entry(
     let call = cx.call(v.call);
     let names_call = data.call_id() == Some(&call.id);
     let answers = matches!(
-        (call.started, event.source_event_seqs.as_deref()),
+        (call.start.logged, event.source_event_seqs.as_deref()),
         (Some((_, seq)), Some(s)) if s == [seq]
     );
     if !names_call || !answers {

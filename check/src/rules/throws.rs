@@ -32,7 +32,7 @@ pub(crate) const THROW_SKIPS_POST: Rule = Rule::new(
     .rev2(),
 )
 .claims(|r| {
-    let (stage, line) = r.call.threw?;
+    let (stage, line) = r.call.decisions.threw?;
     (r.node == N::Post).then_some(())?;
     let mut claim = r.claim(
         format!("{} after line {line} ({stage} threw): a throw skips post-execute", r.here()),
@@ -72,10 +72,10 @@ pub(crate) const THROW_IS_NORMALIZED: Rule = Rule::new(
     .rev2(),
 )
 .claims(|r| {
-    let (stage, line) = r.call.threw?;
+    let (stage, line) = r.call.decisions.threw?;
     // From the stage that threw: past the normalization stage without it, or to a stage no
     // throw leads to.
-    (r.call.position == stage
+    (r.call.walk.position == stage
         && (r.missing.contains(&N::Normalized)
             || !matches!(r.node, N::Normalized | N::Finalize | N::Final)))
     .then_some(())?;
@@ -112,7 +112,7 @@ pub(crate) const THROW_IS_ERROR: Rule = Rule::new(
         return;
     };
     let call = cx.call(v.call);
-    if let Some((stage, line)) = call.threw
+    if let Some((stage, line)) = call.decisions.threw
         && !result.is_error
     {
         let message = format!(
