@@ -46,24 +46,7 @@ impl Checker {
                 walker.implied(call.walk.position, call.walk.outcome, to, call.facts);
         }
         if let (Some(steps), Some(to)) = (self.steps.as_mut(), node) {
-            let edge = match step {
-                Step::Direct(e) | Step::Side(Some(e)) => Some(e),
-                _ => None,
-            };
-            push_step(
-                steps,
-                &mut self.report.steps_omitted,
-                StepRecord {
-                    line,
-                    graph: call.graph.kind(),
-                    from: edge
-                        .and_then(|e| call.graph.edges().get(e.0))
-                        .map_or(call.walk.position, |e| e.from),
-                    to,
-                    edge,
-                    refused: step.is_refused(),
-                },
-            );
+            keep_step(steps, &mut self.report.steps_omitted, line, call, &step, to);
         }
         let visit = Visit {
             line,
@@ -226,4 +209,34 @@ impl Checker {
             batch.lane = if stays { Some((i, sec, line)) } else { None };
         }
     }
+}
+
+/// Keeps the step a visit took, where steps are kept ([`Checker::keep_steps`]): the reports
+/// draw the path from them.
+fn keep_step(
+    steps: &mut Vec<StepRecord>,
+    omitted: &mut usize,
+    line: usize,
+    call: &Call,
+    step: &Step,
+    to: NodeId,
+) {
+    let edge = match step {
+        Step::Direct(e) | Step::Side(Some(e)) => Some(*e),
+        _ => None,
+    };
+    push_step(
+        steps,
+        omitted,
+        StepRecord {
+            line,
+            graph: call.graph.kind(),
+            from: edge
+                .and_then(|e| call.graph.edges().get(e.0))
+                .map_or(call.walk.position, |e| e.from),
+            to,
+            edge,
+            refused: step.is_refused(),
+        },
+    );
 }
