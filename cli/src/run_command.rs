@@ -9,10 +9,11 @@ use crate::progress::{Live, Tallied};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
-use tep_conformance::baseline::{self, Baseline};
+use tep_conformance::baseline::{self, Baseline, BaselineOutcome};
+use tep_conformance::html::compare::Comparison;
 use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::protocol::Ready;
-use tep_conformance::report::{self, RunContext, verdict};
+use tep_conformance::report::{self, JsonReport, RunContext, verdict};
 use tep_conformance::runner::{
     BuiltinReference, Implementation, Plan, RunControl, RunEvent, RunOptions, RunReport,
     ScenarioResult, Status,
@@ -110,24 +111,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn run(args: RunArgs) -> Result<u8> {
     let started = SystemTime::now();
     let started_at = chrono::DateTime::<chrono::Utc>::from(started);
-    let corpus = if args.scenario_files.is_empty() {
-        corpus().context("the embedded scenario corpus is invalid")?
-    } else {
-        read_scenario_files(&args.scenario_files)?
-    };
-    let baseline = args
-        .baseline
-        .as_ref()
-        .map(|path| Baseline::load(path, &corpus))
-        .transpose()?;
-    let selected: Vec<Scenario> = args
-        .select
-        .clone()
-        .selection()
-        .apply(&corpus)?
-        .into_iter()
-        .cloned()
-        .collect();
+    let (corpus, baseline, selected) = select_scenarios(&args)?;
     let options = RunOptions {
         spec: args.spec,
         strict: args.strict,
@@ -210,36 +194,17 @@ pub fn run(args: RunArgs) -> Result<u8> {
     };
     let mut paths = html::paths(&run);
     paths.extend(keeper.paths);
-    let corpus_hash = suite::corpus_hash();
-    // Files first: they are written even when stdout is gone.
-    if let Some(path) = &args.junit {
-        let xml = report::junit(&run, outcome.as_ref(), &ctx, &corpus_hash);
-        unwritten.extend(write_atomically(path, &xml).err());
-    }
-    let mut json = report::json(&run, outcome.as_ref(), &ctx, &corpus_hash);
     // Stopped by SIGTERM or SIGHUP: 143 or 129, as a shell says it (130 for Ctrl-C).
     let stopped_by = signals.exit_code().filter(|_| run.interrupted);
-    if let Some(code) = stopped_by {
-        json.exit_code = code;
-    }
-    let comparison = report_command::comparison(old.as_ref(), &json);
-    let json_text = serde_json::to_string_pretty(&json)? + "\n";
-    if let Some(path) = &args.json {
-        unwritten.extend(write_atomically(path, &json_text).err());
-    }
-    if let Some(path) = &args.html {
-        let page = html::Page {
-            title: "tep run",
-            report: &json,
-            traces: &ctx.excerpts,
-            corpus: &corpus,
-            paths: &paths,
-            docs_url: args.docs_url.docs_url.as_deref(),
-            rerun: Some(&ctx),
-            compare: comparison.as_ref(),
-        };
-        unwritten.extend(write_atomically(path, &html::render(&page)).err());
-    }
+    let reports = Reports {
+        run: &run,
+        baseline: outcome.as_ref(),
+        ctx: &ctx,
+        corpus: &corpus,
+        paths: &paths,
+        old: old.as_ref(),
+    };
+    let (json_text, comparison) = reports.write_files(&args, stopped_by, &mut unwritten)?;
     if let Some(path) = &args.write_baseline {
         write_baseline_file(path, &run, baseline.as_ref(), &mut live, &mut unwritten)?;
     }
@@ -260,6 +225,82 @@ pub fn run(args: RunArgs) -> Result<u8> {
         live.notice(&format!("tep: error: {e:#}"));
     }
     Ok(report::EXIT_USAGE)
+}
+
+/// The embedded corpus or the `--scenario-file`s, the baseline read against it, and the
+/// scenarios selected to run.
+fn select_scenarios(args: &RunArgs) -> Result<(Vec<Scenario>, Option<Baseline>, Vec<Scenario>)> {
+    let corpus = if args.scenario_files.is_empty() {
+        corpus().context("the embedded scenario corpus is invalid")?
+    } else {
+        read_scenario_files(&args.scenario_files)?
+    };
+    let baseline = args
+        .baseline
+        .as_ref()
+        .map(|path| Baseline::load(path, &corpus))
+        .transpose()?;
+    let selected: Vec<Scenario> = args
+        .select
+        .clone()
+        .selection()
+        .apply(&corpus)?
+        .into_iter()
+        .cloned()
+        .collect();
+    Ok((corpus, baseline, selected))
+}
+
+/// What the report files of a finished run are made of.
+struct Reports<'a> {
+    run: &'a RunReport,
+    baseline: Option<&'a BaselineOutcome>,
+    ctx: &'a RunContext,
+    corpus: &'a [Scenario],
+    paths: &'a BTreeMap<String, html::TakenPath>,
+    /// `--compare`: the earlier report, and where it was read.
+    old: Option<&'a (PathBuf, JsonReport)>,
+}
+
+impl Reports<'_> {
+    /// Writes `--junit`, `--json` and `--html` (files first: they are written even when stdout
+    /// is gone), each whole or not at all; a file that cannot be written joins `unwritten`.
+    /// Returns the JSON report's text and the comparison with `--compare`'s report.
+    fn write_files(
+        &self,
+        args: &RunArgs,
+        stopped_by: Option<u8>,
+        unwritten: &mut Vec<anyhow::Error>,
+    ) -> Result<(String, Option<Comparison>)> {
+        let corpus_hash = suite::corpus_hash();
+        if let Some(path) = &args.junit {
+            let xml = report::junit(self.run, self.baseline, self.ctx, &corpus_hash);
+            unwritten.extend(write_atomically(path, &xml).err());
+        }
+        let mut json = report::json(self.run, self.baseline, self.ctx, &corpus_hash);
+        if let Some(code) = stopped_by {
+            json.exit_code = code;
+        }
+        let comparison = report_command::comparison(self.old, &json);
+        let json_text = serde_json::to_string_pretty(&json)? + "\n";
+        if let Some(path) = &args.json {
+            unwritten.extend(write_atomically(path, &json_text).err());
+        }
+        if let Some(path) = &args.html {
+            let page = html::Page {
+                title: "tep run",
+                report: &json,
+                traces: &self.ctx.excerpts,
+                corpus: self.corpus,
+                paths: self.paths,
+                docs_url: args.docs_url.docs_url.as_deref(),
+                rerun: Some(self.ctx),
+                compare: comparison.as_ref(),
+            };
+            unwritten.extend(write_atomically(path, &html::render(&page)).err());
+        }
+        Ok((json_text, comparison))
+    }
 }
 
 /// One job's implementation.
