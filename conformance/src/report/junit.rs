@@ -1,4 +1,10 @@
 //! The JUnit XML report.
+//!
+//! The XML is written with quick-xml's writer; the elements and their order are ours. quick-junit
+//! (nextest's serializer) was tried in its place and does not earn it: 0.8 always writes
+//! `skipped` on `<testsuites>` and 0.6 `disabled` on `<testsuite>`, both refused by the
+//! `junit-10.xsd` the report is validated against, and it strips tab, CR and C1 characters
+//! from every text, with no way to turn that off.
 
 use std::fmt::Write as _;
 
