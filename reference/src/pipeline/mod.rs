@@ -9,6 +9,7 @@
 
 pub mod code_mode;
 pub mod extension;
+mod faults;
 pub mod registry;
 pub mod simple;
 pub mod tool;

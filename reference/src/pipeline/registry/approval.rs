@@ -5,19 +5,19 @@ use tokio_util::sync::CancellationToken;
 use super::{Prepared, ToolRegistry};
 use crate::graph::{NodeId, Outcome};
 use crate::identity::Execution;
-use crate::mutant::Mutant;
 use crate::pipeline::extension::{ApprovalOutcome, ApprovalRequest, guarded};
+use crate::pipeline::faults;
 use crate::session::{ApprovalAsked, ApprovalDecided, EventBody};
 
 impl ToolRegistry {
-    /// Resolves an `ask` through `ctx.approval`. `None` means allowed once.
-    pub(super) async fn ask(&self, exec: &Execution, reason: Option<String>) -> Option<Prepared> {
+    /// Resolves an `ask` through `ctx.approval`: `Allowed` when it was allowed once.
+    pub(super) async fn ask(&self, exec: &Execution, reason: Option<String>) -> Prepared {
         let id = exec.call_id();
         let obs = self.stage(NodeId::Approval, exec);
         let Some(approval) = &self.approval else {
-            if self.broken(Mutant::AbsentApprovalAllows) {
+            if faults::absent_approval_allows(&self.faults) {
                 self.observe(obs.outcome(Outcome::AllowedOnce));
-                return None;
+                return Prepared::Allowed;
             }
             let reason = reason.unwrap_or_else(|| {
                 format!(
@@ -26,16 +26,14 @@ impl ToolRegistry {
                 )
             });
             self.observe(obs.outcome(Outcome::Unavailable).reason(reason.clone()));
-            return Some(Prepared::Denied(reason));
+            return Prepared::Denied(reason);
         };
-        if self.broken(Mutant::ApprovalAnswerReused) && self.reuse_answer(exec.name()) {
-            // The first allowed-once answer for the tool is taken for this ask too.
+        if faults::answer_reused(&self.faults, exec.name()) {
             self.observe(obs.outcome(Outcome::AllowedOnce));
-            return None;
+            return Prepared::Allowed;
         }
         let approval_id = format!("approval-{id}");
-        let audited = !self.broken(Mutant::ApprovalUnaudited);
-        if audited {
+        faults::approval_audit(&self.faults, || {
             self.recorder.append(
                 Some(id),
                 EventBody::ApprovalAsked(ApprovalAsked {
@@ -47,40 +45,24 @@ impl ToolRegistry {
                 None,
                 None,
             );
-        }
+        });
         let request = ApprovalRequest {
             tool_name: exec.name().to_owned(),
             call_id: id.clone(),
             reason,
             cancel: CancellationToken::new(),
         };
-        let mut answer = guarded(approval.request(&request)).await;
-        if self.broken(Mutant::ApprovalAskedTwice) {
-            // Asked again, as a harness that re-prompts on a re-render would.
-            self.recorder.append(
-                Some(id),
-                EventBody::ApprovalAsked(ApprovalAsked {
-                    id: format!("approval-{id}-again"),
-                    tool_name: exec.name().to_owned(),
-                    call_id: Some(id.clone()),
-                    reason: request.reason.clone(),
-                }),
-                None,
-                None,
-            );
-            answer = guarded(approval.request(&request)).await;
-        }
-        let outcome = match answer {
+        let outcome = match guarded(approval.request(&request)).await {
             Err(failure) => {
                 self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
-                return Some(Prepared::Threw(failure));
+                return Prepared::Threw(failure);
             }
             Ok(ApprovalOutcome::AllowedOnce) => Outcome::AllowedOnce,
             Ok(ApprovalOutcome::Rejected) => Outcome::Rejected,
             Ok(ApprovalOutcome::Cancelled) => Outcome::Cancelled,
             Ok(ApprovalOutcome::Unavailable) => Outcome::Unavailable,
         };
-        if audited {
+        faults::approval_audit(&self.faults, || {
             self.recorder.append(
                 Some(id),
                 EventBody::ApprovalDecided(ApprovalDecided {
@@ -90,16 +72,14 @@ impl ToolRegistry {
                 None,
                 None,
             );
-        }
+        });
         if outcome == Outcome::AllowedOnce {
-            if self.broken(Mutant::ApprovalAnswerReused) {
-                self.remember_answer(exec.name());
-            }
+            faults::answer_given(&self.faults, exec.name());
             self.observe(obs.outcome(outcome));
-            return None;
+            return Prepared::Allowed;
         }
         let reason = format!("approval {outcome} for tool \"{}\"", exec.name());
         self.observe(obs.outcome(outcome).reason(reason.clone()));
-        Some(Prepared::Denied(reason))
+        Prepared::Denied(reason)
     }
 }

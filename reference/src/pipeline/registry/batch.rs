@@ -14,8 +14,8 @@ use super::{
 };
 use crate::graph::NodeId;
 use crate::identity::parse_arguments;
-use crate::mutant::Mutant;
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
+use crate::pipeline::faults;
 use crate::result::{Failure, ToolResult};
 use crate::trace::{DeclaredCall, Observation};
 
@@ -44,31 +44,26 @@ impl ToolRegistry {
         while start < plans.len() {
             // Consecutive concurrency-safe calls share a rolling pool; any other call runs alone
             // and is a barrier.
-            let end = if plans[start].safe || self.broken(Mutant::ExclusiveInPool) {
+            let joins_pool = |p: &CallPlan| faults::joins_pool(&self.faults, p.safe);
+            let end = if joins_pool(&plans[start]) {
                 plans[start..]
                     .iter()
-                    .position(|p| !(p.safe || self.broken(Mutant::ExclusiveInPool)))
+                    .position(|p| !joins_pool(p))
                     .map_or(plans.len(), |k| start + k)
             } else {
                 start + 1
             };
             self.run_group(&plans[start..end], step, &mut outcomes)
                 .await;
-            if self.escaped().is_some() {
+            if faults::batch_abandoned(&self.faults) {
                 return BatchReport { outcomes };
             }
             start = end;
         }
 
         self.observe(Observation::at(NodeId::AllResults));
-        if !self.broken(Mutant::ContextsBeforeResults) {
-            let mut ordered: Vec<&CallOutcome> = outcomes.iter().collect();
-            if self.broken(Mutant::ContextsReversed) {
-                ordered.reverse();
-            }
-            for outcome in ordered {
-                self.inject_contexts(outcome);
-            }
+        for outcome in faults::contexts_after_all(&self.faults, &outcomes) {
+            self.inject_contexts(outcome);
         }
         BatchReport { outcomes }
     }
@@ -126,20 +121,18 @@ impl ToolRegistry {
         let mut committed = vec![false; plans.len()];
         let mut next_commit = 0;
         while next_commit < plans.len() {
+            // A call is ready to commit once prepared and, if it runs its body, executed.
             let ready = |i: usize| {
-                started.get(i).is_some_and(|s| match s.prepared {
-                    Prepared::Allowed => finished.contains_key(&i),
-                    Prepared::Denied(_) if self.broken(Mutant::RunBodyAfterDeny) => {
-                        finished.contains_key(&i)
-                    }
-                    _ => true,
+                started.get(i).is_some_and(|s| {
+                    !faults::runs_body(&self.faults, &s.prepared) || finished.contains_key(&i)
                 })
             };
-            let head = if self.broken(Mutant::CommitInCompletionOrder) {
-                (0..started.len()).find(|&i| !committed[i] && ready(i))
-            } else {
-                Some(next_commit).filter(|&i| ready(i))
-            };
+            let head = faults::commit_head(
+                &self.faults,
+                Some(next_commit).filter(|&i| ready(i)),
+                started.len(),
+                |i| !committed[i] && ready(i),
+            );
             if let Some(i) = head {
                 let body = finished.remove(&i);
                 let settled = match (&started[i].prepared, body) {
@@ -155,9 +148,7 @@ impl ToolRegistry {
                         &mut finished,
                     )
                     .await;
-                if self.broken(Mutant::ContextsBeforeResults) {
-                    self.inject_contexts(&outcome);
-                }
+                faults::contexts_on_commit(&self.faults, &outcome, |o| self.inject_contexts(o));
                 outcomes.push(outcome);
                 committed[i] = true;
                 while next_commit < plans.len() && committed[next_commit] {
@@ -165,26 +156,17 @@ impl ToolRegistry {
                 }
                 continue;
             }
-            let cap = if self.broken(Mutant::PoolCapIgnored) {
-                usize::MAX
-            } else {
-                self.max_parallel
-            };
+            let cap = faults::pool_cap(&self.faults, self.max_parallel);
             if started.len() < plans.len() && inflight.len() < cap {
                 let i = started.len();
                 let s = self
                     .polling(self.prepare(&plans[i], step), &mut inflight, &mut finished)
                     .await;
-                let runs_body = match s.prepared {
-                    Prepared::Allowed => true,
-                    Prepared::Denied(_) => self.broken(Mutant::RunBodyAfterDeny),
-                    Prepared::Threw(_) => false,
-                };
-                if runs_body {
+                if faults::runs_body(&self.faults, &s.prepared) {
                     inflight.push(Box::pin(self.execute(i, &plans[i], s.exec.clone())));
                 }
                 started.push(s);
-                if self.escaped().is_some() {
+                if faults::batch_abandoned(&self.faults) {
                     // The throw escaped: the batch is abandoned where it stands.
                     return;
                 }

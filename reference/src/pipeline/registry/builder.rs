@@ -1,16 +1,20 @@
 //! The builder: tools and extension points, registered in order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+#[cfg(feature = "mutants")]
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 
 use super::{DEFAULT_MAX_PARALLEL, RUN_CODE, RegistryError, ToolRegistry};
 use crate::fs::VirtualFs;
 use crate::graph::Revision;
+#[cfg(feature = "mutants")]
 use crate::mutant::Mutant;
 use crate::pipeline::extension::{
     Approval, ExecuteWrapper, Guard, PostExecute, PreExecute, Presenter, ResultObserver,
 };
+use crate::pipeline::faults::{self, Faults};
 use crate::pipeline::tool::Tool;
 use crate::trace::Recorder;
 
@@ -28,6 +32,7 @@ pub struct RegistryBuilder {
     presenter: Option<Arc<dyn Presenter>>,
     fs: Option<VirtualFs>,
     max_parallel: Option<usize>,
+    #[cfg(feature = "mutants")]
     mutants: BTreeSet<Mutant>,
     recorder: Option<Recorder>,
     code_mode: Option<Arc<dyn crate::pipeline::code_mode::ProgramLoader>>,
@@ -129,7 +134,8 @@ impl RegistryBuilder {
         self
     }
 
-    /// Breaks the pipeline on purpose (see [`crate::mutant`]).
+    /// Breaks the pipeline on purpose (see [`crate::mutant`]); only with the feature `mutants`.
+    #[cfg(feature = "mutants")]
     pub fn mutant(mut self, mutant: Mutant) -> Self {
         self.mutants.insert(mutant);
         self
@@ -146,27 +152,30 @@ impl RegistryBuilder {
                 return Err(RegistryError::Duplicate(name));
             }
         }
+        #[cfg(feature = "mutants")]
+        let faults = Faults::new(self.mutants);
+        #[cfg(not(feature = "mutants"))]
+        let faults = Faults::default();
+        let recorder = self.recorder.unwrap_or_default();
         Ok(ToolRegistry {
             revision: self.revision,
             tools,
-            pre: self.pre,
-            approval: self.approval,
+            pre: faults::pre_listeners(&faults, self.pre),
+            approval: faults::approval(&faults, self.approval, &recorder),
             guards: self.guards,
             wrappers: self.wrappers,
             post: self.post,
             observers: self.observers,
             presenter: self.presenter,
             fs: self.fs.unwrap_or_default(),
-            recorder: self.recorder.unwrap_or_default(),
+            recorder,
             max_parallel: self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL),
-            mutants: self.mutants,
+            faults,
             run_code: self.code_mode.map(|loader| {
                 Arc::new(crate::pipeline::code_mode::RunCode { loader }) as Arc<dyn Tool>
             }),
             tokens: AtomicU64::new(0),
             steps: AtomicU64::new(0),
-            escaped: Mutex::new(None),
-            allowed_tools: Mutex::default(),
         })
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use super::{CallOutcome, CallPlan, Settled, Started, ToolRegistry};
 use crate::graph::{NodeId, Revision};
 use crate::identity::Execution;
-use crate::mutant::Mutant;
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
+use crate::pipeline::faults;
 use crate::result::{ContentBlock, ToolResult};
 use crate::session::{
     ContextMessage, EventBody, FlatToolResult, MessageSource, Role, SurfaceOp, ToolResultBlock,
@@ -28,20 +28,7 @@ impl ToolRegistry {
                 .identity(exec.identity())
                 .result(frozen),
         );
-        let mut recorded = frozen.clone();
-        for observer in &self.observers {
-            let amended = guarded_sync(|| Ok(observer.amend(exec, frozen)))
-                .ok()
-                .flatten();
-            if let Some(content) = amended
-                && self.broken(Mutant::ObserverMutatesOutcome)
-            {
-                recorded = Arc::new(ToolResult {
-                    content,
-                    ..(*recorded).clone()
-                });
-            }
-        }
+        let recorded = faults::recorded_outcome(&self.faults, &self.observers, exec, frozen);
         let work: Vec<BoxFuture<'static, ()>> = self
             .observers
             .iter()
@@ -73,13 +60,13 @@ impl ToolRegistry {
         let exec = &started.exec;
         let id = exec.call_id();
         let frozen = self.settle(plan, exec, settled).await;
-        let recorded_early = self
-            .broken(Mutant::ResultBeforeNotification)
-            .then(|| self.record_result(plan, started, &frozen, step));
-        let recorded = self.announce(exec, &frozen).await;
-        if recorded_early.is_none() {
-            self.record_result(plan, started, &recorded, step);
-        }
+        faults::notify_then_record(
+            &self.faults,
+            &frozen,
+            self.announce(exec, &frozen),
+            |recorded| self.record_result(plan, started, recorded, step),
+        )
+        .await;
         self.observe(Observation::at(NodeId::PresentResult).call(id));
         if let Some(presenter) = &self.presenter {
             let _ = guarded_sync(|| {
@@ -101,10 +88,7 @@ impl ToolRegistry {
         step: u64,
     ) -> u64 {
         let id = &plan.call.call_id;
-        let mut content = frozen.content.clone();
-        if self.broken(Mutant::ResultDiffersFromNotification) {
-            content.push(ContentBlock::text("(edited after notification)"));
-        }
+        let content = faults::recorded_content(&self.faults, frozen.content.clone());
         let error = frozen.error.as_ref().and_then(|e| e.info.clone());
         let data = match self.revision {
             Revision::Rev2 => ToolResultData::Message(ToolResultRecord {

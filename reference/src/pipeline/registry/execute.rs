@@ -7,8 +7,8 @@ use tokio_util::sync::CancellationToken;
 use super::{CallPlan, ToolRegistry};
 use crate::graph::{NodeId, Outcome};
 use crate::identity::Execution;
-use crate::mutant::Mutant;
 use crate::pipeline::extension::{BoxFuture, Dispatch, ExecuteNext, guarded, guarded_sync};
+use crate::pipeline::faults;
 use crate::pipeline::tool::{Tool, ToolContext};
 use crate::result::{AdditionalContext, ContextOrigin, ErrorCode, Failure, ToolResult};
 
@@ -100,18 +100,7 @@ impl Dispatch for BodyDispatcher<'_> {
             };
             // The body's own failure is normalized here, before any wrapper sees it.
             let executed = guarded(tool.execute(ctx)).await;
-            if let Err(failure) = &executed
-                && registry.broken(Mutant::BodyThrowReachesWrappers)
-            {
-                registry.observe(
-                    registry
-                        .stage(NodeId::Around, self.exec)
-                        .identity(self.exec.identity())
-                        .outcome(Outcome::Throw)
-                        .reason(failure.message.clone()),
-                );
-                return Err(failure.clone());
-            }
+            faults::body_throw(registry, self.exec, &executed)?;
             let result = match executed {
                 Ok(value) => {
                     let args = self.exec.arguments();

@@ -3,32 +3,19 @@
 use super::{Prepared, ToolRegistry};
 use crate::graph::{NodeId, Outcome};
 use crate::identity::Execution;
-use crate::mutant::Mutant;
 use crate::pipeline::extension::{GuardVerdict, guarded};
+use crate::pipeline::faults;
 use crate::result::Failure;
 use crate::trace::{GuardVerdictKind, GuardVerdictRecord};
 
 impl ToolRegistry {
     pub(super) async fn run_guards(&self, exec: &Execution) -> Prepared {
-        let rewritten;
-        let seen = if self.broken(Mutant::RewriteArguments) {
-            rewritten = Execution::new(
-                exec.token(),
-                exec.call_id().clone(),
-                exec.root_call_id().clone(),
-                exec.name().to_owned(),
-                serde_json::json!({ "rewritten": true }),
-                exec.parent(),
-            );
-            &rewritten
-        } else {
-            exec
-        };
+        let seen = faults::guard_view(&self.faults, exec);
         let mut verdicts = Vec::new();
         let mut denial: Option<String> = None;
         let mut threw: Option<Failure> = None;
         for guard in &self.guards {
-            match guarded(guard.check(seen)).await {
+            match guarded(guard.check(&seen)).await {
                 Ok(GuardVerdict::Abstain) => verdicts.push(GuardVerdictRecord {
                     guard: guard.id().to_owned(),
                     verdict: GuardVerdictKind::Abstain,
@@ -41,9 +28,7 @@ impl ToolRegistry {
                         verdict: GuardVerdictKind::Allow,
                         reason: None,
                     });
-                    if self.broken(Mutant::GuardAllowOverridesDeny) {
-                        denial = None;
-                    }
+                    denial = faults::guard_allow(&self.faults, denial);
                 }
                 Ok(GuardVerdict::Deny(reason)) => {
                     verdicts.push(GuardVerdictRecord {
@@ -51,12 +36,9 @@ impl ToolRegistry {
                         verdict: GuardVerdictKind::Deny,
                         reason: Some(reason.clone()),
                     });
-                    if self.broken(Mutant::GuardDenyIgnored) {
-                        continue;
-                    }
                     // The first reason wins; later guards are not consulted.
-                    denial = Some(reason);
-                    if !self.broken(Mutant::GuardAllowOverridesDeny) {
+                    denial = faults::guard_deny(&self.faults, denial, reason);
+                    if faults::guards_stop_at_deny(&self.faults) {
                         break;
                     }
                 }

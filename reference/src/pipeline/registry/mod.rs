@@ -16,20 +16,20 @@ mod prepare;
 mod settle;
 mod sub_call;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
 use super::extension::{
     Approval, ExecuteWrapper, Guard, PostExecute, PreExecute, Presenter, ResultObserver,
 };
+use super::faults::{self, Faults};
 use super::tool::Tool;
 use crate::fs::VirtualFs;
 use crate::graph::{NodeId, Revision};
 use crate::identity::{CallId, Execution, Token};
-use crate::mutant::Mutant;
 use crate::result::{Failure, ToolResult};
 use crate::trace::{Observation, Recorder};
 
@@ -96,15 +96,11 @@ pub struct ToolRegistry {
     fs: VirtualFs,
     recorder: Recorder,
     max_parallel: usize,
-    mutants: BTreeSet<Mutant>,
+    faults: Faults,
     /// The reserved `run_code` tool, when Code Mode is on.
     run_code: Option<Arc<dyn Tool>>,
     tokens: AtomicU64,
     steps: AtomicU64,
-    /// A throw that escaped the pipeline (only the mutant `throw-escapes` lets one).
-    escaped: Mutex<Option<String>>,
-    /// The tools an approval allowed once (only the mutant `approval-answer-reused` reads it).
-    allowed_tools: Mutex<BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -112,7 +108,7 @@ impl std::fmt::Debug for ToolRegistry {
         f.debug_struct("ToolRegistry")
             .field("revision", &self.revision)
             .field("tools", &self.tools.keys().collect::<Vec<_>>())
-            .field("mutants", &self.mutants)
+            .field("mutants", &self.faults)
             .finish_non_exhaustive()
     }
 }
@@ -128,7 +124,7 @@ struct CallPlan {
 }
 
 /// How a call's prepare stages ended.
-enum Prepared {
+pub(super) enum Prepared {
     Allowed,
     Denied(String),
     Threw(Failure),
@@ -169,29 +165,12 @@ impl ToolRegistry {
     /// What escaped the pipeline, when a throw did (a conforming registry lets none escape:
     /// only the mutant `throw-escapes` abandons the batch with one).
     pub fn escaped(&self) -> Option<String> {
-        self.escaped
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        faults::escaped(&self.faults)
     }
 
-    pub(crate) fn broken(&self, mutant: Mutant) -> bool {
-        self.mutants.contains(&mutant)
-    }
-
-    /// The mutant `approval-answer-reused`: whether a tool was allowed once already.
-    fn reuse_answer(&self, tool: &str) -> bool {
-        self.allowed_tools
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(tool)
-    }
-
-    fn remember_answer(&self, tool: &str) {
-        self.allowed_tools
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(tool.to_owned());
+    /// The mutants this registry runs with (see [`super::faults`]).
+    pub(in crate::pipeline) fn faults(&self) -> &Faults {
+        &self.faults
     }
 
     fn mint(&self) -> Token {

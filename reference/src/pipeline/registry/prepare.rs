@@ -5,8 +5,8 @@ use std::sync::{Mutex, PoisonError};
 use super::{CallPlan, Prepared, Started, ToolRegistry};
 use crate::graph::{NodeId, Outcome};
 use crate::identity::Execution;
-use crate::mutant::Mutant;
-use crate::pipeline::extension::{PreDecision, PreNext, guarded_sync};
+use crate::pipeline::extension::{BoxFuture, PreDecision, PreNext, guarded_sync};
+use crate::pipeline::faults;
 use crate::result::Failure;
 use crate::session::{EventBody, ToolCallData};
 use crate::trace::Observation;
@@ -46,16 +46,13 @@ impl ToolRegistry {
             plan.args.clone(),
             None,
         );
-        let early_seq = (!self.broken(Mutant::LateToolCall)).then(|| self.log_call(plan, step));
-        let (prepared, rewritten) = self.decide(&exec).await;
-        let exec = rewritten.unwrap_or(exec);
-        if let Prepared::Threw(failure) = &prepared
-            && self.broken(Mutant::ThrowEscapes)
-        {
-            *self.escaped.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some(failure.message.clone());
-        }
-        let call_seq = early_seq.unwrap_or_else(|| self.log_call(plan, step));
+        let (call_seq, (prepared, exec)) = faults::tool_call_then(
+            &self.faults,
+            || self.log_call(plan, step),
+            self.decide(exec),
+        )
+        .await;
+        faults::throw_escapes(&self.faults, &prepared);
         if let Prepared::Denied(reason) = &prepared {
             self.observe(self.stage(NodeId::Denied, &exec).reason(reason.clone()));
         }
@@ -66,40 +63,23 @@ impl ToolRegistry {
         }
     }
 
-    /// Pre-execute, approval and guards. The mutant `pre-rewrites-arguments` also returns the
-    /// rewritten execution the later stages are then handed.
-    pub(super) async fn decide(&self, exec: &Execution) -> (Prepared, Option<Execution>) {
+    /// Pre-execute, approval and guards. Returns how they ended and the call the later stages
+    /// are handed: `exec` itself, identity is protected.
+    pub(super) async fn decide(&self, exec: Execution) -> (Prepared, Execution) {
         let entered = Mutex::new(Vec::new());
-        let reversed: Vec<_>;
-        let listeners = if self.broken(Mutant::PreListenersReversed) {
-            reversed = self.pre.iter().rev().cloned().collect();
-            &reversed
-        } else {
-            &self.pre
-        };
-        let decision = PreNext::new(listeners, exec, &entered).run().await;
-        if let Ok(PreDecision::Rewrite { arguments }) = &decision
-            && self.broken(Mutant::PreRewritesArguments)
-        {
-            let mut obs = self.stage(NodeId::Pre, exec).identity(exec.identity());
-            obs.listeners = Some(entered.into_inner().unwrap_or_else(PoisonError::into_inner));
-            self.observe(obs.outcome(Outcome::Allow));
-            let rewritten = Execution::new(
-                exec.token(),
-                exec.call_id().clone(),
-                exec.root_call_id().clone(),
-                exec.name().to_owned(),
-                arguments.clone(),
-                exec.parent(),
-            );
-            return (self.run_guards(&rewritten).await, Some(rewritten));
-        }
-        (self.decided(exec, decision, entered).await, None)
+        let decision = PreNext::new(&self.pre, &exec, &entered).run().await;
+        let rewritten = faults::pre_rewritten(&self.faults, &decision, &exec);
+        let later = rewritten.as_ref().unwrap_or(&exec);
+        let prepared = self.decided(&exec, later, decision, entered).await;
+        (prepared, rewritten.unwrap_or(exec))
     }
 
+    /// Records the pre-execute decision on `exec` and runs what it calls for; `later` is the
+    /// call the guards judge.
     pub(super) async fn decided(
         &self,
         exec: &Execution,
+        later: &Execution,
         decision: Result<PreDecision, Failure>,
         entered: Mutex<Vec<String>>,
     ) -> Prepared {
@@ -117,22 +97,19 @@ impl ToolRegistry {
             // Identity is protected: an attempt to rewrite the arguments is an allow.
             Ok(PreDecision::Allow | PreDecision::Rewrite { .. }) => {
                 self.observe(obs.outcome(Outcome::Allow));
-                self.run_guards(exec).await
+                self.run_guards(later).await
             }
             Ok(PreDecision::Ask { reason }) => {
                 let mut obs = obs.outcome(Outcome::Ask);
                 obs.reason = reason.clone();
                 self.observe(obs);
-                if self.broken(Mutant::GuardsBeforeApproval) {
-                    let guarded = self.run_guards(exec).await;
-                    if !matches!(guarded, Prepared::Allowed) {
-                        return guarded;
-                    }
-                    return self.ask(exec, reason).await.unwrap_or(Prepared::Allowed);
-                }
-                match self.ask(exec, reason).await {
-                    Some(refused) => refused,
-                    None => self.run_guards(exec).await,
+                // The ask is answered first; the guards judge only a call it allowed.
+                let approval: BoxFuture<'_, Prepared> = Box::pin(self.ask(exec, reason));
+                let guards: BoxFuture<'_, Prepared> = Box::pin(self.run_guards(exec));
+                let (first, then) = faults::approval_then_guards(&self.faults, approval, guards);
+                match first.await {
+                    Prepared::Allowed => then.await,
+                    refused => refused,
                 }
             }
         }

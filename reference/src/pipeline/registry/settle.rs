@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::{CallPlan, Settled, ToolRegistry};
 use crate::graph::{NodeId, Outcome, Revision};
 use crate::identity::Execution;
-use crate::mutant::Mutant;
 use crate::pipeline::extension::{PostDecision, PostNext, guarded_sync};
+use crate::pipeline::faults;
 use crate::result::{
     AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult, content_text,
 };
@@ -22,13 +22,11 @@ impl ToolRegistry {
         settled: Settled,
     ) -> Arc<ToolResult> {
         let (mut result, mut threw, denied) = match settled {
-            Settled::Denied(reason) => {
-                let mut result = ToolResult::denial(&reason);
-                if self.broken(Mutant::DenialNotError) {
-                    result.is_error = false;
-                }
-                (result, None, true)
-            }
+            Settled::Denied(reason) => (
+                faults::denial_result(&self.faults, ToolResult::denial(&reason)),
+                None,
+                true,
+            ),
             Settled::Threw(failure) => (ToolResult::from_failure(&failure), Some(failure), false),
             Settled::Executed(Ok(result)) => (result, None, false),
             Settled::Executed(Err(failure)) => {
@@ -36,8 +34,8 @@ impl ToolRegistry {
             }
         };
 
-        let skip_post = (threw.is_some() && !self.broken(Mutant::PostAfterThrow))
-            || (denied && self.broken(Mutant::SkipPostForDenials));
+        // Post-execute sees a denial too, and is skipped after a throw.
+        let skip_post = faults::skip_post(&self.faults, threw.is_some(), denied);
         if !skip_post {
             let entered = Mutex::new(Vec::new());
             let decision = PostNext::new(&self.post, exec, &result, &entered)
@@ -77,9 +75,7 @@ impl ToolRegistry {
 
         if self.revision == Revision::Rev2 {
             result = self.finalize(plan, exec, result);
-            if self.broken(Mutant::FinalizeTwice) {
-                result = self.finalize(plan, exec, result);
-            }
+            result = faults::finalize_again(&self.faults, result, |r| self.finalize(plan, exec, r));
         }
         Arc::new(result)
     }
@@ -134,11 +130,8 @@ impl ToolRegistry {
                 } else {
                     text
                 };
-                let mut kept = if self.broken(Mutant::BlockKeepsContexts) {
-                    std::mem::take(&mut result.additional_contexts)
-                } else {
-                    Vec::new()
-                };
+                // Earlier contexts are dropped; only the block's own remain.
+                let mut kept = faults::kept_by_block(&self.faults, result.additional_contexts);
                 kept.extend(contexts.into_iter().map(post_context));
                 Ok(ToolResult {
                     is_error: true,
@@ -163,12 +156,10 @@ impl ToolRegistry {
         exec: &Execution,
         candidate: ToolResult,
     ) -> ToolResult {
-        let Some(finalizer) = plan.tool.as_ref().and_then(|t| t.finalizer()) else {
+        let finalizer = plan.tool.as_ref().and_then(|t| t.finalizer());
+        let Some(finalizer) = faults::finalizer(&self.faults, finalizer, &candidate) else {
             return candidate;
         };
-        if candidate.is_error && self.broken(Mutant::FinalizeSkippedOnError) {
-            return candidate;
-        }
         let outcome = guarded_sync(|| finalizer.finalize_content(exec, &candidate));
         let obs = self
             .stage(NodeId::Finalize, exec)

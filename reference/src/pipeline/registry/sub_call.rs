@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::{ModelCall, Prepared, Settled, ToolRegistry};
 use crate::graph::{NodeId, Revision};
 use crate::identity::Execution;
-use crate::mutant::Mutant;
+use crate::pipeline::faults;
 use crate::pipeline::tool::ToolContext;
 use crate::result::content_text;
 use crate::session::{CodeDispatch, CodeDispatchStart, EventBody};
@@ -50,8 +50,7 @@ impl ToolRegistry {
                 None,
             );
         }
-        let (prepared, rewritten) = self.decide(&exec).await;
-        let exec = rewritten.unwrap_or(exec);
+        let (prepared, exec) = self.decide(exec).await;
         let settled = match prepared {
             Prepared::Allowed => Settled::Executed(self.execute(0, &plan, exec.clone()).await.1),
             Prepared::Denied(reason) => {
@@ -63,13 +62,9 @@ impl ToolRegistry {
         let frozen = self.settle(&plan, &exec, settled).await;
         let frozen = self.announce(&exec, &frozen).await;
         // The doc: sub-calls omit their additional contexts (nothing can be injected mid-run
-        // without breaking call/result adjacency). The mutant forwards them to the parent.
-        if self.broken(Mutant::SubCallContextsForwarded) {
-            for context in &frozen.additional_contexts {
-                parent.defer_context(context.text.clone());
-            }
-        }
-        if !self.broken(Mutant::NoDispatchEvent) {
+        // without breaking call/result adjacency).
+        faults::sub_call_contexts(&self.faults, &frozen, parent);
+        faults::dispatch_log(&self.faults, || {
             let text = content_text(&frozen.content);
             self.recorder.append(
                 Some(&id),
@@ -88,15 +83,11 @@ impl ToolRegistry {
                 None,
                 None,
             );
-        }
+        });
         if frozen.is_error {
-            let mut details = std::collections::BTreeMap::new();
-            if self.broken(Mutant::RejectionLeaksFields) {
-                details.insert(
-                    "content".to_owned(),
-                    serde_json::to_value(&frozen.content).unwrap_or_default(),
-                );
-            }
+            // The program is handed the tool name and the message, nothing else.
+            let details =
+                faults::rejection_details(&self.faults, std::collections::BTreeMap::new(), &frozen);
             Err(crate::pipeline::code_mode::ToolCallError {
                 tool_name: tool.to_owned(),
                 message: frozen
