@@ -12,7 +12,8 @@
 //! - [`fs`]: an in-memory filesystem behind the read-before-edit intent gate.
 //! - [`code_mode`]: the reserved `run_code` transport; its programs' sub-calls re-enter the
 //!   pipeline.
-//! - [`mutant`]: deliberate breakages, to prove a conformance suite catches them.
+//! - [`mutant`]: deliberate breakages, to prove a conformance suite catches them. Their
+//!   behaviour is compiled in only with the cargo feature `mutants` (see `pipeline/faults.rs`).
 //!
 //! Architecture invariant: this crate never depends on the checker (`tep-check`): the
 //! pipeline does not know its judge.

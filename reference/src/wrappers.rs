@@ -5,6 +5,7 @@
 //! call's identity.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use crate::result::{ErrorCode, Failure, ToolResult};
 /// never abandoned), then reports `TOOL_TIMEOUT`.
 #[derive(Debug, Clone, Default)]
 pub struct TimeoutWrapper {
+    #[cfg(feature = "mutants")]
     abandon: bool,
 }
 
@@ -24,10 +26,24 @@ impl TimeoutWrapper {
         TimeoutWrapper::default()
     }
 
-    /// Broken on purpose (mutant `timeout-abandons-body`): at the deadline it returns without
-    /// waiting for the body, which is dropped mid-run.
+    /// Broken on purpose (mutant `timeout-abandons-body`, only with the feature `mutants`): at
+    /// the deadline it returns without waiting for the body, which is dropped mid-run.
+    #[cfg(feature = "mutants")]
     pub fn abandoning() -> Self {
         TimeoutWrapper { abandon: true }
+    }
+
+    /// What the body ends with once the deadline cancelled its signal: the wrapper waits for it
+    /// to stop.
+    async fn after_deadline(
+        &self,
+        body: impl Future<Output = Result<ToolResult, Failure>>,
+    ) -> Result<ToolResult, Failure> {
+        #[cfg(feature = "mutants")]
+        if self.abandon {
+            return Err(Failure::new("abandoned"));
+        }
+        body.await
     }
 }
 
@@ -54,11 +70,7 @@ impl ExecuteWrapper for TimeoutWrapper {
                 result = &mut run => (result, false),
                 () = tokio::time::sleep(limit) => {
                     deadline.cancel();
-                    if self.abandon {
-                        (Err(Failure::new("abandoned")), true)
-                    } else {
-                        (run.await, true)
-                    }
+                    (self.after_deadline(run).await, true)
                 }
             };
             if fired && !call.cancel.is_cancelled() {

@@ -122,15 +122,8 @@ impl<'a> Bindings<'a> {
             });
         }
         let n = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
-        let _turn = if self
-            .ctx
-            .registry
-            .broken(crate::mutant::Mutant::SubCallsOverlap)
-        {
-            None
-        } else {
-            Some(self.lane.lock().await)
-        };
+        let _turn =
+            super::faults::sub_call_turn(self.ctx.registry.faults(), self.lane.lock()).await;
         self.ctx
             .registry
             .run_sub_call(self.ctx, n, tool, arguments)

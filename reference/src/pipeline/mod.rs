@@ -6,9 +6,12 @@
 //! - [`tool`] defines tools and what a body may do (fs gate, owned events, deferred contexts);
 //! - [`registry`] drives a batch: ordered stages in model order, bodies in parallel pools;
 //! - [`code_mode`] is the reserved `run_code` tool, whose sub-calls re-enter the registry.
+//! - `faults` is where the mutants live: decorators and the seams the stages hand their spec
+//!   values to, the identity without the feature `mutants`.
 
 pub mod code_mode;
 pub mod extension;
+mod faults;
 pub mod registry;
 pub mod simple;
 pub mod tool;

@@ -7,10 +7,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::extension::BoxFuture;
+use super::faults;
 use super::registry::ToolRegistry;
 use crate::graph::{NodeId, Outcome};
 use crate::identity::Execution;
-use crate::mutant::Mutant;
 use crate::result::{ContentBlock, ErrorCode, Failure, ToolResult};
 use crate::session::{EventBody, FileState, FsObserved, HookInvoked, HookResult, Todo, TodoWrite};
 use crate::trace::{FsIntentKind, FsIntentRecord};
@@ -158,7 +158,7 @@ impl<'a> ToolContext<'a> {
     /// Presents a mutation to the gate: records the `fsGate` visit and the body resuming.
     fn gate(&self, intent: FsIntentKind, path: &str) -> Result<(), Failure> {
         let fs = self.registry.fs();
-        let enforce = !self.registry.broken(Mutant::EditWithoutRead);
+        let enforce = faults::read_before_edit(self.registry.faults());
         let verdict = fs.gate(intent, path, enforce);
         let mut obs = self.registry.stage(NodeId::FsGate, self.exec);
         obs.intent = Some(FsIntentRecord {

@@ -1,0 +1,683 @@
+//! Where the reference's mutants live: the only place fault behaviour is written.
+//!
+//! The stage code reads as the spec. Each [`Mutant`](crate::mutant::Mutant) is either a
+//! *decorator*, an extension point wrapped or reordered when the registry is built with it (the
+//! stage code cannot tell), or a *seam*: one small function here that the stage code hands its
+//! spec value (or its spec step) to. Without the cargo feature `mutants`, [`Faults`] is empty,
+//! every seam is the identity and no decorator exists: such a build has no fault code at all.
+//! `RegistryBuilder::mutant` and `TimeoutWrapper::abandoning` exist only with the feature.
+//!
+//! | Mutant | Kind | Seam (here) | Stage |
+//! |---|---|---|---|
+//! | `pre-listeners-reversed` | decorator | [`pre_listeners`] | `registry/builder.rs` |
+//! | `approval-asked-twice` | decorator | [`approval`] | `registry/builder.rs` |
+//! | `timeout-abandons-body` | decorator | `TimeoutWrapper::abandoning` | `wrappers.rs` |
+//! | `exclusive-in-pool` | seam | [`joins_pool`] | `registry/batch.rs` |
+//! | `pool-cap-ignored` | seam | [`pool_cap`] | `registry/batch.rs` |
+//! | `run-body-after-deny` | seam | [`runs_body`] | `registry/batch.rs` |
+//! | `commit-in-completion-order` | seam | [`commit_head`] | `registry/batch.rs` |
+//! | `contexts-before-results` | seam | [`contexts_after_all`], [`contexts_on_commit`] | `registry/batch.rs` |
+//! | `contexts-reversed` | seam | [`contexts_after_all`] | `registry/batch.rs` |
+//! | `throw-escapes` | seam | [`throw_escapes`], [`batch_abandoned`], [`escaped`] | `registry/prepare.rs`, `registry/batch.rs` |
+//! | `late-tool-call` | seam | [`tool_call_then`] | `registry/prepare.rs` |
+//! | `pre-rewrites-arguments` | seam | [`pre_rewritten`] | `registry/prepare.rs` |
+//! | `guards-before-approval` | seam | [`approval_then_guards`] | `registry/prepare.rs` |
+//! | `absent-approval-allows` | seam | [`absent_approval_allows`] | `registry/approval.rs` |
+//! | `approval-unaudited` | seam | [`approval_audit`] | `registry/approval.rs` |
+//! | `approval-answer-reused` | seam | [`answer_reused`], [`answer_given`] | `registry/approval.rs` |
+//! | `rewrite-arguments` | seam | [`guard_view`] | `registry/guards.rs` |
+//! | `guard-deny-ignored` | seam | [`guard_deny`], [`guards_stop_at_deny`] | `registry/guards.rs` |
+//! | `guard-allow-overrides-deny` | seam | [`guard_allow`], [`guards_stop_at_deny`] | `registry/guards.rs` |
+//! | `body-throw-reaches-wrappers` | seam | [`body_throw`] | `registry/execute.rs` |
+//! | `edit-without-read` | seam | [`read_before_edit`] | `tool.rs` |
+//! | `denial-not-error` | seam | [`denial_result`] | `registry/settle.rs` |
+//! | `post-after-throw` | seam | [`skip_post`] | `registry/settle.rs` |
+//! | `skip-post-for-denials` | seam | [`skip_post`] | `registry/settle.rs` |
+//! | `block-keeps-contexts` | seam | [`kept_by_block`] | `registry/settle.rs` |
+//! | `finalize-twice` | seam | [`finalize_again`] | `registry/settle.rs` |
+//! | `finalize-skipped-on-error` | seam | [`finalizer`] | `registry/settle.rs` |
+//! | `observer-mutates-outcome` | seam | [`recorded_outcome`] | `registry/commit.rs` |
+//! | `result-before-notification` | seam | [`notify_then_record`] | `registry/commit.rs` |
+//! | `result-differs-from-notification` | seam | [`recorded_content`] | `registry/commit.rs` |
+//! | `sub-calls-overlap` | seam | [`sub_call_turn`] | `code_mode.rs` |
+//! | `sub-call-contexts-forwarded` | seam | [`sub_call_contexts`] | `registry/sub_call.rs` |
+//! | `no-dispatch-event` | seam | [`dispatch_log`] | `registry/sub_call.rs` |
+//! | `rejection-leaks-fields` | seam | [`rejection_details`] | `registry/sub_call.rs` |
+
+// Without the feature a seam ignores what only its fault would read.
+#![cfg_attr(not(feature = "mutants"), allow(unused_variables))]
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::extension::{Approval, PreDecision, PreExecute, ResultObserver};
+use super::registry::{CallOutcome, Prepared, ToolRegistry};
+use super::tool::{FinalizeContent, ToolContext};
+use crate::identity::Execution;
+use crate::result::{AdditionalContext, ContentBlock, Failure, ToolResult};
+use crate::trace::Recorder;
+#[cfg(feature = "mutants")]
+use {
+    super::extension::{ApprovalOutcome, ApprovalRequest, BoxFuture, guarded, guarded_sync},
+    crate::graph::{NodeId, Outcome},
+    crate::mutant::Mutant,
+    crate::session::{ApprovalAsked, EventBody},
+    std::collections::BTreeSet,
+    std::sync::{Mutex, PoisonError},
+};
+
+/// The mutants a registry was built with, and the state only they keep.
+#[derive(Default)]
+pub(super) struct Faults {
+    #[cfg(feature = "mutants")]
+    mutants: BTreeSet<Mutant>,
+    /// A throw that escaped the pipeline (`throw-escapes`).
+    #[cfg(feature = "mutants")]
+    escaped: Mutex<Option<String>>,
+    /// The tools an approval allowed once (`approval-answer-reused`).
+    #[cfg(feature = "mutants")]
+    allowed_tools: Mutex<BTreeSet<String>>,
+}
+
+#[cfg(feature = "mutants")]
+impl Faults {
+    pub(super) fn new(mutants: BTreeSet<Mutant>) -> Self {
+        Faults {
+            mutants,
+            ..Faults::default()
+        }
+    }
+
+    fn has(&self, mutant: Mutant) -> bool {
+        self.mutants.contains(&mutant)
+    }
+}
+
+// Printed as the set of mutants, empty without the feature.
+#[cfg(feature = "mutants")]
+impl std::fmt::Debug for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.mutants.fmt(f)
+    }
+}
+
+#[cfg(not(feature = "mutants"))]
+impl std::fmt::Debug for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("{}")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decorators, applied when the registry is built.
+
+/// The `tools/pre-execute` listeners in the order they run: as registered
+/// (`pre-listeners-reversed`: last registered first).
+pub(super) fn pre_listeners(
+    faults: &Faults,
+    listeners: Vec<Arc<dyn PreExecute>>,
+) -> Vec<Arc<dyn PreExecute>> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::PreListenersReversed) {
+        return listeners.into_iter().rev().collect();
+    }
+    listeners
+}
+
+/// `ctx.approval` as mounted (`approval-asked-twice`: every ask is put to it twice).
+pub(super) fn approval(
+    faults: &Faults,
+    approval: Option<Arc<dyn Approval>>,
+    recorder: &Recorder,
+) -> Option<Arc<dyn Approval>> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::ApprovalAskedTwice) {
+        return approval.map(|inner| {
+            Arc::new(AskedTwice {
+                inner,
+                recorder: recorder.clone(),
+            }) as Arc<dyn Approval>
+        });
+    }
+    approval
+}
+
+/// An approval that asks its prompt again, as a harness that re-prompts on a re-render would:
+/// the first answer is dropped and the second one counts.
+#[cfg(feature = "mutants")]
+struct AskedTwice {
+    inner: Arc<dyn Approval>,
+    recorder: Recorder,
+}
+
+#[cfg(feature = "mutants")]
+impl Approval for AskedTwice {
+    fn request<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<ApprovalOutcome, Failure>> {
+        Box::pin(async move {
+            let _dropped = guarded(self.inner.request(request)).await;
+            let id = &request.call_id;
+            self.recorder.append(
+                Some(id),
+                EventBody::ApprovalAsked(ApprovalAsked {
+                    id: format!("approval-{id}-again"),
+                    tool_name: request.tool_name.clone(),
+                    call_id: Some(id.clone()),
+                    reason: request.reason.clone(),
+                }),
+                None,
+                None,
+            );
+            self.inner.request(request).await
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch scheduling.
+
+/// Whether a call joins the rolling pool: a concurrency-safe one (`exclusive-in-pool`: any).
+pub(super) fn joins_pool(faults: &Faults, safe: bool) -> bool {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::ExclusiveInPool) {
+        return true;
+    }
+    safe
+}
+
+/// How many bodies of a pool run at once (`pool-cap-ignored`: all of them).
+pub(super) fn pool_cap(faults: &Faults, cap: usize) -> usize {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::PoolCapIgnored) {
+        return usize::MAX;
+    }
+    cap
+}
+
+/// Whether a call runs its body: an allowed one (`run-body-after-deny`: a denied one too).
+pub(super) fn runs_body(faults: &Faults, prepared: &Prepared) -> bool {
+    #[cfg(feature = "mutants")]
+    if matches!(prepared, Prepared::Denied(_)) && faults.has(Mutant::RunBodyAfterDeny) {
+        return true;
+    }
+    matches!(prepared, Prepared::Allowed)
+}
+
+/// The call committed next: `head`, the head of line once it is ready
+/// (`commit-in-completion-order`: the first of the `started` calls that is ready and not
+/// committed yet).
+pub(super) fn commit_head(
+    faults: &Faults,
+    head: Option<usize>,
+    started: usize,
+    ready_uncommitted: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::CommitInCompletionOrder) {
+        return (0..started).find(|&i| ready_uncommitted(i));
+    }
+    head
+}
+
+/// Injects a call's contexts as soon as its result is committed (`contexts-before-results`);
+/// in the spec nothing is injected before all results are.
+pub(super) fn contexts_on_commit(
+    faults: &Faults,
+    outcome: &CallOutcome,
+    inject: impl FnOnce(&CallOutcome),
+) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::ContextsBeforeResults) {
+        inject(outcome);
+    }
+}
+
+/// The outcomes whose contexts are injected once all results are committed, in injection
+/// order: every one, in model order (`contexts-reversed`: last call first;
+/// `contexts-before-results`: none, each was injected after its own result).
+pub(super) fn contexts_after_all<'a>(
+    faults: &Faults,
+    outcomes: &'a [CallOutcome],
+) -> Vec<&'a CallOutcome> {
+    #[cfg(feature = "mutants")]
+    {
+        if faults.has(Mutant::ContextsBeforeResults) {
+            return Vec::new();
+        }
+        if faults.has(Mutant::ContextsReversed) {
+            return outcomes.iter().rev().collect();
+        }
+    }
+    outcomes.iter().collect()
+}
+
+/// A model call's prepare stages ended (`throw-escapes`: a throw among them escapes the
+/// pipeline and the batch is abandoned).
+pub(super) fn throw_escapes(faults: &Faults, prepared: &Prepared) {
+    #[cfg(feature = "mutants")]
+    if let Prepared::Threw(failure) = prepared
+        && faults.has(Mutant::ThrowEscapes)
+    {
+        *faults
+            .escaped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(failure.message.clone());
+    }
+}
+
+/// What escaped the pipeline: never anything (`throw-escapes`: a throw of the prepare stages).
+#[cfg(feature = "mutants")]
+pub(super) fn escaped(faults: &Faults) -> Option<String> {
+    faults
+        .escaped
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+#[cfg(not(feature = "mutants"))]
+pub(super) fn escaped(faults: &Faults) -> Option<String> {
+    None
+}
+
+/// Whether the batch was abandoned: never (`throw-escapes`: once a throw escaped).
+pub(super) fn batch_abandoned(faults: &Faults) -> bool {
+    escaped(faults).is_some()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prepare: the call event, pre-execute, approval, guards.
+
+/// Logs the `tool/call` event, then decides (`late-tool-call`: decides first). Returns the
+/// event's `seq` and the decision.
+pub(super) async fn tool_call_then<D: Future>(
+    faults: &Faults,
+    log_call: impl FnOnce() -> u64,
+    decide: D,
+) -> (u64, D::Output) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::LateToolCall) {
+        let decided = decide.await;
+        return (log_call(), decided);
+    }
+    let seq = log_call();
+    (seq, decide.await)
+}
+
+/// The call the stages after pre-execute are handed instead of `exec`: none, identity is
+/// protected (`pre-rewrites-arguments`: `exec` with the arguments a listener's rewrite asked
+/// for).
+pub(super) fn pre_rewritten(
+    faults: &Faults,
+    decision: &Result<PreDecision, Failure>,
+    exec: &Execution,
+) -> Option<Execution> {
+    #[cfg(feature = "mutants")]
+    if let Ok(PreDecision::Rewrite { arguments }) = decision
+        && faults.has(Mutant::PreRewritesArguments)
+    {
+        return Some(with_arguments(exec, arguments.clone()));
+    }
+    None
+}
+
+#[cfg(feature = "mutants")]
+fn with_arguments(exec: &Execution, arguments: Value) -> Execution {
+    Execution::new(
+        exec.token(),
+        exec.call_id().clone(),
+        exec.root_call_id().clone(),
+        exec.name().to_owned(),
+        arguments,
+        exec.parent(),
+    )
+}
+
+/// The two stages of an asked call, in the order they run: approval, then the guards
+/// (`guards-before-approval`: the guards first, while the ask is unanswered).
+pub(super) fn approval_then_guards<S>(faults: &Faults, approval: S, guards: S) -> (S, S) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::GuardsBeforeApproval) {
+        return (guards, approval);
+    }
+    (approval, guards)
+}
+
+/// Whether an ask without `ctx.approval` is allowed: never, it is denied
+/// (`absent-approval-allows`: always).
+pub(super) fn absent_approval_allows(faults: &Faults) -> bool {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::AbsentApprovalAllows) {
+        return true;
+    }
+    false
+}
+
+/// Records an `approval/asked` or `approval/decided` event (`approval-unaudited`: drops it).
+pub(super) fn approval_audit(faults: &Faults, record: impl FnOnce()) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::ApprovalUnaudited) {
+        return;
+    }
+    record();
+}
+
+/// Whether an ask for `tool` is answered without asking: never (`approval-answer-reused`: once
+/// an approval allowed the tool).
+pub(super) fn answer_reused(faults: &Faults, tool: &str) -> bool {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::ApprovalAnswerReused) {
+        return faults
+            .allowed_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool);
+    }
+    false
+}
+
+/// An approval allowed `tool` once (`approval-answer-reused` remembers it).
+pub(super) fn answer_given(faults: &Faults, tool: &str) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::ApprovalAnswerReused) {
+        faults
+            .allowed_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tool.to_owned());
+    }
+}
+
+/// The call the guards judge: `exec` itself (`rewrite-arguments`: with rewritten arguments).
+pub(super) fn guard_view<'a>(faults: &Faults, exec: &'a Execution) -> Cow<'a, Execution> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::RewriteArguments) {
+        return Cow::Owned(with_arguments(
+            exec,
+            serde_json::json!({ "rewritten": true }),
+        ));
+    }
+    Cow::Borrowed(exec)
+}
+
+/// The denial after a guard's attempt to allow: unchanged, guards are monotonic
+/// (`guard-allow-overrides-deny`: undone).
+pub(super) fn guard_allow(faults: &Faults, denial: Option<String>) -> Option<String> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::GuardAllowOverridesDeny) {
+        return None;
+    }
+    denial
+}
+
+/// The denial after a guard denied with `reason`: that reason (`guard-deny-ignored`: unchanged).
+pub(super) fn guard_deny(
+    faults: &Faults,
+    denial: Option<String>,
+    reason: String,
+) -> Option<String> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::GuardDenyIgnored) {
+        return denial;
+    }
+    Some(reason)
+}
+
+/// Whether a deny ends the consultation of the guards: always (`guard-deny-ignored`,
+/// `guard-allow-overrides-deny`: later guards are still consulted).
+pub(super) fn guards_stop_at_deny(faults: &Faults) -> bool {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::GuardDenyIgnored) || faults.has(Mutant::GuardAllowOverridesDeny) {
+        return false;
+    }
+    true
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execute: the body.
+
+/// A body ended with `executed`; its failure is normalized into a result before any wrapper
+/// sees it (`body-throw-reaches-wrappers`: the failure is recorded as thrown out of the
+/// innermost `next()` and handed to the wrappers as `Err`).
+pub(super) fn body_throw(
+    registry: &ToolRegistry,
+    exec: &Execution,
+    executed: &Result<Value, Failure>,
+) -> Result<(), Failure> {
+    #[cfg(feature = "mutants")]
+    if let Err(failure) = executed
+        && registry.faults().has(Mutant::BodyThrowReachesWrappers)
+    {
+        registry.recorder().observe(
+            registry
+                .stage(NodeId::Around, exec)
+                .identity(exec.identity())
+                .outcome(Outcome::Throw)
+                .reason(failure.message.clone()),
+        );
+        return Err(failure.clone());
+    }
+    Ok(())
+}
+
+/// Whether the fs gate enforces read-before-edit: always (`edit-without-read`: never).
+pub(super) fn read_before_edit(faults: &Faults) -> bool {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::EditWithoutRead) {
+        return false;
+    }
+    true
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settle: post-execute, normalization, finalizeContent.
+
+/// A denial's result: an error (`denial-not-error`: a success).
+pub(super) fn denial_result(faults: &Faults, denial: ToolResult) -> ToolResult {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::DenialNotError) {
+        return ToolResult {
+            is_error: false,
+            ..denial
+        };
+    }
+    denial
+}
+
+/// Whether post-execute is skipped: after a throw only, a denial reaches it
+/// (`post-after-throw`: never after a throw; `skip-post-for-denials`: for a denial).
+pub(super) fn skip_post(faults: &Faults, threw: bool, denied: bool) -> bool {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::PostAfterThrow) || faults.has(Mutant::SkipPostForDenials) {
+        return (threw && !faults.has(Mutant::PostAfterThrow))
+            || (denied && faults.has(Mutant::SkipPostForDenials));
+    }
+    threw
+}
+
+/// The contexts a post-execute block keeps of those before it: none
+/// (`block-keeps-contexts`: all of them).
+pub(super) fn kept_by_block(
+    faults: &Faults,
+    earlier: Vec<AdditionalContext>,
+) -> Vec<AdditionalContext> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::BlockKeepsContexts) {
+        return earlier;
+    }
+    Vec::new()
+}
+
+/// The `finalizeContent` that runs on `candidate`: the definition's (`finalize-skipped-on-error`:
+/// none for an error).
+pub(super) fn finalizer<'a>(
+    faults: &Faults,
+    finalizer: Option<&'a dyn FinalizeContent>,
+    candidate: &ToolResult,
+) -> Option<&'a dyn FinalizeContent> {
+    #[cfg(feature = "mutants")]
+    if candidate.is_error && faults.has(Mutant::FinalizeSkippedOnError) {
+        return None;
+    }
+    finalizer
+}
+
+/// The finalized result, finalized once (`finalize-twice`: `finalize` runs on it again).
+pub(super) fn finalize_again(
+    faults: &Faults,
+    finalized: ToolResult,
+    finalize: impl FnOnce(ToolResult) -> ToolResult,
+) -> ToolResult {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::FinalizeTwice) {
+        return finalize(finalized);
+    }
+    finalized
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commit: tools/result and tool/result.
+
+/// The outcome `tool/result` records: the frozen one, observers' attempts to change it are
+/// ignored (`observer-mutates-outcome`: the last attempt's content replaces it).
+pub(super) fn recorded_outcome(
+    faults: &Faults,
+    observers: &[Arc<dyn ResultObserver>],
+    exec: &Execution,
+    frozen: &Arc<ToolResult>,
+) -> Arc<ToolResult> {
+    #[cfg(feature = "mutants")]
+    if let Some(amended) = amended_by_observers(faults, observers, exec, frozen) {
+        return amended;
+    }
+    frozen.clone()
+}
+
+/// Asks every observer for its change (with the feature they are asked, and ignored, as they
+/// always were); with `observer-mutates-outcome`, the outcome the last change makes.
+#[cfg(feature = "mutants")]
+fn amended_by_observers(
+    faults: &Faults,
+    observers: &[Arc<dyn ResultObserver>],
+    exec: &Execution,
+    frozen: &Arc<ToolResult>,
+) -> Option<Arc<ToolResult>> {
+    let mut recorded = None;
+    for observer in observers {
+        let amended = guarded_sync(|| Ok(observer.amend(exec, frozen)))
+            .ok()
+            .flatten();
+        if let Some(content) = amended
+            && faults.has(Mutant::ObserverMutatesOutcome)
+        {
+            let base: &ToolResult = recorded.as_deref().unwrap_or(frozen.as_ref());
+            recorded = Some(Arc::new(ToolResult {
+                content,
+                ..base.clone()
+            }));
+        }
+    }
+    recorded
+}
+
+/// Runs the `tools/result` notification, then records `tool/result` with the outcome it
+/// returns (`result-before-notification`: records the frozen outcome first).
+pub(super) async fn notify_then_record(
+    faults: &Faults,
+    frozen: &Arc<ToolResult>,
+    notify: impl Future<Output = Arc<ToolResult>>,
+    record: impl FnOnce(&Arc<ToolResult>) -> u64,
+) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::ResultBeforeNotification) {
+        record(frozen);
+        notify.await;
+        return;
+    }
+    let recorded = notify.await;
+    record(&recorded);
+}
+
+/// The content `tool/result` records: the announced one (`result-differs-from-notification`:
+/// with a block added).
+pub(super) fn recorded_content(faults: &Faults, content: Vec<ContentBlock>) -> Vec<ContentBlock> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::ResultDiffersFromNotification) {
+        let mut content = content;
+        content.push(ContentBlock::text("(edited after notification)"));
+        return content;
+    }
+    content
+}
+
+// ---------------------------------------------------------------------------------------------
+// Code Mode sub-calls.
+
+/// A sub-call waits for its turn in the one lane (`sub-calls-overlap`: it does not wait).
+pub(super) async fn sub_call_turn<G>(faults: &Faults, turn: impl Future<Output = G>) -> Option<G> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::SubCallsOverlap) {
+        return None;
+    }
+    Some(turn.await)
+}
+
+/// A sub-call's additional contexts are omitted (`sub-call-contexts-forwarded`: they are
+/// deferred onto the `run_code` call).
+pub(super) fn sub_call_contexts(faults: &Faults, frozen: &ToolResult, parent: &ToolContext<'_>) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::SubCallContextsForwarded) {
+        for context in &frozen.additional_contexts {
+            parent.defer_context(context.text.clone());
+        }
+    }
+}
+
+/// Records a sub-call's `tool/code-dispatch` event (`no-dispatch-event`: drops it).
+pub(super) fn dispatch_log(faults: &Faults, record: impl FnOnce()) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::NoDispatchEvent) {
+        return;
+    }
+    record();
+}
+
+/// The fields beyond the tool name and message a rejected binding hands the program: `details`,
+/// none (`rejection-leaks-fields`: the sub-call's content too).
+pub(super) fn rejection_details(
+    faults: &Faults,
+    details: BTreeMap<String, Value>,
+    frozen: &ToolResult,
+) -> BTreeMap<String, Value> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::RejectionLeaksFields) {
+        let mut details = details;
+        details.insert(
+            "content".to_owned(),
+            serde_json::to_value(&frozen.content).unwrap_or_default(),
+        );
+        return details;
+    }
+    details
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_module_docs_say_where_every_mutant_lives() {
+        let docs = include_str!("faults.rs");
+        for mutant in crate::mutant::Mutant::ALL {
+            let row = format!("//! | `{}` |", mutant.name());
+            assert!(
+                docs.contains(&row),
+                "no row for {mutant} in the faults docs"
+            );
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! A batch: each call planned, then run in groups (a rolling pool of concurrency-safe calls,
+//! or one exclusive call), results committed in model order.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
+
+use super::{
+    BatchReport, CallOutcome, CallPlan, ModelCall, Prepared, RUN_CODE, Settled, Started,
+    ToolRegistry,
+};
+use crate::graph::NodeId;
+use crate::identity::parse_arguments;
+use crate::pipeline::extension::{BoxFuture, guarded_sync};
+use crate::pipeline::faults;
+use crate::result::{Failure, ToolResult};
+use crate::trace::{DeclaredCall, Observation};
+
+type Inflight<'a> = FuturesUnordered<BoxFuture<'a, (usize, Result<ToolResult, Failure>)>>;
+
+impl ToolRegistry {
+    /// Runs the calls of one assistant message through the pipeline and injects their contexts.
+    pub async fn run_batch(&self, calls: Vec<ModelCall>) -> BatchReport {
+        let step = self.steps.fetch_add(1, Ordering::Relaxed) + 1;
+        let plans: Vec<CallPlan> = calls.into_iter().map(|call| self.plan(call)).collect();
+        let mut model = Observation::at(NodeId::Model);
+        model.calls = Some(
+            plans
+                .iter()
+                .map(|p| DeclaredCall {
+                    call_id: p.call.call_id.clone(),
+                    name: p.call.name.clone(),
+                    concurrency_safe: Some(p.safe),
+                })
+                .collect(),
+        );
+        self.observe(model);
+
+        let mut outcomes = Vec::with_capacity(plans.len());
+        let mut start = 0;
+        while start < plans.len() {
+            // Consecutive concurrency-safe calls share a rolling pool; any other call runs alone
+            // and is a barrier.
+            let joins_pool = |p: &CallPlan| faults::joins_pool(&self.faults, p.safe);
+            let end = if joins_pool(&plans[start]) {
+                plans[start..]
+                    .iter()
+                    .position(|p| !joins_pool(p))
+                    .map_or(plans.len(), |k| start + k)
+            } else {
+                start + 1
+            };
+            self.run_group(&plans[start..end], step, &mut outcomes)
+                .await;
+            if faults::batch_abandoned(&self.faults) {
+                return BatchReport { outcomes };
+            }
+            start = end;
+        }
+
+        self.observe(Observation::at(NodeId::AllResults));
+        for outcome in faults::contexts_after_all(&self.faults, &outcomes) {
+            self.inject_contexts(outcome);
+        }
+        BatchReport { outcomes }
+    }
+
+    pub(super) fn plan(&self, call: ModelCall) -> CallPlan {
+        let args = parse_arguments(&call.arguments);
+        let tool = if call.name == RUN_CODE {
+            self.run_code.clone()
+        } else {
+            self.tools.get(&call.name).cloned()
+        };
+        // Only an exact `true` from the visible definition makes a call parallel; a panicking
+        // classifier makes it exclusive.
+        let safe = tool
+            .as_ref()
+            .is_some_and(|t| guarded_sync(|| Ok(t.is_concurrency_safe(&args))).unwrap_or(false));
+        CallPlan {
+            call,
+            args,
+            tool,
+            safe,
+        }
+    }
+
+    /// Runs `fut` (an ordered stage) while the bodies in flight keep running.
+    pub(super) async fn polling<T>(
+        &self,
+        fut: impl Future<Output = T>,
+        inflight: &mut Inflight<'_>,
+        finished: &mut BTreeMap<usize, Result<ToolResult, Failure>>,
+    ) -> T {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            // Bodies first: a call allowed a moment ago starts its body before the next
+            // ordered stage of another call.
+            tokio::select! {
+                biased;
+                Some((i, r)) = inflight.next(), if !inflight.is_empty() => {
+                    finished.insert(i, r);
+                }
+                out = &mut fut => return out,
+            }
+        }
+    }
+
+    pub(super) async fn run_group(
+        &self,
+        plans: &[CallPlan],
+        step: u64,
+        outcomes: &mut Vec<CallOutcome>,
+    ) {
+        let mut inflight: Inflight<'_> = FuturesUnordered::new();
+        let mut finished: BTreeMap<usize, Result<ToolResult, Failure>> = BTreeMap::new();
+        let mut started: Vec<Started> = Vec::with_capacity(plans.len());
+        let mut committed = vec![false; plans.len()];
+        let mut next_commit = 0;
+        while next_commit < plans.len() {
+            // A call is ready to commit once prepared and, if it runs its body, executed.
+            let ready = |i: usize| {
+                started.get(i).is_some_and(|s| {
+                    !faults::runs_body(&self.faults, &s.prepared) || finished.contains_key(&i)
+                })
+            };
+            let head = faults::commit_head(
+                &self.faults,
+                Some(next_commit).filter(|&i| ready(i)),
+                started.len(),
+                |i| !committed[i] && ready(i),
+            );
+            if let Some(i) = head {
+                let body = finished.remove(&i);
+                let settled = match (&started[i].prepared, body) {
+                    (Prepared::Denied(reason), _) => Settled::Denied(reason.clone()),
+                    (Prepared::Threw(failure), _) => Settled::Threw(failure.clone()),
+                    (Prepared::Allowed, Some(result)) => Settled::Executed(result),
+                    (Prepared::Allowed, None) => continue,
+                };
+                let outcome = self
+                    .polling(
+                        self.commit(&plans[i], &started[i], settled, step),
+                        &mut inflight,
+                        &mut finished,
+                    )
+                    .await;
+                faults::contexts_on_commit(&self.faults, &outcome, |o| self.inject_contexts(o));
+                outcomes.push(outcome);
+                committed[i] = true;
+                while next_commit < plans.len() && committed[next_commit] {
+                    next_commit += 1;
+                }
+                continue;
+            }
+            let cap = faults::pool_cap(&self.faults, self.max_parallel);
+            if started.len() < plans.len() && inflight.len() < cap {
+                let i = started.len();
+                let s = self
+                    .polling(self.prepare(&plans[i], step), &mut inflight, &mut finished)
+                    .await;
+                if faults::runs_body(&self.faults, &s.prepared) {
+                    inflight.push(Box::pin(self.execute(i, &plans[i], s.exec.clone())));
+                }
+                started.push(s);
+                if faults::batch_abandoned(&self.faults) {
+                    // The throw escaped: the batch is abandoned where it stands.
+                    return;
+                }
+                continue;
+            }
+            match inflight.next().await {
+                Some((i, result)) => {
+                    finished.insert(i, result);
+                }
+                // Unreachable: the head of line is either settled or in flight.
+                None => break,
+            }
+        }
+    }
+}

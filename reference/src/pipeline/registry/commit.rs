@@ -1,0 +1,156 @@
+//! Commit: tools/result, tool/result, and the additional contexts.
+
+use std::sync::Arc;
+
+use super::{CallOutcome, CallPlan, Settled, Started, ToolRegistry};
+use crate::graph::{NodeId, Revision};
+use crate::identity::Execution;
+use crate::pipeline::extension::{BoxFuture, guarded_sync};
+use crate::pipeline::faults;
+use crate::result::{ContentBlock, ToolResult};
+use crate::session::{
+    ContextMessage, EventBody, FlatToolResult, MessageSource, Role, SurfaceOp, ToolResultBlock,
+    ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord, UserMessage,
+};
+use crate::trace::Observation;
+
+impl ToolRegistry {
+    /// The `tools/result` notification of the frozen outcome.
+    /// Returns the outcome to record: the frozen one (observers' attempts to change it are
+    /// ignored; the mutant `observer-mutates-outcome` lets them through).
+    pub(super) async fn announce(
+        &self,
+        exec: &Execution,
+        frozen: &Arc<ToolResult>,
+    ) -> Arc<ToolResult> {
+        self.observe(
+            self.stage(NodeId::Final, exec)
+                .identity(exec.identity())
+                .result(frozen),
+        );
+        let recorded = faults::recorded_outcome(&self.faults, &self.observers, exec, frozen);
+        let work: Vec<BoxFuture<'static, ()>> = self
+            .observers
+            .iter()
+            .filter_map(|o| guarded_sync(|| Ok(o.notify(exec, frozen))).ok().flatten())
+            .collect();
+        match self.revision {
+            // Synchronous notification: observers were called; their async work is not awaited.
+            Revision::Rev2 => {
+                for w in work {
+                    tokio::spawn(w);
+                }
+            }
+            // Parallel notification: the observers' work is awaited together.
+            Revision::Rev1 => {
+                futures_util::future::join_all(work).await;
+            }
+        }
+        recorded
+    }
+
+    /// Settles, announces and records a model's call, in model order.
+    pub(super) async fn commit(
+        &self,
+        plan: &CallPlan,
+        started: &Started,
+        settled: Settled,
+        step: u64,
+    ) -> CallOutcome {
+        let exec = &started.exec;
+        let id = exec.call_id();
+        let frozen = self.settle(plan, exec, settled).await;
+        faults::notify_then_record(
+            &self.faults,
+            &frozen,
+            self.announce(exec, &frozen),
+            |recorded| self.record_result(plan, started, recorded, step),
+        )
+        .await;
+        self.observe(Observation::at(NodeId::PresentResult).call(id));
+        if let Some(presenter) = &self.presenter {
+            let _ = guarded_sync(|| {
+                presenter.present_result(id, &plan.args, &frozen);
+                Ok(())
+            });
+        }
+        CallOutcome {
+            call_id: id.clone(),
+            result: frozen,
+        }
+    }
+
+    pub(super) fn record_result(
+        &self,
+        plan: &CallPlan,
+        started: &Started,
+        frozen: &Arc<ToolResult>,
+        step: u64,
+    ) -> u64 {
+        let id = &plan.call.call_id;
+        let content = faults::recorded_content(&self.faults, frozen.content.clone());
+        let error = frozen.error.as_ref().and_then(|e| e.info.clone());
+        let data = match self.revision {
+            Revision::Rev2 => ToolResultData::Message(ToolResultRecord {
+                turn: 1,
+                step,
+                message: ToolResultMessage {
+                    id: format!("result-{id}"),
+                    role: Role::User,
+                    source: MessageSource::Tool {
+                        call_id: id.clone(),
+                    },
+                    content: vec![ToolResultBlock {
+                        kind: ToolResultBlockType::ToolResult,
+                        tool_call_id: id.clone(),
+                        content,
+                        is_error: frozen.is_error,
+                    }],
+                },
+                error,
+                meta: frozen.meta.clone(),
+            }),
+            Revision::Rev1 => ToolResultData::Flat(FlatToolResult {
+                call_id: id.clone(),
+                content,
+                is_error: frozen.is_error,
+                error,
+                meta: frozen.meta.clone(),
+            }),
+        };
+        self.recorder.append(
+            Some(id),
+            EventBody::ToolResult(data),
+            Some(SurfaceOp::Append),
+            Some(vec![started.call_seq]),
+        )
+    }
+
+    /// Injects one call's additional contexts, in order: rev2 as `user/message` events of the
+    /// active batch, rev1 as buffered `context/message` events.
+    pub(super) fn inject_contexts(&self, outcome: &CallOutcome) {
+        let id = &outcome.call_id;
+        for (n, context) in outcome.result.additional_contexts.iter().enumerate() {
+            let content = vec![ContentBlock::text(context.text.clone())];
+            let source = MessageSource::Tool {
+                call_id: id.clone(),
+            };
+            let (body, surface) = match self.revision {
+                Revision::Rev2 => (
+                    EventBody::UserMessage(UserMessage {
+                        id: format!("context-{id}-{}", n + 1),
+                        role: Role::User,
+                        content,
+                        source,
+                    }),
+                    Some(SurfaceOp::Append),
+                ),
+                Revision::Rev1 => (
+                    EventBody::ContextMessage(ContextMessage { content, source }),
+                    None,
+                ),
+            };
+            self.recorder.append(Some(id), body, surface, None);
+        }
+    }
+}
