@@ -30,6 +30,7 @@ use tep_reference::graph::Revision;
 use tep_reference::trace::TraceRecord;
 
 use crate::expectations::{self, Source};
+use crate::protocol::Ready;
 use crate::runner::{Answer, Implementation};
 use crate::scenario::Scenario;
 use crate::{fuzz_stats, oracle};
@@ -182,6 +183,23 @@ struct Judge {
     oracle: bool,
 }
 
+impl Judge {
+    /// How a run of `options` judges an implementation with this handshake and `profile`.
+    fn new(options: &FuzzOptions, ready: &Ready, profile: &Profile) -> Judge {
+        Judge {
+            check: CheckOptions {
+                revision: options.spec,
+                capabilities: Some(profile.capabilities.clone()),
+                level: ready.level(),
+                facts: None,
+                body_marks: ready.protocol >= 2,
+            },
+            strict: options.strict,
+            oracle: options.oracle,
+        }
+    }
+}
+
 /// Runs and judges one scenario: the invariants, and with the oracle on, the reference's
 /// outcome where the spec determines it.
 fn run_one(
@@ -289,17 +307,7 @@ pub fn fuzz(
         revision: options.spec,
         capabilities: ready.capabilities.iter().copied().collect(),
     };
-    let judge = Judge {
-        check: CheckOptions {
-            revision: options.spec,
-            capabilities: Some(profile.capabilities.clone()),
-            level: ready.level(),
-            facts: None,
-            body_marks: ready.protocol >= 2,
-        },
-        strict: options.strict,
-        oracle: options.oracle,
-    };
+    let judge = Judge::new(options, &ready, &profile);
     let started = Instant::now();
     let mut report = FuzzReport::default();
     let mut seq = 0u64;
@@ -367,16 +375,8 @@ pub fn fuzz(
             report: &mut report,
         };
         let (best, runs, shrink_stop) = shrinking.shrink(&mut *tree, violations, &check);
-        let (mut scenario, violations) = best;
-        scenario.id = format!("fuzz-{}-{case}", options.seed);
-        scenario.description = format!(
-            "Found by tep fuzz (seed {}, case {case}) and shrunk: it breaks {check}.",
-            options.seed
-        );
-        scenario.exercises = vec![invariant];
-        if let Some(expect) = oracle::expectations(&scenario, options.spec) {
-            scenario.expect = expect;
-        }
+        let (scenario, violations) = best;
+        let scenario = for_the_corpus(scenario, options, case, invariant, &check);
         report.failure = Some(Failure {
             case,
             seed: options.seed,
@@ -395,6 +395,28 @@ pub fn fuzz(
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// The shrunk scenario of case `case`, ready to join a corpus: named for its seed and case,
+/// exercising the `invariant` it breaks, and expecting the reference's outcome (where the spec
+/// determines it).
+fn for_the_corpus(
+    mut scenario: Scenario,
+    options: &FuzzOptions,
+    case: usize,
+    invariant: InvariantId,
+    check: &str,
+) -> Scenario {
+    scenario.id = format!("fuzz-{}-{case}", options.seed);
+    scenario.description = format!(
+        "Found by tep fuzz (seed {}, case {case}) and shrunk: it breaks {check}.",
+        options.seed
+    );
+    scenario.exercises = vec![invariant];
+    if let Some(expect) = oracle::expectations(&scenario, options.spec) {
+        scenario.expect = expect;
+    }
+    scenario
 }
 
 /// A scenario as the corpus writes it: pretty JSON, with a trailing newline.
