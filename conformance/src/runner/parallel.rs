@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::{Coverage, Implementation, Plan, RunReport, ScenarioResult, Slot};
@@ -49,29 +50,18 @@ impl Plan {
                 results[index] = Some(result);
             }
         }
-        let queue: Arc<[usize]> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| matches!(s, Slot::Run(_)))
-            .map(|(i, _)| i)
-            .collect();
+        let queue = self.queue();
         let next = Arc::new(AtomicUsize::new(0));
         let plan = Arc::new(self);
         let count = workers.len();
-        let handles: Vec<_> = workers
-            .into_iter()
-            .map(|implementation| {
-                let worker = Worker {
-                    plan: plan.clone(),
-                    queue: queue.clone(),
-                    next: next.clone(),
-                    stop: stop.clone(),
-                    tx: tx.clone(),
-                };
-                std::thread::spawn(move || worker.work(implementation))
-            })
-            .collect();
+        let handles = Worker {
+            plan: plan.clone(),
+            queue: queue.clone(),
+            next: next.clone(),
+            stop: stop.clone(),
+            tx: tx.clone(),
+        }
+        .spawn_each(workers);
         let mut coverage = Coverage::default();
         let mut finished = 0;
         let mut done = 0;
@@ -135,6 +125,16 @@ impl Plan {
             return Err(e);
         }
         Ok(plan.report(results, coverage, interrupted, started.elapsed()))
+    }
+
+    /// The places in the selection of the scenarios to send, in corpus order.
+    fn queue(&self) -> Arc<[usize]> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, Slot::Run(_)))
+            .map(|(i, _)| i)
+            .collect()
     }
 }
 
@@ -244,6 +244,7 @@ impl Interrupter {
 }
 
 /// One implementation taking scenarios from the shared queue until it is empty or stopped.
+#[derive(Clone)]
 struct Worker {
     plan: Arc<Plan>,
     queue: Arc<[usize]>,
@@ -253,6 +254,20 @@ struct Worker {
 }
 
 impl Worker {
+    /// Starts a thread for each implementation, each working as a copy of this worker.
+    fn spawn_each(
+        &self,
+        implementations: Vec<Box<dyn Implementation + Send>>,
+    ) -> Vec<JoinHandle<()>> {
+        implementations
+            .into_iter()
+            .map(|implementation| {
+                let worker = self.clone();
+                std::thread::spawn(move || worker.work(implementation))
+            })
+            .collect()
+    }
+
     fn work(self, mut implementation: Box<dyn Implementation + Send>) {
         // Each implementation numbers its own requests.
         let mut seq = 0;
