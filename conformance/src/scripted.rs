@@ -139,28 +139,7 @@ pub fn build_registry(
     for &m in mutants {
         builder = builder.mutant(m);
     }
-    let sub_calls = scenario.all_sub_calls();
-    for tool in &scenario.tools {
-        let bodies = scenario
-            .calls
-            .iter()
-            .filter(|c| c.tool == tool.name)
-            .map(|c| (c.call_id.clone(), c.body.clone()))
-            .chain(
-                sub_calls
-                    .iter()
-                    .filter(|(_, c)| c.tool == tool.name)
-                    .map(|(id, c)| (id.clone(), c.body.clone())),
-            )
-            .collect();
-        builder = builder.tool(ScriptedTool {
-            spec: tool.clone(),
-            finalize: tool.finalize.clone().map(ScriptedFinalizer),
-            bodies,
-            attempts: Mutex::new(HashMap::new()),
-            recorder: recorder.clone(),
-        });
-    }
+    builder = install_tools(builder, scenario, &recorder);
     for listener in &scenario.pre {
         let listener = listener.clone();
         builder = builder.pre_execute(simple::pre(
@@ -199,22 +178,7 @@ pub fn build_registry(
         }));
     }
     for (n, wrapper) in scenario.wrappers.iter().enumerate() {
-        let installed: Arc<dyn ExecuteWrapper> = match wrapper {
-            WrapperSpec::Timeout if mutants.contains(&Mutant::TimeoutAbandonsBody) => {
-                Arc::new(TimeoutWrapper::abandoning())
-            }
-            WrapperSpec::Timeout => Arc::new(TimeoutWrapper::new()),
-            WrapperSpec::Retry { attempts, delay_ms } => Arc::new(RetryWrapper::new(
-                *attempts,
-                Duration::from_millis(*delay_ms),
-            )),
-            WrapperSpec::Metrics => Arc::new(MetricsWrapper::new()),
-            other => Arc::new(ScriptedWrapper {
-                id: format!("wrapper-{}", n + 1),
-                spec: other.clone(),
-            }),
-        };
-        builder = builder.wrap(installed);
+        builder = builder.wrap(installed_wrapper(n, wrapper, mutants));
     }
     for listener in &scenario.post {
         builder = builder.post_execute(Arc::new(ScriptedPost {
@@ -242,6 +206,61 @@ pub fn build_registry(
         }));
     }
     builder.build()
+}
+
+/// Each tool of the scenario, scripted with the bodies of the calls (and sub-calls) that call it.
+fn install_tools(
+    mut builder: RegistryBuilder,
+    scenario: &Scenario,
+    recorder: &Recorder,
+) -> RegistryBuilder {
+    let sub_calls = scenario.all_sub_calls();
+    for tool in &scenario.tools {
+        let bodies = scenario
+            .calls
+            .iter()
+            .filter(|c| c.tool == tool.name)
+            .map(|c| (c.call_id.clone(), c.body.clone()))
+            .chain(
+                sub_calls
+                    .iter()
+                    .filter(|(_, c)| c.tool == tool.name)
+                    .map(|(id, c)| (id.clone(), c.body.clone())),
+            )
+            .collect();
+        builder = builder.tool(ScriptedTool {
+            spec: tool.clone(),
+            finalize: tool.finalize.clone().map(ScriptedFinalizer),
+            bodies,
+            attempts: Mutex::new(HashMap::new()),
+            recorder: recorder.clone(),
+        });
+    }
+    builder
+}
+
+/// What the scenario's wrapper at index `n` installs: the reference's own timeout, retry and
+/// metrics wrappers, the others scripted.
+fn installed_wrapper(
+    n: usize,
+    wrapper: &WrapperSpec,
+    mutants: &[Mutant],
+) -> Arc<dyn ExecuteWrapper> {
+    match wrapper {
+        WrapperSpec::Timeout if mutants.contains(&Mutant::TimeoutAbandonsBody) => {
+            Arc::new(TimeoutWrapper::abandoning())
+        }
+        WrapperSpec::Timeout => Arc::new(TimeoutWrapper::new()),
+        WrapperSpec::Retry { attempts, delay_ms } => Arc::new(RetryWrapper::new(
+            *attempts,
+            Duration::from_millis(*delay_ms),
+        )),
+        WrapperSpec::Metrics => Arc::new(MetricsWrapper::new()),
+        other => Arc::new(ScriptedWrapper {
+            id: format!("wrapper-{}", n + 1),
+            spec: other.clone(),
+        }),
+    }
 }
 
 struct ScriptedTool {

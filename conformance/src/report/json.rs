@@ -8,7 +8,7 @@ use tep_reference::graph::{EdgeId, GraphKind, NodeId, Revision, StageGraph};
 use tep_reference::trace::{Capability, ObservationLevel};
 
 use crate::baseline::{BaselineOutcome, StaleEntry};
-use crate::protocol::PROTOCOL_VERSION;
+use crate::protocol::{PROTOCOL_VERSION, Ready};
 use crate::runner::{RunReport, ScenarioResult, Status};
 use tep_check::catalog::invariant;
 use tep_check::checker::{InvariantStatus, StepRecord, Violation};
@@ -369,44 +369,7 @@ pub fn json(
     let scenarios = report
         .scenarios
         .iter()
-        .map(|s| {
-            let comparison = baseline.and_then(|b| b.comparisons.get(&s.id));
-            ScenarioReport {
-                id: s.id.clone(),
-                status: s.status,
-                duration_seconds: rounded(s.duration.as_secs_f64()),
-                violations: s
-                    .violations
-                    .iter()
-                    .map(|v| violation_report(v, s.step_of(v)))
-                    .collect(),
-                notes: s
-                    .notes
-                    .iter()
-                    .map(|n| NoteReport {
-                        call: n.call.as_ref().map(ToString::to_string),
-                        lines: n.lines.clone(),
-                        message: n.message.clone(),
-                    })
-                    .collect(),
-                reason: s.reason.clone(),
-                stderr: s.stderr.clone(),
-                expected_failure: s.expected_failure,
-                baseline_reason: comparison
-                    .filter(|c| !c.reasons.is_empty())
-                    .map(|c| c.reasons.join("; ")),
-                trace: ctx.traces.get(&s.id).map(|p| p.display().to_string()),
-                edges: s.edges.edges.iter().map(|e| e.0).collect(),
-                code_mode_edges: s.edges.code_mode_edges.iter().map(|e| e.0).collect(),
-                implied_edges: s.edges.implied_edges.iter().map(|e| e.0).collect(),
-                implied_code_mode_edges: s
-                    .edges
-                    .implied_code_mode_edges
-                    .iter()
-                    .map(|e| e.0)
-                    .collect(),
-            }
-        })
+        .map(|s| scenario_report(s, baseline, ctx))
         .collect();
     JsonReport {
         tool: "tep".to_owned(),
@@ -416,16 +379,7 @@ pub fn json(
         spec: report.spec,
         strict: report.strict,
         observation: report.level,
-        implementation: ImplementationReport {
-            name: ready.implementation.name.clone(),
-            version: ready.implementation.version.clone(),
-            language: ready.implementation.language.clone(),
-            homepage: ready.implementation.homepage.clone(),
-            protocol: ready.protocol,
-            capabilities: ready.capabilities.clone(),
-            specs: ready.specs.clone(),
-            observation: ready.level(),
-        },
+        implementation: implementation_report(ready),
         started_at: ctx.started_at.clone(),
         duration_seconds: rounded(report.duration.as_secs_f64()),
         exit_code: exit_code(report, baseline),
@@ -455,25 +409,7 @@ pub fn json(
         invariants: report
             .invariants
             .iter()
-            .map(|(id, status)| {
-                let (status, why) = match status {
-                    InvariantStatus::Checked => (InvariantCheck::Checked, None),
-                    InvariantStatus::PartlyCheckable(what) => {
-                        (InvariantCheck::PartlyCheckable, Some(what.clone()))
-                    }
-                    InvariantStatus::NotCheckable(why) => {
-                        (InvariantCheck::NotCheckable, Some(why.clone()))
-                    }
-                    InvariantStatus::NotApplicable(why) => {
-                        (InvariantCheck::NotApplicable, Some(why.clone()))
-                    }
-                };
-                InvariantReport {
-                    invariant: *id,
-                    status,
-                    why,
-                }
-            })
+            .map(|(id, status)| invariant_report(*id, status))
             .collect(),
         baseline: baseline.map(|b| BaselineReport {
             file: b.path.clone(),
@@ -484,5 +420,80 @@ pub fn json(
         run_directory: ctx.run_dir.as_ref().map(|d| d.display().to_string()),
         scenarios,
         not_run: report.not_run.clone(),
+    }
+}
+
+/// One scenario's entry: its verdict, what the baseline said of it, its trace file and edges.
+fn scenario_report(
+    s: &ScenarioResult,
+    baseline: Option<&BaselineOutcome>,
+    ctx: &RunContext,
+) -> ScenarioReport {
+    let comparison = baseline.and_then(|b| b.comparisons.get(&s.id));
+    ScenarioReport {
+        id: s.id.clone(),
+        status: s.status,
+        duration_seconds: rounded(s.duration.as_secs_f64()),
+        violations: s
+            .violations
+            .iter()
+            .map(|v| violation_report(v, s.step_of(v)))
+            .collect(),
+        notes: s
+            .notes
+            .iter()
+            .map(|n| NoteReport {
+                call: n.call.as_ref().map(ToString::to_string),
+                lines: n.lines.clone(),
+                message: n.message.clone(),
+            })
+            .collect(),
+        reason: s.reason.clone(),
+        stderr: s.stderr.clone(),
+        expected_failure: s.expected_failure,
+        baseline_reason: comparison
+            .filter(|c| !c.reasons.is_empty())
+            .map(|c| c.reasons.join("; ")),
+        trace: ctx.traces.get(&s.id).map(|p| p.display().to_string()),
+        edges: s.edges.edges.iter().map(|e| e.0).collect(),
+        code_mode_edges: s.edges.code_mode_edges.iter().map(|e| e.0).collect(),
+        implied_edges: s.edges.implied_edges.iter().map(|e| e.0).collect(),
+        implied_code_mode_edges: s
+            .edges
+            .implied_code_mode_edges
+            .iter()
+            .map(|e| e.0)
+            .collect(),
+    }
+}
+
+/// Who was tested, from its handshake.
+fn implementation_report(ready: &Ready) -> ImplementationReport {
+    ImplementationReport {
+        name: ready.implementation.name.clone(),
+        version: ready.implementation.version.clone(),
+        language: ready.implementation.language.clone(),
+        homepage: ready.implementation.homepage.clone(),
+        protocol: ready.protocol,
+        capabilities: ready.capabilities.clone(),
+        specs: ready.specs.clone(),
+        observation: ready.level(),
+    }
+}
+
+/// Whether an invariant was checked in the run, and if not fully, why.
+fn invariant_report(id: InvariantId, status: &InvariantStatus) -> InvariantReport {
+    let (status, why) = match status {
+        InvariantStatus::Checked => (InvariantCheck::Checked, None),
+        InvariantStatus::PartlyCheckable(what) => {
+            (InvariantCheck::PartlyCheckable, Some(what.clone()))
+        }
+        InvariantStatus::NotCheckable(why) => (InvariantCheck::NotCheckable, Some(why.clone())),
+        InvariantStatus::NotApplicable(why) => (InvariantCheck::NotApplicable, Some(why.clone())),
+    };
+    InvariantReport {
+        invariant: id,
+        status,
+        why,
     }
 }

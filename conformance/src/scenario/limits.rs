@@ -52,7 +52,29 @@ pub const DESCRIPTIVE_FIELDS: &[&str] = &[
 
 /// Checks a scenario against the limits. The error names the field and the limit.
 pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
-    // An error must name its scenario: an empty or huge id cannot, so it gets a stand-in.
+    check_id(scenario)?;
+    let fail = |message: String| ScenarioError {
+        id: scenario.id.clone(),
+        message: format!("{message} (docs/limits.md)"),
+    };
+    check_extensions(scenario).map_err(fail)?;
+    check_calls(scenario).map_err(fail)?;
+    let value = serde_json::to_value(scenario).map_err(|e| fail(e.to_string()))?;
+    let nesting = nesting(&value);
+    if nesting > MAX_NESTING {
+        return Err(fail(format!(
+            "the scenario nests {nesting} deep; at most {MAX_NESTING} levels are allowed"
+        )));
+    }
+    let serde_json::Value::Object(fields) = value else {
+        return Ok(());
+    };
+    check_runnable(fields).map_err(fail)
+}
+
+/// The id against [`MAX_ID_BYTES`]. An error must name its scenario: an empty or huge id
+/// cannot, so it gets a stand-in.
+fn check_id(scenario: &Scenario) -> Result<(), ScenarioError> {
     if scenario.id.is_empty() || scenario.id.len() > MAX_ID_BYTES {
         let shown: String = scenario.id.chars().take(32).collect();
         return Err(ScenarioError {
@@ -67,15 +89,42 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
             ),
         });
     }
-    let fail = |message: String| ScenarioError {
-        id: scenario.id.clone(),
-        message: format!("{message} (docs/limits.md)"),
-    };
-    let over = |field: &str, n: usize, limit: usize, what: &str| {
-        fail(format!(
-            "`{field}` has {n} {what}; at most {limit} are allowed"
+    Ok(())
+}
+
+/// The message of a list `field` with `n` entries (`what`) over its `limit`.
+fn over_limit(field: &str, n: usize, limit: usize, what: &str) -> String {
+    format!("`{field}` has {n} {what}; at most {limit} are allowed")
+}
+
+/// A duration `field` of `ms` milliseconds against [`MAX_DURATION_MS`]; the error is the message.
+fn check_duration(field: String, ms: u64) -> Result<(), String> {
+    if ms > MAX_DURATION_MS {
+        Err(format!(
+            "`{field}` is {ms} ms; at most {MAX_DURATION_MS} ms (one hour of virtual time) is allowed"
         ))
-    };
+    } else {
+        Ok(())
+    }
+}
+
+/// A tool body `field` against [`MAX_BODY_STEPS`] and its sleeps against [`MAX_DURATION_MS`].
+fn check_body(field: String, steps: &[BodyStep]) -> Result<(), String> {
+    if steps.len() > MAX_BODY_STEPS {
+        return Err(over_limit(&field, steps.len(), MAX_BODY_STEPS, "steps"));
+    }
+    for (k, step) in steps.iter().enumerate() {
+        if let BodyStep::Sleep(ms) = step {
+            check_duration(format!("{field}[{k}].sleep"), *ms)?;
+        }
+    }
+    Ok(())
+}
+
+/// The extension-point lists against [`MAX_EXTENSIONS`], the retry wrappers against
+/// [`MAX_DISPATCHES_PER_CALL`], and the durations of wrappers, tools and observers; the error is
+/// the message.
+fn check_extensions(scenario: &Scenario) -> Result<(), String> {
     let lists = [
         ("pre", scenario.pre.len()),
         ("guards", scenario.guards.len()),
@@ -85,55 +134,41 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
     ];
     for (field, n) in lists {
         if n > MAX_EXTENSIONS {
-            return Err(over(field, n, MAX_EXTENSIONS, "entries"));
+            return Err(over_limit(field, n, MAX_EXTENSIONS, "entries"));
         }
     }
-    let duration = |field: String, ms: u64| {
-        if ms > MAX_DURATION_MS {
-            Err(fail(format!(
-                "`{field}` is {ms} ms; at most {MAX_DURATION_MS} ms (one hour of virtual time) is allowed"
-            )))
-        } else {
-            Ok(())
-        }
-    };
     let mut dispatches: u64 = 1;
     for (i, wrapper) in scenario.wrappers.iter().enumerate() {
         if let WrapperSpec::Retry { attempts, delay_ms } = wrapper {
-            duration(format!("wrappers[{i}].delayMs"), *delay_ms)?;
+            check_duration(format!("wrappers[{i}].delayMs"), *delay_ms)?;
             dispatches = dispatches.saturating_mul(u64::from((*attempts).max(1)));
             if dispatches > MAX_DISPATCHES_PER_CALL {
-                return Err(fail(format!(
+                return Err(format!(
                     "`wrappers[{i}].attempts` is {attempts}, which makes {dispatches} or more dispatches per call with the retry wrappers before it; at most {MAX_DISPATCHES_PER_CALL} are allowed"
-                )));
+                ));
             }
         }
     }
     for (i, tool) in scenario.tools.iter().enumerate() {
         if let Some(ms) = tool.timeout_ms {
-            duration(format!("tools[{i}].timeoutMs"), ms)?;
+            check_duration(format!("tools[{i}].timeoutMs"), ms)?;
         }
     }
     for (i, observer) in scenario.observers.iter().enumerate() {
-        duration(format!("observers[{i}].asyncMs"), observer.async_ms)?;
+        check_duration(format!("observers[{i}].asyncMs"), observer.async_ms)?;
     }
-    let body = |field: String, steps: &[BodyStep]| {
-        if steps.len() > MAX_BODY_STEPS {
-            return Err(over(&field, steps.len(), MAX_BODY_STEPS, "steps"));
-        }
-        for (k, step) in steps.iter().enumerate() {
-            if let BodyStep::Sleep(ms) = step {
-                duration(format!("{field}[{k}].sleep"), *ms)?;
-            }
-        }
-        Ok(())
-    };
+    Ok(())
+}
+
+/// The calls of the batch against [`MAX_CALLS`] (their programs' sub-calls included), their
+/// programs against [`MAX_PROGRAM_STEPS`], and their bodies; the error is the message.
+fn check_calls(scenario: &Scenario) -> Result<(), String> {
     let mut calls = scenario.calls.len();
     if calls > MAX_CALLS {
-        return Err(over("calls", calls, MAX_CALLS, "calls"));
+        return Err(over_limit("calls", calls, MAX_CALLS, "calls"));
     }
     for (i, call) in scenario.calls.iter().enumerate() {
-        body(format!("calls[{i}].body"), &call.body)?;
+        check_body(format!("calls[{i}].body"), &call.body)?;
         let Some(program) = &call.program else {
             continue;
         };
@@ -147,35 +182,25 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), ScenarioError> {
             steps += bindings.len().max(1);
             calls += bindings.len();
             if steps > MAX_PROGRAM_STEPS {
-                return Err(fail(format!(
+                return Err(format!(
                     "`calls[{i}].program` has more than {MAX_PROGRAM_STEPS} steps (binding calls of an `all` group count one each); at most {MAX_PROGRAM_STEPS} are allowed"
-                )));
+                ));
             }
             if calls > MAX_CALLS {
-                return Err(fail(format!(
+                return Err(format!(
                     "the batch has more than {MAX_CALLS} calls counting the sub-calls of its programs (at `calls[{i}].program[{k}]`); at most {MAX_CALLS} are allowed"
-                )));
+                ));
             }
             for (j, binding) in bindings.iter().enumerate() {
                 let field = match step {
                     ProgramStep::All(_) => format!("calls[{i}].program[{k}].all[{j}].body"),
                     _ => format!("calls[{i}].program[{k}].call.body"),
                 };
-                body(field, &binding.body)?;
+                check_body(field, &binding.body)?;
             }
         }
     }
-    let value = serde_json::to_value(scenario).map_err(|e| fail(e.to_string()))?;
-    let nesting = nesting(&value);
-    if nesting > MAX_NESTING {
-        return Err(fail(format!(
-            "the scenario nests {nesting} deep; at most {MAX_NESTING} levels are allowed"
-        )));
-    }
-    let serde_json::Value::Object(fields) = value else {
-        return Ok(());
-    };
-    check_runnable(fields).map_err(fail)
+    Ok(())
 }
 
 /// The runnable part of a scenario (its fields but [`DESCRIPTIVE_FIELDS`]) against

@@ -17,10 +17,10 @@ use tep_reference::identity::CallId;
 use tep_reference::session::Todo;
 use tep_reference::trace::Capability;
 
-use tep_check::catalog::invariant;
 use tep_check::invariants::InvariantId;
 
 pub mod limits;
+mod validation;
 pub mod versions;
 
 /// One scenario of the corpus.
@@ -598,137 +598,6 @@ impl Scenario {
             used.insert(Capability::Parallel);
         }
         used
-    }
-
-    /// Checks what serde cannot: references between fields.
-    pub fn validate(&self) -> Result<(), ScenarioError> {
-        limits::check_scenario(self)?;
-        let fail = |message: String| ScenarioError {
-            id: self.id.clone(),
-            message,
-        };
-        if self.id.is_empty()
-            || !self
-                .id
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        {
-            return Err(fail("the id must be kebab-case ASCII".into()));
-        }
-        if self.revisions.is_empty() {
-            return Err(fail("`revisions` is empty".into()));
-        }
-        if self.exercises.is_empty() {
-            return Err(fail(
-                "`exercises` is empty: name the invariants the scenario would catch".into(),
-            ));
-        }
-        for id in &self.exercises {
-            if !self.revisions.iter().any(|&r| invariant(*id).applies_to(r)) {
-                return Err(fail(format!(
-                    "it exercises {id}, which applies to none of its revisions"
-                )));
-            }
-        }
-        let mut ids = BTreeSet::new();
-        for call in &self.calls {
-            if !ids.insert(call.call_id.as_str()) {
-                return Err(fail(format!("duplicate call id {}", call.call_id)));
-            }
-        }
-        if self.calls.is_empty() {
-            return Err(fail("the batch has no calls".into()));
-        }
-        let mut names = BTreeSet::new();
-        for tool in &self.tools {
-            if !names.insert(tool.name.as_str()) {
-                return Err(fail(format!("duplicate tool {}", tool.name)));
-            }
-        }
-        for call in &self.calls {
-            let is_run_code = call.tool == tep_reference::pipeline::RUN_CODE;
-            if is_run_code != call.program.is_some() {
-                return Err(fail(format!(
-                    "call {}: a `run_code` call needs a `program`, and only a `run_code` call may have one",
-                    call.call_id
-                )));
-            }
-        }
-        if self
-            .tools
-            .iter()
-            .any(|t| t.name == tep_reference::pipeline::RUN_CODE)
-        {
-            return Err(fail("`run_code` is reserved and cannot be a tool".into()));
-        }
-        let sub_ids: Vec<String> = self
-            .all_sub_calls()
-            .iter()
-            .map(|(id, _)| id.to_string())
-            .collect();
-        let known =
-            |key: &String| key == "*" || ids.contains(key.as_str()) || sub_ids.contains(key);
-        let keys = self
-            .pre
-            .iter()
-            .flat_map(|l| l.decide.keys())
-            .chain(self.guards.iter().flat_map(|l| l.decide.keys()))
-            .chain(self.post.iter().flat_map(|l| l.decide.keys()))
-            .chain(self.approval.iter().flat_map(|a| a.answers.keys()));
-        for key in keys {
-            if !known(key) {
-                return Err(fail(format!(
-                    "a script names call {key}, which is not in the batch"
-                )));
-            }
-        }
-        for wrapper in &self.wrappers {
-            if let WrapperSpec::Context { calls, .. } | WrapperSpec::Throw { calls, .. } = wrapper
-                && let Some(c) = calls
-                    .iter()
-                    .find(|c| !ids.contains(c.as_str()) && !sub_ids.iter().any(|s| s == c.as_str()))
-            {
-                return Err(fail(format!(
-                    "a wrapper names call {c}, which is not in the batch"
-                )));
-            }
-        }
-        let expected: BTreeSet<&str> = self
-            .expect
-            .calls
-            .keys()
-            .map(String::as_str)
-            .chain(self.expect.undetermined.calls.iter().map(CallId::as_str))
-            .collect();
-        let top: BTreeSet<&str> = expected
-            .iter()
-            .copied()
-            .filter(|k| ids.contains(k))
-            .collect();
-        let stray = expected
-            .iter()
-            .any(|k| !ids.contains(k) && !sub_ids.iter().any(|s| s == k));
-        if top != ids || stray {
-            return Err(fail(
-                "`expect.calls` must have one entry per call (and may have one per sub-call), unless `expect.undetermined.calls` lists it"
-                    .into(),
-            ));
-        }
-        for ctx in &self.expect.contexts {
-            if !ids.contains(ctx.call.as_str()) {
-                return Err(fail(format!(
-                    "an expected context names call {}, which is not in the batch",
-                    ctx.call
-                )));
-            }
-        }
-        let declared: BTreeSet<Capability> = self.requires.iter().copied().collect();
-        if let Some(missing) = self.used_capabilities().difference(&declared).next() {
-            return Err(fail(format!(
-                "the scripts use {missing} but `requires` does not list it"
-            )));
-        }
-        Ok(())
     }
 }
 

@@ -1,0 +1,426 @@
+//! Generative conformance: random scenarios driven through any implementation, judged by the
+//! invariants, each failure shrunk to a small scenario.
+//!
+//! A fixed corpus finds the bugs its authors thought of; random scenarios find the others (Jepsen's
+//! lesson). [`strategy`] generates scenarios from the scenario language (batches, listeners,
+//! approval answers, guards, wrappers, bodies, post-execute decisions, finalizers, observers,
+//! Code Mode programs), weighted toward the mixes where pipelines go wrong (parallel pools with
+//! exclusive calls, throws at every stage, contexts from several origins), using only the
+//! capabilities the implementation declares. [`fuzz`] runs them, drawing again (from the same
+//! case's RNG) while a scenario uses a construct newer than the implementation's protocol; a failing scenario is shrunk with proptest's value
+//! trees (fewer calls, fewer listeners, simpler steps) while the same invariant still fails.
+//!
+//! The invariants judge every trace, and so does the built-in reference (the differential
+//! oracle, [`crate::oracle`]): each scenario runs on it first, in process, and its outcome, where
+//! the spec determines it, is the scenario's expected outcome. `--oracle none` leaves the
+//! invariants alone. The printed minimal scenario carries those expectations, so it can join a
+//! corpus as it is and `tep run --scenario-file` replays the same verdict.
+//!
+//! Runs are reproducible: case `n` of seed `s` is generated from its own RNG, seeded from `s`
+//! and `n` alone.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+use tep_reference::graph::Revision;
+use tep_reference::trace::TraceRecord;
+
+use crate::expectations::{self, Source};
+use crate::protocol::Ready;
+use crate::runner::{Answer, Implementation};
+use crate::scenario::Scenario;
+use crate::{fuzz_stats, oracle};
+use tep_check::checker::{CheckOptions, Checker, ScenarioFacts, TraceError, Violation};
+use tep_check::invariants::{InvariantId, Level};
+
+mod generation;
+mod shrinking;
+
+pub use generation::{Profile, generate, size, strategy};
+use generation::{case_rng, draw};
+use shrinking::Shrinking;
+
+/// How to fuzz.
+#[derive(Debug, Clone)]
+pub struct FuzzOptions {
+    pub spec: Revision,
+    /// Generate at most this many scenarios.
+    pub cases: usize,
+    pub seed: u64,
+    /// Stop generating after this long (shrinking a failure still finishes).
+    pub time: Option<Duration>,
+    /// At most this many runs while shrinking a failure.
+    pub max_shrink_runs: usize,
+    /// SHOULD-level violations are failures too.
+    pub strict: bool,
+    /// Judge by the reference's outcome too (the differential oracle), not the invariants alone.
+    pub oracle: bool,
+    /// Count the constructs of the generated scenarios ([`FuzzReport::constructs`]).
+    pub stats: bool,
+    /// Set (by a signal handler) to stop: no new case starts, shrinking ends with what it has.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// The longest a shrink may take, whatever `time` is: five minutes.
+pub const MAX_SHRINK_TIME: Duration = Duration::from_secs(300);
+/// Shrinking gives up after this many errored runs in a row (an adapter that hangs or crashes
+/// makes every run cost a timeout and tells nothing).
+pub const MAX_SHRINK_ERRORS_IN_A_ROW: usize = 3;
+
+impl FuzzOptions {
+    pub fn new(seed: u64) -> Self {
+        FuzzOptions {
+            spec: Revision::CURRENT,
+            cases: 200,
+            seed,
+            time: None,
+            max_shrink_runs: 500,
+            strict: false,
+            oracle: true,
+            stats: false,
+            stop: None,
+        }
+    }
+}
+
+/// A failing scenario, shrunk.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// The case that failed first, and the seed of the run.
+    pub case: usize,
+    pub seed: u64,
+    /// The invariant the shrinking kept failing.
+    pub invariant: InvariantId,
+    /// The check within it: the invariant's id, or for the oracle's comparisons
+    /// `expected-outcome: body-runs` and the like.
+    pub check: String,
+    /// The smallest scenario found that still fails with it.
+    pub scenario: Scenario,
+    pub violations: Vec<Violation>,
+    pub original_size: usize,
+    pub shrink_runs: usize,
+    /// Why shrinking stopped where it did.
+    pub shrink_stop: ShrinkStop,
+}
+
+/// Why shrinking stopped: at the smallest scenario it could reach, or at one of its budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShrinkStop {
+    /// No simpler scenario fails with the same check.
+    Smallest,
+    /// After [`FuzzOptions::max_shrink_runs`] runs.
+    Runs,
+    /// After its time (`--time`, at most [`MAX_SHRINK_TIME`]).
+    Time(Duration),
+    /// After [`MAX_SHRINK_ERRORS_IN_A_ROW`] runs in a row errored (an adapter that hangs).
+    Errors,
+    /// Interrupted (Ctrl-C).
+    Interrupted,
+}
+
+impl std::fmt::Display for ShrinkStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShrinkStop::Smallest => f.write_str("no simpler scenario fails the same way"),
+            ShrinkStop::Runs => write!(f, "stopped at its budget of runs"),
+            ShrinkStop::Time(t) => write!(f, "stopped after its {} s", t.as_secs_f64()),
+            ShrinkStop::Errors => write!(
+                f,
+                "stopped: {MAX_SHRINK_ERRORS_IN_A_ROW} runs in a row errored (see `errored`)"
+            ),
+            ShrinkStop::Interrupted => f.write_str("stopped: interrupted"),
+        }
+    }
+}
+
+/// What a fuzzing run did.
+#[derive(Debug, Clone, Default)]
+pub struct FuzzReport {
+    pub cases: usize,
+    pub skipped: usize,
+    pub errored: usize,
+    /// The first errored answer's message, for the report.
+    pub first_error: Option<String>,
+    pub elapsed: Duration,
+    pub failure: Option<Failure>,
+    /// With [`FuzzOptions::stats`]: how many generated scenarios used each construct.
+    pub constructs: BTreeMap<String, usize>,
+    /// Stopped by [`FuzzOptions::stop`]: the counts cover the cases judged before.
+    pub interrupted: bool,
+}
+
+/// Why fuzzing could not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FuzzError {
+    #[error(
+        "the implementation implements {declared}, not {requested}; fuzz with --spec {declared}"
+    )]
+    SpecNotImplemented {
+        requested: Revision,
+        declared: String,
+    },
+    #[error("cannot generate a scenario: {0}")]
+    Generate(String),
+}
+
+/// How one generated scenario fared.
+enum Verdict {
+    Clean,
+    Fails(Vec<Violation>),
+    Skipped,
+    Errored(String),
+}
+
+/// What judges a generated scenario: the check options, the strictness, and whether the
+/// reference's outcome is an oracle.
+struct Judge {
+    check: CheckOptions,
+    strict: bool,
+    oracle: bool,
+}
+
+impl Judge {
+    /// How a run of `options` judges an implementation with this handshake and `profile`.
+    fn new(options: &FuzzOptions, ready: &Ready, profile: &Profile) -> Judge {
+        Judge {
+            check: CheckOptions {
+                revision: options.spec,
+                capabilities: Some(profile.capabilities.clone()),
+                level: ready.level(),
+                facts: None,
+                body_marks: ready.protocol >= 2,
+            },
+            strict: options.strict,
+            oracle: options.oracle,
+        }
+    }
+}
+
+/// Runs and judges one scenario: the invariants, and with the oracle on, the reference's
+/// outcome where the spec determines it.
+fn run_one(
+    implementation: &mut dyn Implementation,
+    judge: &Judge,
+    seq: u64,
+    scenario: &Scenario,
+) -> Verdict {
+    let revision = judge.check.revision;
+    let (records, escaped) = match implementation.run(seq, revision, scenario) {
+        Answer::Ran(records) => (records, None),
+        Answer::Escaped { message, records } => (records, Some(message)),
+        Answer::Skipped(_) => return Verdict::Skipped,
+        Answer::Errored { message, .. } => return Verdict::Errored(message),
+    };
+    let options = CheckOptions {
+        facts: Some(ScenarioFacts::from(scenario)),
+        ..judge.check.clone()
+    };
+    let mut violations = match judge_records(&options, &records, escaped.as_deref()) {
+        Err(e) => return Verdict::Errored(format!("the trace is malformed: {e}")),
+        Ok(violations) => violations,
+    };
+    if judge.oracle
+        && escaped.is_none()
+        && let Some(expect) = oracle::expectations(scenario, revision)
+    {
+        let expected = Scenario {
+            expect,
+            ..scenario.clone()
+        };
+        let (found, _) = expectations::judge(&expected, &records, options.level, Source::Reference);
+        violations.extend(found);
+    }
+    let failing: Vec<Violation> = violations
+        .into_iter()
+        .filter(|v| judge.strict || v.level == Level::Must)
+        .collect();
+    if failing.is_empty() {
+        Verdict::Clean
+    } else {
+        Verdict::Fails(failing)
+    }
+}
+
+fn judge_records(
+    options: &CheckOptions,
+    records: &[TraceRecord],
+    escaped: Option<&str>,
+) -> Result<Vec<Violation>, TraceError> {
+    let mut checker = Checker::new(options.clone());
+    for (i, record) in records.iter().enumerate() {
+        checker.feed(i + 1, record)?;
+    }
+    if let Some(message) = escaped {
+        checker.escape(records.len() + 1, message);
+    }
+    Ok(checker.finish()?.violations)
+}
+
+/// The check a violation fails: its invariant, and for the oracle's, the named comparison
+/// (`expected-outcome: body-runs`), so shrinking keeps the same cause.
+pub fn check_of(v: &Violation) -> String {
+    match v.message.strip_prefix("oracle ") {
+        Some(rest) => {
+            let name = rest.split([',', ':']).next().unwrap_or_default();
+            format!("{}: {name}", v.invariant)
+        }
+        None => v.invariant.to_string(),
+    }
+}
+
+/// The violation a failure is about: a named invariant before the oracle's comparisons, a
+/// MUST-level one before a SHOULD-level one, a named guarantee before the generic
+/// `stage-graph-walk`, then catalog order.
+fn primary(violations: &[Violation]) -> Option<&Violation> {
+    violations.iter().min_by_key(|v| {
+        (
+            matches!(
+                v.invariant,
+                InvariantId::ExpectedOutcome | InvariantId::ExpectedContent
+            ),
+            v.level != Level::Must,
+            v.invariant == InvariantId::StageGraphWalk,
+            v.invariant,
+        )
+    })
+}
+
+/// Generates scenarios and runs them through `implementation` until one fails (then shrinks it)
+/// or the cases or the time run out. `progress` is told each case's number as it finishes.
+pub fn fuzz(
+    implementation: &mut dyn Implementation,
+    options: &FuzzOptions,
+    mut progress: impl FnMut(usize),
+) -> Result<FuzzReport, FuzzError> {
+    let ready = implementation.ready().clone();
+    if !ready.specs.contains(&options.spec) {
+        return Err(FuzzError::SpecNotImplemented {
+            requested: options.spec,
+            declared: ready.specs_list(),
+        });
+    }
+    let profile = Profile {
+        revision: options.spec,
+        capabilities: ready.capabilities.iter().copied().collect(),
+    };
+    let judge = Judge::new(options, &ready, &profile);
+    let started = Instant::now();
+    let mut report = FuzzReport::default();
+    let mut seq = 0u64;
+    let strategy = strategy(&profile);
+    let stopped = || {
+        options
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::SeqCst))
+    };
+    for case in 0..options.cases {
+        if options.time.is_some_and(|t| started.elapsed() >= t) {
+            break;
+        }
+        if stopped() {
+            report.interrupted = true;
+            break;
+        }
+        let mut runner = TestRunner::new_with_rng(Config::default(), case_rng(options.seed, case));
+        let Some(mut tree) = draw(&strategy, &mut runner, ready.protocol)? else {
+            report.cases += 1;
+            report.skipped += 1;
+            progress(case);
+            continue;
+        };
+        seq += 1;
+        if options.stats {
+            for c in fuzz_stats::constructs(&tree.current()) {
+                *report.constructs.entry(c).or_default() += 1;
+            }
+        }
+        let verdict = run_one(implementation, &judge, seq, &tree.current());
+        // A case cut short by a stop is not judged.
+        if stopped() {
+            report.interrupted = true;
+            break;
+        }
+        report.cases += 1;
+        progress(case);
+        let violations = match verdict {
+            Verdict::Clean => continue,
+            Verdict::Skipped => {
+                report.skipped += 1;
+                continue;
+            }
+            Verdict::Errored(message) => {
+                report.errored += 1;
+                report.first_error.get_or_insert(message);
+                continue;
+            }
+            Verdict::Fails(violations) => violations,
+        };
+        let Some(first) = primary(&violations) else {
+            continue;
+        };
+        let (invariant, check) = (first.invariant, check_of(first));
+        let original_size = size(&tree.current());
+        let mut shrinking = Shrinking {
+            implementation: &mut *implementation,
+            judge: &judge,
+            options,
+            protocol: ready.protocol,
+            stopped: &stopped,
+            seq: &mut seq,
+            report: &mut report,
+        };
+        let (best, runs, shrink_stop) = shrinking.shrink(&mut *tree, violations, &check);
+        let (scenario, violations) = best;
+        let scenario = for_the_corpus(scenario, options, case, invariant, &check);
+        report.failure = Some(Failure {
+            case,
+            seed: options.seed,
+            invariant,
+            check: check.clone(),
+            scenario,
+            violations: violations
+                .into_iter()
+                .filter(|v| check_of(v) == check)
+                .collect(),
+            original_size,
+            shrink_runs: runs,
+            shrink_stop,
+        });
+        break;
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// The shrunk scenario of case `case`, ready to join a corpus: named for its seed and case,
+/// exercising the `invariant` it breaks, and expecting the reference's outcome (where the spec
+/// determines it).
+fn for_the_corpus(
+    mut scenario: Scenario,
+    options: &FuzzOptions,
+    case: usize,
+    invariant: InvariantId,
+    check: &str,
+) -> Scenario {
+    scenario.id = format!("fuzz-{}-{case}", options.seed);
+    scenario.description = format!(
+        "Found by tep fuzz (seed {}, case {case}) and shrunk: it breaks {check}.",
+        options.seed
+    );
+    scenario.exercises = vec![invariant];
+    if let Some(expect) = oracle::expectations(&scenario, options.spec) {
+        scenario.expect = expect;
+    }
+    scenario
+}
+
+/// A scenario as the corpus writes it: pretty JSON, with a trailing newline.
+pub fn to_corpus_json(scenario: &Scenario) -> String {
+    // Straight from the struct, so the fields keep the corpus files' order (`id` first).
+    serde_json::to_string_pretty(scenario).unwrap_or_default() + "\n"
+}
