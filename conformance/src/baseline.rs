@@ -5,7 +5,7 @@
 //! "deny-skips-body:denial-reaches-post"`). An unexpected failure fails the run, and so does an
 //! entry that no longer fails (stale), so the baseline only ever shrinks honestly. An entry
 //! naming no scenario of the corpus (a typo, or a scenario since removed) is an *unknown id*,
-//! which fails the run as well, with the closest scenario id when there is one. [`write`] makes a baseline from a
+//! which fails the run as well, with the closest scenario id when there is one. [`write()`] makes a baseline from a
 //! run's failures, keeping the reasons of the entries that still apply.
 
 use std::collections::{BTreeMap, BTreeSet};

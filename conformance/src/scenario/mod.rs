@@ -633,7 +633,7 @@ pub fn corpus_files() -> &'static [(&'static str, &'static str)] {
 }
 
 /// What a scenario's scripts say that its trace does not (which tools finalize, whether an
-/// approval prompt is mounted): the checker's [`ScenarioFacts`] in drive mode.
+/// approval prompt is mounted): the checker's [`ScenarioFacts`](crate::checker::ScenarioFacts) in drive mode.
 impl From<&Scenario> for tep_check::checker::ScenarioFacts {
     fn from(scenario: &Scenario) -> Self {
         tep_check::checker::ScenarioFacts {
