@@ -24,6 +24,30 @@ pub fn events_page() -> String {
          The JSON Schema is [`schemas/trace-record.schema.json`](schemas/trace-record.schema.json); \
          the rules for producing one are in [adapter-protocol.md](adapter-protocol.md#recording-the-trace).\n\n",
     );
+    out.push_str(&trace_records(&trace, &mut types));
+    out.push_str(&stage_observations());
+    out.push_str(&session_events(defs, &mut types));
+    let anchor = types.describe("ToolResult");
+    let _ = writeln!(
+        out,
+        "## Results\n\n{anchor}The outcome a stage hands on (`result` of `post`, `finalize`, `final`):\n"
+    );
+    out.push_str(&types.fields_table(&defs["ToolResult"]));
+    let anchor = types.describe("AdditionalContext");
+    let _ = writeln!(out, "\n{anchor}Each additional context:\n");
+    out.push_str(&types.fields_table(&defs["AdditionalContext"]));
+    out.push_str("\n## Names the docs use\n\n| name | what it is |\n|---|---|\n");
+    for term in TERMS {
+        let _ = writeln!(out, "| `{}` | {} |", term.name, cell(term.meaning));
+    }
+    out.push_str("\n## Types\n\nThe object types the tables above refer to.\n\n");
+    out.push_str(&types.appendix());
+    out
+}
+
+/// The "Trace records" section: what each `kind` of line is, and each one's fields.
+fn trace_records(trace: &Value, types: &mut Types<'_>) -> String {
+    let mut out = String::new();
     out.push_str("## Trace records\n\nEach line has a `kind`:\n\n");
     if let Some(kinds) = trace["oneOf"].as_array() {
         out.push_str("| `kind` | what the line is |\n|---|---|\n");
@@ -52,7 +76,13 @@ pub fn events_page() -> String {
             out.push('\n');
         }
     }
+    out
+}
 
+/// The "How each stage is observed" section: per revision, a table of the nodes, each with the
+/// record that observes it and the fields that record requires.
+fn stage_observations() -> String {
+    let mut out = String::new();
     out.push_str("## How each stage is observed\n\n");
     out.push_str(
         "Stages that are session events are observed through the event itself (an `event` record); \
@@ -98,7 +128,12 @@ pub fn events_page() -> String {
         }
         out.push('\n');
     }
+    out
+}
 
+/// The "Session events" section: the envelope, then each event type's data.
+fn session_events(defs: &Value, types: &mut Types<'_>) -> String {
+    let mut out = String::new();
     let anchor = types.describe("SessionEvent");
     let _ = writeln!(
         out,
@@ -139,21 +174,5 @@ pub fn events_page() -> String {
             out.push('\n');
         }
     }
-
-    let anchor = types.describe("ToolResult");
-    let _ = writeln!(
-        out,
-        "## Results\n\n{anchor}The outcome a stage hands on (`result` of `post`, `finalize`, `final`):\n"
-    );
-    out.push_str(&types.fields_table(&defs["ToolResult"]));
-    let anchor = types.describe("AdditionalContext");
-    let _ = writeln!(out, "\n{anchor}Each additional context:\n");
-    out.push_str(&types.fields_table(&defs["AdditionalContext"]));
-    out.push_str("\n## Names the docs use\n\n| name | what it is |\n|---|---|\n");
-    for term in TERMS {
-        let _ = writeln!(out, "| `{}` | {} |", term.name, cell(term.meaning));
-    }
-    out.push_str("\n## Types\n\nThe object types the tables above refer to.\n\n");
-    out.push_str(&types.appendix());
     out
 }
