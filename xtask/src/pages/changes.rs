@@ -41,81 +41,106 @@ pub fn changes_page(corpus: &[Scenario]) -> String {
         ),
     ];
     for (title, before, after) in graphs {
+        out.push_str(&graph_changes(title, before, after, old, new));
+    }
+    out.push_str(&invariant_changes(old, new));
+    out.push_str(&scenario_changes(corpus, old, new));
+    out
+}
+
+/// The section on one graph: its size in both revisions, and the nodes and edges `after` (of
+/// revision `new`) adds to, removes from or relabels in `before` (of revision `old`).
+fn graph_changes(
+    title: &str,
+    before: &StageGraph,
+    after: &StageGraph,
+    old: Revision,
+    new: Revision,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## {title}\n\n{old}: {} nodes, {} edges; {new}: {} nodes, {} edges.\n",
+        before.nodes().len(),
+        before.edges().len(),
+        after.nodes().len(),
+        after.edges().len()
+    );
+    let added: Vec<NodeId> = after
+        .nodes()
+        .iter()
+        .map(|n| n.id)
+        .filter(|id| !before.contains(*id))
+        .collect();
+    let removed: Vec<NodeId> = before
+        .nodes()
+        .iter()
+        .map(|n| n.id)
+        .filter(|id| !after.contains(*id))
+        .collect();
+    if !added.is_empty() {
+        let _ = writeln!(out, "Nodes added in {new}:\n\n{}", node_list(after, &added));
+    }
+    if !removed.is_empty() {
         let _ = writeln!(
             out,
-            "## {title}\n\n{old}: {} nodes, {} edges; {new}: {} nodes, {} edges.\n",
-            before.nodes().len(),
-            before.edges().len(),
-            after.nodes().len(),
-            after.edges().len()
+            "Nodes removed in {new}:\n\n{}",
+            node_list(before, &removed)
         );
-        let added: Vec<NodeId> = after
-            .nodes()
-            .iter()
-            .map(|n| n.id)
-            .filter(|id| !before.contains(*id))
-            .collect();
-        let removed: Vec<NodeId> = before
-            .nodes()
-            .iter()
-            .map(|n| n.id)
-            .filter(|id| !after.contains(*id))
-            .collect();
-        if !added.is_empty() {
-            let _ = writeln!(out, "Nodes added in {new}:\n\n{}", node_list(after, &added));
-        }
-        if !removed.is_empty() {
-            let _ = writeln!(
-                out,
-                "Nodes removed in {new}:\n\n{}",
-                node_list(before, &removed)
-            );
-        }
-        let relabeled: Vec<String> = before
-            .nodes()
-            .iter()
-            .filter_map(|b| {
-                let a = after.node(b.id)?;
-                (a.label != b.label).then(|| {
-                    format!(
-                        "- `{}`: {} → {}\n",
-                        b.id,
-                        cell(&b.label.plain_lines().join(" / ")),
-                        cell(&a.label.plain_lines().join(" / "))
-                    )
-                })
-            })
-            .collect();
-        if !relabeled.is_empty() {
-            let _ = writeln!(out, "Nodes relabeled:\n\n{}", relabeled.concat());
-        }
-        let same = |e: &tep_reference::graph::Edge, graph: &StageGraph| {
-            graph.edges().iter().any(|f| {
-                f.from == e.from && f.to == e.to && f.label == e.label && f.style == e.style
-            })
-        };
-        let edges = |from: &StageGraph, to: &StageGraph| -> String {
-            from.edges()
-                .iter()
-                .filter(|e| !same(e, to))
-                .map(|e| {
-                    let style = if e.style == EdgeStyle::Dotted {
-                        " (dotted)"
-                    } else {
-                        ""
-                    };
-                    format!("- `{}`{style}\n", e.describe())
-                })
-                .collect()
-        };
-        let (gained, lost) = (edges(after, before), edges(before, after));
-        if !gained.is_empty() {
-            let _ = writeln!(out, "Edges added in {new}:\n\n{gained}");
-        }
-        if !lost.is_empty() {
-            let _ = writeln!(out, "Edges removed in {new}:\n\n{lost}");
-        }
     }
+    let relabeled: Vec<String> = before
+        .nodes()
+        .iter()
+        .filter_map(|b| {
+            let a = after.node(b.id)?;
+            (a.label != b.label).then(|| {
+                format!(
+                    "- `{}`: {} → {}\n",
+                    b.id,
+                    cell(&b.label.plain_lines().join(" / ")),
+                    cell(&a.label.plain_lines().join(" / "))
+                )
+            })
+        })
+        .collect();
+    if !relabeled.is_empty() {
+        let _ = writeln!(out, "Nodes relabeled:\n\n{}", relabeled.concat());
+    }
+    let (gained, lost) = (edges_not_in(after, before), edges_not_in(before, after));
+    if !gained.is_empty() {
+        let _ = writeln!(out, "Edges added in {new}:\n\n{gained}");
+    }
+    if !lost.is_empty() {
+        let _ = writeln!(out, "Edges removed in {new}:\n\n{lost}");
+    }
+    out
+}
+
+/// The edges of `from` that `to` has not (same ends, label and style), one list item each.
+fn edges_not_in(from: &StageGraph, to: &StageGraph) -> String {
+    let same = |e: &tep_reference::graph::Edge, graph: &StageGraph| {
+        graph
+            .edges()
+            .iter()
+            .any(|f| f.from == e.from && f.to == e.to && f.label == e.label && f.style == e.style)
+    };
+    from.edges()
+        .iter()
+        .filter(|e| !same(e, to))
+        .map(|e| {
+            let style = if e.style == EdgeStyle::Dotted {
+                " (dotted)"
+            } else {
+                ""
+            };
+            format!("- `{}`{style}\n", e.describe())
+        })
+        .collect()
+}
+
+/// The "Invariants" section: the invariants of only one revision.
+fn invariant_changes(old: Revision, new: Revision) -> String {
+    let mut out = String::new();
     out.push_str("## Invariants\n\n");
     let only = |rev: Revision| -> String {
         CATALOG
@@ -135,6 +160,12 @@ pub fn changes_page(corpus: &[Scenario]) -> String {
     let _ = writeln!(out, "{shared} invariants apply to both revisions.\n");
     let _ = writeln!(out, "Only in {new}:\n\n{}", only(new));
     let _ = writeln!(out, "Only in {old}:\n\n{}", only(old));
+    out
+}
+
+/// The "Scenarios" section: the scenarios of only one revision.
+fn scenario_changes(corpus: &[Scenario], old: Revision, new: Revision) -> String {
+    let mut out = String::new();
     out.push_str("## Scenarios\n\n");
     let scenarios = |rev: Revision| -> String {
         corpus
