@@ -23,9 +23,54 @@ pub(super) fn draw(
         .zip(xs)
         .map(|(v, x)| x + v.right)
         .fold(f64::NEG_INFINITY, f64::max);
-    let shift = MARGIN - min_x;
-    let x = |v: usize| xs[v] + shift;
-    // Each layer's top and height.
+    let (tops, heights, y) = layer_extents(graph, order);
+    let frame = Frame {
+        graph,
+        order,
+        xs,
+        shift: MARGIN - min_x,
+        tops,
+        heights,
+        pos: positions(graph, order),
+    };
+    let nodes = graph
+        .vertices
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.node.is_some())
+        .map(|(i, v)| Rect {
+            x: frame.x(i) - v.left,
+            y: frame.centre(i) - v.height / 2.0,
+            width: v.left + v.right,
+            height: v.height,
+        })
+        .collect();
+    let routed = graph
+        .chains
+        .iter()
+        .enumerate()
+        .map(|(e, chain)| {
+            let mut points = taut_path(&frame.windows(chain, ports));
+            if closes[e] {
+                points.reverse();
+            }
+            let label_center = graph.label_at[e].map(|v| (frame.x(v), frame.centre(v)));
+            RoutedEdge {
+                points,
+                label_center,
+            }
+        })
+        .collect();
+    Drawing {
+        nodes,
+        edges: routed,
+        width: max_x - min_x + 2.0 * MARGIN,
+        height: y + MARGIN,
+    }
+}
+
+/// Each layer's top and height, and the bottom of the last layer.
+fn layer_extents(graph: &Layered, order: &[Vec<usize>]) -> (Vec<f64>, Vec<f64>, f64) {
     let mut tops = Vec::with_capacity(order.len());
     let mut heights = Vec::with_capacity(order.len());
     let mut y = MARGIN;
@@ -41,105 +86,98 @@ pub(super) fn draw(
         heights.push(height);
         y += height;
     }
-    let centre = |v: usize| {
-        let layer = graph.vertices[v].layer;
-        tops[layer] + heights[layer] / 2.0
-    };
-    let nodes = graph
-        .vertices
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| v.node.is_some())
-        .map(|(i, v)| Rect {
-            x: x(i) - v.left,
-            y: centre(i) - v.height / 2.0,
-            width: v.left + v.right,
-            height: v.height,
-        })
-        .collect();
-    let pos = positions(graph, order);
-    // The band of x an edge's line may take where it crosses a layer: up to its neighbours' boxes
-    // and labels (less the gap to them), or halfway to their lines. A line through a label stays
-    // put.
-    let band = |v: usize| -> (f64, f64) {
+    (tops, heights, y)
+}
+
+/// Where the drawing puts the vertices: their x (shifted so the drawing starts at the margin) and
+/// their layers' extents.
+struct Frame<'a> {
+    graph: &'a Layered,
+    order: &'a [Vec<usize>],
+    xs: &'a [f64],
+    shift: f64,
+    tops: Vec<f64>,
+    heights: Vec<f64>,
+    /// Each vertex's position in its layer.
+    pos: Vec<usize>,
+}
+
+impl Frame<'_> {
+    fn x(&self, v: usize) -> f64 {
+        self.xs[v] + self.shift
+    }
+
+    fn centre(&self, v: usize) -> f64 {
+        let layer = self.graph.vertices[v].layer;
+        self.tops[layer] + self.heights[layer] / 2.0
+    }
+
+    /// The band of x an edge's line may take where it crosses a layer: up to its neighbours' boxes
+    /// and labels (less the gap to them), or halfway to their lines. A line through a label stays
+    /// put.
+    fn band(&self, v: usize) -> (f64, f64) {
+        let graph = self.graph;
         let vertex = &graph.vertices[v];
         if vertex.right > 0.0 {
-            return (x(v), x(v));
+            return (self.x(v), self.x(v));
         }
-        let layer = &order[vertex.layer];
-        let i = pos[v];
+        let layer = &self.order[vertex.layer];
+        let i = self.pos[v];
         let lo = match i.checked_sub(1).map(|j| layer[j]) {
             None => f64::NEG_INFINITY,
-            Some(n) if graph.vertices[n].right == 0.0 => (x(n) + x(v) + LINE_GAP) / 2.0,
-            Some(n) => x(n) + separation(&graph.vertices[n], vertex),
+            Some(n) if graph.vertices[n].right == 0.0 => (self.x(n) + self.x(v) + LINE_GAP) / 2.0,
+            Some(n) => self.x(n) + separation(&graph.vertices[n], vertex),
         };
         let hi = match layer.get(i + 1) {
             None => f64::INFINITY,
-            Some(&m) if graph.vertices[m].left == 0.0 => (x(v) + x(m) - LINE_GAP) / 2.0,
-            Some(&m) => x(m) - separation(vertex, &graph.vertices[m]),
+            Some(&m) if graph.vertices[m].left == 0.0 => (self.x(v) + self.x(m) - LINE_GAP) / 2.0,
+            Some(&m) => self.x(m) - separation(vertex, &graph.vertices[m]),
         };
-        (lo.min(x(v)), hi.max(x(v)))
-    };
-    let routed = graph
-        .chains
-        .iter()
-        .enumerate()
-        .map(|(e, chain)| {
-            // Where the edge must pass, top to bottom: (y, lowest x, highest x).
-            let mut windows = Vec::new();
-            let last = chain.len() - 1;
-            for (i, &v) in chain.iter().enumerate() {
-                let vertex = &graph.vertices[v];
-                let layer = vertex.layer;
-                let (top, bottom) = (tops[layer], tops[layer] + heights[layer]);
-                if vertex.node.is_some() {
-                    // A box: the edge leaves from its bottom, or arrives at its top, at the
-                    // segment's port, straight down to a stub beyond its layer, so that it leaves
-                    // and arrives square instead of skimming along the box or its neighbours.
-                    let px = x(v)
-                        + if i == 0 {
-                            graph.below[v]
-                                .iter()
-                                .find(|&&s| graph.segments[s].lower == chain[1])
-                                .map_or(0.0, |&s| ports[s].0)
-                        } else {
-                            graph.above[v]
-                                .iter()
-                                .find(|&&s| graph.segments[s].upper == chain[last - 1])
-                                .map_or(0.0, |&s| ports[s].1)
-                        };
-                    if i == 0 {
-                        windows.push((centre(v) + vertex.height / 2.0, px, px));
-                        windows.push((bottom + STUB, px, px));
+        (lo.min(self.x(v)), hi.max(self.x(v)))
+    }
+
+    /// Where the edge of `chain` must pass, top to bottom: (y, lowest x, highest x).
+    fn windows(&self, chain: &[usize], ports: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
+        let graph = self.graph;
+        let mut windows = Vec::new();
+        let last = chain.len() - 1;
+        for (i, &v) in chain.iter().enumerate() {
+            let vertex = &graph.vertices[v];
+            let layer = vertex.layer;
+            let (top, bottom) = (self.tops[layer], self.tops[layer] + self.heights[layer]);
+            if vertex.node.is_some() {
+                // A box: the edge leaves from its bottom, or arrives at its top, at the
+                // segment's port, straight down to a stub beyond its layer, so that it leaves
+                // and arrives square instead of skimming along the box or its neighbours.
+                let px = self.x(v)
+                    + if i == 0 {
+                        graph.below[v]
+                            .iter()
+                            .find(|&&s| graph.segments[s].lower == chain[1])
+                            .map_or(0.0, |&s| ports[s].0)
                     } else {
-                        windows.push((top - STUB, px, px));
-                        windows.push((centre(v) - vertex.height / 2.0, px, px));
-                    }
+                        graph.above[v]
+                            .iter()
+                            .find(|&&s| graph.segments[s].upper == chain[last - 1])
+                            .map_or(0.0, |&s| ports[s].1)
+                    };
+                if i == 0 {
+                    windows.push((self.centre(v) + vertex.height / 2.0, px, px));
+                    windows.push((bottom + STUB, px, px));
                 } else {
-                    // Past boxes, the band holds a little above and below the layer too, so that
-                    // a slanted line does not clip a box's corner.
-                    let margin = if layer.is_multiple_of(2) { STUB } else { 0.0 };
-                    let (lo, hi) = band(v);
-                    windows.push((top - margin, lo, hi));
-                    windows.push((bottom + margin, lo, hi));
+                    windows.push((top - STUB, px, px));
+                    windows.push((self.centre(v) - vertex.height / 2.0, px, px));
                 }
+            } else {
+                // Past boxes, the band holds a little above and below the layer too, so that
+                // a slanted line does not clip a box's corner.
+                let margin = if layer.is_multiple_of(2) { STUB } else { 0.0 };
+                let (lo, hi) = self.band(v);
+                windows.push((top - margin, lo, hi));
+                windows.push((bottom + margin, lo, hi));
             }
-            let mut points = taut_path(&windows);
-            if closes[e] {
-                points.reverse();
-            }
-            let label_center = graph.label_at[e].map(|v| (x(v), centre(v)));
-            RoutedEdge {
-                points,
-                label_center,
-            }
-        })
-        .collect();
-    Drawing {
-        nodes,
-        edges: routed,
-        width: max_x - min_x + 2.0 * MARGIN,
-        height: y + MARGIN,
+        }
+        windows
     }
 }
 
