@@ -422,6 +422,8 @@ impl TraceRecord {
     }
 }
 
+mod identity_cache;
+mod scanner;
 mod single_pass;
 
 #[cfg(test)]
