@@ -1,9 +1,9 @@
 //! Argument groups more than one command shares (clap `Args` and value enums).
 
 use clap::{Args, ValueEnum};
-use tep_conformance::invariants::InvariantId;
+use tep_check::invariants::InvariantId;
 use tep_conformance::select::Selection;
-use tep_reference::trace::Capability;
+use tep_model::trace::Capability;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use tep_conformance::catalog::invariant;
-use tep_conformance::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
+use tep_check::catalog::invariant;
+use tep_check::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
+use tep_check::invariants::{InvariantId, Level};
+use tep_check::trace_io::{for_each_record_parallel, parsing_workers};
 use tep_conformance::html::{self, TraceExcerpt};
-use tep_conformance::invariants::{InvariantId, Level};
 use tep_conformance::listing;
 use tep_conformance::report;
-use tep_conformance::trace_io::{for_each_record_parallel, parsing_workers};
-use tep_reference::graph::Revision;
-use tep_reference::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
+use tep_model::graph::Revision;
+use tep_model::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
 
 use crate::args::Format;
 use crate::output::{self, Stdout};

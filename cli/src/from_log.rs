@@ -4,11 +4,11 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 
 use clap::ValueEnum;
+use tep_check::checker::{InvariantStatus, TraceError};
 use tep_check::deepseek_harness::{self, Options, Summary};
-use tep_conformance::checker::{InvariantStatus, TraceError};
-use tep_conformance::invariants::InvariantId;
+use tep_check::invariants::InvariantId;
 use tep_conformance::listing::{SessionLogJson, UnknownType};
-use tep_reference::trace::TraceRecord;
+use tep_model::trace::TraceRecord;
 
 /// Whose session log `--from` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -14,7 +14,7 @@ use anyhow::Result;
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::fuzz::{FuzzOptions, FuzzReport, fuzz as run_fuzz, size, to_corpus_json};
 use tep_conformance::runner::{BuiltinReference, Implementation};
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
 use tep_reference::mutant::Mutant;
 
 use crate::output::{Stdout, check_writable, note, write_atomically};

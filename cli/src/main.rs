@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use tep_check::catalog::{CATALOG, invariant};
+use tep_check::invariants::InvariantId;
 use tep_conformance::adapter::{MAX_TIMEOUT, MIN_TIMEOUT};
-use tep_conformance::catalog::{CATALOG, invariant};
-use tep_conformance::invariants::InvariantId;
 use tep_conformance::listing;
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
+use tep_model::trace::TraceRecord;
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::TraceRecord;
 
 mod args;
 mod check_command;

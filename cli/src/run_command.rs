@@ -21,9 +21,9 @@ use tep_conformance::runner::{
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::suite;
 use tep_conformance::terminal::escape_controls;
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
+use tep_model::trace::{ObservationLevel, to_jsonl};
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{ObservationLevel, to_jsonl};
 
 use crate::args::{ColorWhen, Format, SelectArgs};
 use crate::output::{check_dir_creatable, check_writable, write_atomically};

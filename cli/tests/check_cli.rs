@@ -117,7 +117,7 @@ fn a_session_log_checked_at_hooks_is_a_usage_error_with_the_way_out() {
 fn body_after_deny() -> String {
     use tep_conformance::scenario::corpus;
     use tep_conformance::scripted::run_reference;
-    use tep_reference::graph::Revision;
+    use tep_model::graph::Revision;
     use tep_reference::mutant::Mutant;
     let scenario = corpus()
         .unwrap()
@@ -125,7 +125,7 @@ fn body_after_deny() -> String {
         .find(|s| s.id == "pre-deny-skips-body")
         .unwrap();
     let records = run_reference(&scenario, Revision::Rev2, &[Mutant::RunBodyAfterDeny]).unwrap();
-    tep_reference::trace::to_jsonl(&records)
+    tep_model::trace::to_jsonl(&records)
 }
 
 #[test]
@@ -217,13 +217,13 @@ fn the_html_report_of_a_check_quotes_the_trace_and_marks_its_witnesses() {
 /// lines, and the same first unreadable line.
 #[test]
 fn the_verdict_does_not_depend_on_how_many_threads_parse() {
-    use tep_reference::trace::{TraceRecord, to_jsonl};
+    use tep_model::trace::{TraceRecord, to_jsonl};
     let records: Vec<TraceRecord> = body_after_deny()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     // Long enough that several chunks are parsed at once.
-    let trace = to_jsonl(&tep_conformance::trace_io::repeat_batches(&records, 400));
+    let trace = to_jsonl(&tep_check::trace_io::repeat_batches(&records, 400));
     assert!(trace.len() > 4 * 64 * 1024, "{} bytes", trace.len());
     let broken = format!("{trace}{{oops\n{trace}");
     let dir = std::env::temp_dir().join(format!("tep-check-jobs-{}", std::process::id()));
@@ -267,18 +267,15 @@ fn the_verdict_does_not_depend_on_how_many_threads_parse() {
 
 #[test]
 fn a_report_past_the_cap_says_how_many_violations_it_left_out() {
-    use tep_reference::trace::{TraceRecord, to_jsonl};
+    use tep_model::trace::{TraceRecord, to_jsonl};
     let mut records: Vec<TraceRecord> = body_after_deny()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     // At least one fault per batch: the batch never settles.
-    records.retain(|r| r.node() != Some(tep_reference::graph::NodeId::AllResults));
-    let cap = tep_conformance::checker::MAX_VIOLATIONS;
-    let trace = to_jsonl(&tep_conformance::trace_io::repeat_batches(
-        &records,
-        cap + 50,
-    ));
+    records.retain(|r| r.node() != Some(tep_model::graph::NodeId::AllResults));
+    let cap = tep_check::checker::MAX_VIOLATIONS;
+    let trace = to_jsonl(&tep_check::trace_io::repeat_batches(&records, cap + 50));
     let json = check(&trace, &["--format", "json"]);
     assert_eq!(json.status.code(), Some(1), "{}", out(&json));
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();

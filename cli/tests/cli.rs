@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
-use tep_conformance::invariants::InvariantId;
-use tep_conformance::mutation::plant;
+use tep_check::invariants::InvariantId;
+use tep_check::mutation::plant;
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::Revision;
-use tep_reference::trace::to_jsonl;
+use tep_model::graph::Revision;
+use tep_model::trace::to_jsonl;
 
 fn tep(args: &[&str]) -> Output {
     tep_command()
@@ -352,7 +352,7 @@ fn bad_baselines_are_usage_errors() {
 // ---------------------------------------------------------------------------------------------
 // check
 
-fn reference_trace(id: &str) -> Vec<tep_reference::trace::TraceRecord> {
+fn reference_trace(id: &str) -> Vec<tep_model::trace::TraceRecord> {
     let scenario = corpus().unwrap().into_iter().find(|s| s.id == id).unwrap();
     run_reference(&scenario, Revision::Rev2, &[]).unwrap()
 }

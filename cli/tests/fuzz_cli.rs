@@ -11,7 +11,7 @@ use common::{TEP, tep_command};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use tep_conformance::invariants::InvariantId;
+use tep_check::invariants::InvariantId;
 use tep_conformance::mutants::breaks;
 use tep_conformance::scenario::Scenario;
 use tep_reference::mutant::Mutant;

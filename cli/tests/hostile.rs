@@ -13,8 +13,8 @@ use std::process::{Command, Output, Stdio};
 
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::Revision;
-use tep_reference::trace::to_jsonl;
+use tep_model::graph::Revision;
+use tep_model::trace::to_jsonl;
 
 /// The hostile adapter fixture with `mode` (see its docstring).
 fn hostile(mode: &str) -> String {

@@ -18,8 +18,8 @@ use std::process::{Command, Stdio};
 
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::Revision;
-use tep_reference::trace::to_jsonl;
+use tep_model::graph::Revision;
+use tep_model::trace::to_jsonl;
 
 const TEP: &str = env!("CARGO_BIN_EXE_tep");
 const MIB: u64 = 1024 * 1024;

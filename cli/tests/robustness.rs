@@ -14,8 +14,8 @@ use std::process::{Command, Output, Stdio};
 
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::Revision;
-use tep_reference::trace::to_jsonl;
+use tep_model::graph::Revision;
+use tep_model::trace::to_jsonl;
 
 fn tep(args: &[&str]) -> Output {
     tep_command()
@@ -425,7 +425,8 @@ fn an_answer_over_the_size_limit_is_refused_unparsed() {
 
 #[test]
 fn docs_state_the_limits_in_force() {
-    use tep_conformance::{adapter, checker, limits, scripted, serve, trace_io};
+    use tep_check::{checker, trace_io};
+    use tep_conformance::{adapter, limits, scripted, serve};
     let page = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/limits.md"),
     )

@@ -41,12 +41,10 @@ use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput
 type Group<'c> = BenchmarkGroup<'c, WallTime>;
 type BenchGroup = fn(&mut Criterion);
 use serde::de::IgnoredAny;
-use tep_conformance::checker::CheckOptions;
+use tep_check::checker::CheckOptions;
+use tep_check::trace_io::{check_reader, check_reader_parallel, for_each_record, parsing_workers};
 use tep_conformance::generate::{Shape, jsonl};
-use tep_conformance::trace_io::{
-    check_reader, check_reader_parallel, for_each_record, parsing_workers,
-};
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

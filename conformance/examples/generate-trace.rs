@@ -10,7 +10,7 @@
 
 use anyhow::{Context, bail};
 use tep_conformance::generate::{Shape, records, write_jsonl};
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
 
 fn shape(name: &str) -> anyhow::Result<Shape> {
     let number = |s: &str| {

@@ -1,6 +1,6 @@
 //! What each observation level lets the checker catch, measured: every invariant's breach (the
-//! teeth, [`crate::mutation::plant`]) planted in the reference's trace of every scenario that
-//! exercises it, thinned to each level ([`crate::observation::thin`]) and checked.
+//! teeth, [`tep_check::mutation::plant`]) planted in the reference's trace of every scenario that
+//! exercises it, thinned to each level ([`tep_check::observation::thin`]) and checked.
 //!
 //! [`measure`] is the measurement; `cargo xtask docs` writes its result as
 //! `check/src/checkability/table.rs`, which the checker's statuses read
@@ -12,12 +12,12 @@ use tep_check::invariants::{InvariantId, Read};
 use tep_model::graph::Revision;
 use tep_model::trace::{ObservationLevel, TraceRecord};
 
-use crate::catalog::{CATALOG, invariant};
-use crate::observation::thin;
 use crate::runner::{Coverage, judge};
 use crate::scenario::Scenario;
 use crate::scripted::run_reference;
-use crate::teeth::breaches;
+use tep_check::catalog::{CATALOG, invariant};
+use tep_check::observation::thin;
+use tep_check::teeth::breaches;
 
 /// One planted breach, thinned to one level.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,15 +16,15 @@
 use std::io::{self, Write};
 
 use serde_json::{Value, json};
-use tep_reference::graph::{NodeId, Outcome, Revision};
-use tep_reference::identity::{CallId, Identity};
-use tep_reference::result::{AdditionalContext, ContentBlock, ContextOrigin, ToolResult};
-use tep_reference::session::{
+use tep_model::graph::{NodeId, Outcome, Revision};
+use tep_model::identity::{CallId, Identity};
+use tep_model::result::{AdditionalContext, ContentBlock, ContextOrigin, ToolResult};
+use tep_model::session::{
     CodeDispatch, CodeDispatchStart, EventBody, MessageSource, Role, SessionEvent, SurfaceOp,
     ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData, ToolResultMessage,
     ToolResultRecord, UserMessage,
 };
-use tep_reference::trace::{
+use tep_model::trace::{
     DeclaredCall, EventRecord, Mark, MarkKind, Observation, ObservationLevel, TraceHeader,
     TraceRecord,
 };
@@ -462,7 +462,7 @@ impl<'g, 's, 'a> Batch<'g, 's, 'a> {
     /// logged and resolved before the next starts.
     fn program(&mut self, n: usize) -> Result<(), GenerateError> {
         let root = call_id(1);
-        let run_code = tep_reference::pipeline::RUN_CODE;
+        let run_code = tep_model::RUN_CODE;
         self.model(vec![DeclaredCall {
             call_id: root.clone(),
             name: run_code.to_owned(),

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
-use tep_reference::graph::{GraphKind, NodeId, Revision, StageGraph};
+use tep_model::graph::{GraphKind, NodeId, Revision, StageGraph};
 
 use crate::report::{
     EdgeCoverage, GraphName, JsonReport, RunContext, ScenarioReport, ViolationReport,

@@ -1,7 +1,7 @@
 //! # tep-conformance
 //!
 //! The conformance suite for tool execution pipelines: the corpus, drive mode, reports and
-//! fuzzing. The checker is `tep-check`'s, re-exported below under the paths it had here.
+//! fuzzing. The checker is `tep-check`'s: import it from there.
 //!
 //! - [`scenario`]: the language-neutral corpus (`conformance/scenarios/*.json`, embedded);
 //!   [`limits`]: how big a scenario may be.
@@ -43,6 +43,3 @@ pub mod terminal;
 
 /// How big a scenario may be: part of reading one.
 pub use scenario::limits;
-
-// The checker is `tep-check`'s; these paths stay for the suite's users.
-pub use tep_check::{catalog, checker, invariants, mutation, observation, rules, teeth, trace_io};

@@ -12,8 +12,8 @@ use serde::Serialize;
 use tep_check::catalog::CATALOG;
 use tep_check::checker::Violation;
 use tep_check::invariants::{Invariant, InvariantId, Level};
-use tep_reference::graph::Revision;
-use tep_reference::trace::{Capability, ObservationLevel};
+use tep_model::graph::Revision;
+use tep_model::trace::{Capability, ObservationLevel};
 
 use crate::scenario::Scenario;
 

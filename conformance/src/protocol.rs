@@ -5,8 +5,8 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tep_reference::graph::Revision;
-use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
+use tep_model::graph::Revision;
+use tep_model::trace::{Capability, ObservationLevel, TraceRecord};
 
 use crate::scenario::Scenario;
 

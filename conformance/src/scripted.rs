@@ -6,21 +6,25 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use tep_reference::code_mode::{Bindings, Program, ProgramLoader, ProgramOutput, ToolCallError};
+use tep_model::graph::Revision;
+use tep_model::identity::CallId;
+use tep_model::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
+use tep_model::session::{HookInvoked, HookResult};
+use tep_model::trace::{
+    Capability, Mark, MarkKind, ObservationLevel, Rejection, TraceHeader, TraceRecord,
+};
+use tep_reference::execution::Execution;
 use tep_reference::fs::VirtualFs;
-use tep_reference::graph::Revision;
-use tep_reference::identity::{CallId, Execution};
 use tep_reference::mutant::Mutant;
+use tep_reference::pipeline::code_mode::{
+    Bindings, Program, ProgramLoader, ProgramOutput, ToolCallError,
+};
 use tep_reference::pipeline::{
     ApprovalOutcome, BoxFuture, DispatchCall, ExecuteNext, ExecuteWrapper, FinalizeContent,
     GuardVerdict, ModelCall, Named, PostDecision, PostExecute, PostNext, PreDecision,
     RegistryBuilder, ResultObserver, Tool, ToolContext, ToolRegistry, cancelled_failure, simple,
 };
-use tep_reference::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
-use tep_reference::session::{HookInvoked, HookResult};
-use tep_reference::trace::{
-    Capability, Mark, MarkKind, ObservationLevel, Recorder, Rejection, TraceHeader, TraceRecord,
-};
+use tep_reference::recorder::Recorder;
 use tep_reference::wrappers::{MetricsWrapper, RetryWrapper, TimeoutWrapper};
 
 use crate::scenario::{
@@ -636,10 +640,7 @@ impl ScriptedProgram {
                 }
                 ProgramStep::CallRunCode => {
                     if let Err(e) = bindings
-                        .call(
-                            tep_reference::pipeline::RUN_CODE,
-                            Value::Object(Default::default()),
-                        )
+                        .call(tep_model::RUN_CODE, Value::Object(Default::default()))
                         .await
                     {
                         logs.push(format!("run_code rejected: {e}"));

@@ -7,7 +7,7 @@
 //! turns into a run that tests less than it seems to.
 
 use globset::{Glob, GlobMatcher};
-use tep_reference::trace::Capability;
+use tep_model::trace::Capability;
 
 use crate::scenario::Scenario;
 use tep_check::invariants::InvariantId;

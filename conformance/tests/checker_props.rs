@@ -13,19 +13,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use serde_json::json;
-use tep_conformance::checker::{CheckOptions, ScenarioFacts, check_records};
-use tep_conformance::invariants::InvariantId;
-use tep_conformance::mutation::Structural;
-use tep_conformance::observation::thin;
+use tep_check::checker::{CheckOptions, ScenarioFacts, check_records};
+use tep_check::invariants::InvariantId;
+use tep_check::mutation::Structural;
+use tep_check::observation::thin;
 use tep_conformance::scenario::{
     AcceptSpec, ApprovalAnswer, ApprovalSpec, BlockSpec, BodyStep, CallExpectation, CallSpec,
     EditSpec, Expectation, FinalizeAction, GuardAction, Listener, ObserverSpec, PostAction,
     PreAction, Scenario, ThrowPhase, ToolSpec, WrapperSpec,
 };
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::{NodeId, Revision};
-use tep_reference::identity::CallId;
-use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
+use tep_model::graph::{NodeId, Revision};
+use tep_model::identity::CallId;
+use tep_model::trace::{Capability, ObservationLevel, TraceRecord};
 
 // ---------------------------------------------------------------------------------------------
 // Random scenarios
@@ -328,7 +328,7 @@ fn jiggle(mut records: Vec<TraceRecord>, picks: &[prop::sample::Index]) -> Vec<T
             Some(NodeId::Normalized) => (
                 (0..i).rev().find(|&j| {
                     records[j].call() == records[i].call()
-                        && matches!(&records[j], TraceRecord::Stage(o) if o.outcome == Some(tep_reference::graph::Outcome::Throw) || o.node == NodeId::Post)
+                        && matches!(&records[j], TraceRecord::Stage(o) if o.outcome == Some(tep_model::graph::Outcome::Throw) || o.node == NodeId::Post)
                 }),
                 (i + 1..records.len()).find(|&j| {
                     records[j].call() == records[i].call()
@@ -577,15 +577,15 @@ proptest! {
         let denials: Vec<usize> = (0..trace.len())
             .filter(|&i| matches!(&trace[i], TraceRecord::Stage(o) if matches!(
                 (o.node, o.outcome),
-                (NodeId::Pre | NodeId::Guards, Some(tep_reference::graph::Outcome::Deny))
-                    | (NodeId::Approval, Some(tep_reference::graph::Outcome::Rejected | tep_reference::graph::Outcome::Cancelled | tep_reference::graph::Outcome::Unavailable))
+                (NodeId::Pre | NodeId::Guards, Some(tep_model::graph::Outcome::Deny))
+                    | (NodeId::Approval, Some(tep_model::graph::Outcome::Rejected | tep_model::graph::Outcome::Cancelled | tep_model::graph::Outcome::Unavailable))
             )))
             .collect();
         prop_assume!(!denials.is_empty());
         let at = *pick.get(&denials);
         let call = trace[at].call().cloned().unwrap();
         let mut mutated = trace.clone();
-        mutated.insert(at + 1, TraceRecord::Stage(Box::new(tep_reference::trace::Observation::at(NodeId::ToolBody).call(&call))));
+        mutated.insert(at + 1, TraceRecord::Stage(Box::new(tep_model::trace::Observation::at(NodeId::ToolBody).call(&call))));
         let found = violations_at(level, rev, &s, &mutated).map_err(TestCaseError::fail)?;
         prop_assert!(found.contains(&InvariantId::DenySkipsBody), "{:?}", found);
     }

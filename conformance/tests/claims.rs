@@ -15,13 +15,13 @@ use common::{
     drive_options, findings, is_binding_settled, is_event, is_stage, move_record, options,
     position, scenario, trace, violations,
 };
-use tep_conformance::checker::Violation;
-use tep_conformance::invariants::InvariantId;
-use tep_conformance::observation::thin;
+use tep_check::checker::Violation;
+use tep_check::invariants::InvariantId;
+use tep_check::observation::thin;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::{NodeId, Revision};
-use tep_reference::identity::CallId;
-use tep_reference::trace::{ObservationLevel, TraceRecord};
+use tep_model::graph::{NodeId, Revision};
+use tep_model::identity::CallId;
+use tep_model::trace::{ObservationLevel, TraceRecord};
 
 fn of(found: &[Violation], id: InvariantId) -> Vec<&Violation> {
     found.iter().filter(|v| v.invariant == id).collect()
@@ -32,7 +32,7 @@ fn said(found: &[Violation], id: InvariantId) -> Vec<&str> {
     of(found, id).iter().map(|v| v.message.as_str()).collect()
 }
 
-fn full(id: &str) -> tep_conformance::checker::CheckOptions {
+fn full(id: &str) -> tep_check::checker::CheckOptions {
     options(id, ObservationLevel::Full)
 }
 
@@ -331,7 +331,7 @@ fn a_batch_settled_after_its_contexts_is_caught_below_full() {
 fn a_sub_calls_context_is_one_fault_not_also_a_fifo_breach() {
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
     let records =
-        tep_conformance::mutation::plant(InvariantId::SubCallContextsOmitted, &trace(id)).unwrap();
+        tep_check::mutation::plant(InvariantId::SubCallContextsOmitted, &trace(id)).unwrap();
     let found = findings(&full(id), &records);
     assert!(
         !of(&found, InvariantId::SubCallContextsOmitted).is_empty(),
@@ -535,8 +535,7 @@ fn a_stage_breaking_into_another_calls_lane_names_the_section() {
     let id = "parallel-results-commit-in-model-order";
     let records = trace(id);
     // Prepare: c2's call logged while c1's prepare stages run.
-    let planted =
-        tep_conformance::mutation::plant(InvariantId::OrderedStagesSerial, &records).unwrap();
+    let planted = tep_check::mutation::plant(InvariantId::OrderedStagesSerial, &records).unwrap();
     let found = findings(&full(id), &planted);
     let words = said(&found, InvariantId::OrderedStagesSerial);
     assert!(

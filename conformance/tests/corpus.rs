@@ -11,15 +11,15 @@
 
 use std::collections::BTreeSet;
 
-use tep_conformance::catalog::CATALOG;
-use tep_conformance::checker::CheckOptions;
-use tep_conformance::invariants::InvariantId;
+use tep_check::catalog::CATALOG;
+use tep_check::checker::CheckOptions;
+use tep_check::invariants::InvariantId;
+use tep_check::mutation::plant;
 use tep_conformance::mutants::breaks;
-use tep_conformance::mutation::plant;
 use tep_conformance::runner::{BuiltinReference, RunOptions, Status, judge, run_suite};
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::{Revision, StageGraph};
+use tep_model::graph::{Revision, StageGraph};
 use tep_reference::mutant::Mutant;
 
 fn scenarios() -> Vec<Scenario> {
@@ -105,7 +105,7 @@ fn every_claimed_breach_is_caught_with_its_id() {
             let trace = run_reference(scenario, revision, &[]).unwrap();
             let options = CheckOptions::new(revision);
             for &id in &scenario.exercises {
-                if !tep_conformance::catalog::invariant(id).applies_to(revision) {
+                if !tep_check::catalog::invariant(id).applies_to(revision) {
                     continue;
                 }
                 let Some(mutated) = plant(id, &trace) else {

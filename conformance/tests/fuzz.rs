@@ -5,19 +5,19 @@
 
 use std::collections::BTreeSet;
 
+use tep_check::invariants::InvariantId;
 use tep_conformance::fuzz::{
     FuzzOptions, MAX_SHRINK_ERRORS_IN_A_ROW, Profile, ShrinkStop, fuzz, generate, size,
 };
 use tep_conformance::fuzz_stats::{constructs, count};
-use tep_conformance::invariants::InvariantId;
 use tep_conformance::mutants::breaks;
 use tep_conformance::protocol::Ready;
 use tep_conformance::runner::BuiltinReference;
 use tep_conformance::runner::{Answer, Implementation, RunOptions, run_suite};
 use tep_conformance::scenario::{Scenario, corpus};
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
+use tep_model::trace::Capability;
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::Capability;
 
 fn all() -> Profile {
     Profile {

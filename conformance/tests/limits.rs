@@ -14,7 +14,7 @@ use tep_conformance::scenario::limits::{
     MAX_TEXT_BYTES,
 };
 use tep_conformance::scripted::{ReferenceRun, run_reference_to_the_end};
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
 
 /// A text at the limit, different for each `tag` (a trace cannot share it).
 fn text(tag: &str) -> String {

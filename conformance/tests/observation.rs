@@ -15,17 +15,17 @@ use common::{
 
 use std::collections::BTreeSet;
 
-use tep_conformance::checker::{CheckOptions, Checker, InvariantStatus, check_records};
-use tep_conformance::invariants::InvariantId;
-use tep_conformance::observation::thin;
+use tep_check::checker::{CheckOptions, Checker, InvariantStatus, check_records};
+use tep_check::invariants::InvariantId;
+use tep_check::observation::thin;
 use tep_conformance::runner::{Coverage, judge};
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::{NodeId, Outcome, Revision, StageGraph};
-use tep_reference::identity::CallId;
-use tep_reference::result::ContentBlock;
-use tep_reference::session::{EventBody, ToolResultData};
-use tep_reference::trace::{Capability, MarkKind, ObservationLevel, TraceRecord};
+use tep_model::graph::{NodeId, Outcome, Revision, StageGraph};
+use tep_model::identity::CallId;
+use tep_model::result::ContentBlock;
+use tep_model::session::{EventBody, ToolResultData};
+use tep_model::trace::{Capability, MarkKind, ObservationLevel, TraceRecord};
 
 // ---------------------------------------------------------------------------------------------
 // 1. finalizeContent is the definition's: a call whose definition has none has no finalize stage.
@@ -241,7 +241,7 @@ fn a_binding_rejected_for_a_successful_sub_call_is_caught() {
         .unwrap();
     if let TraceRecord::Mark(m) = &mut records[mark] {
         m.mark = MarkKind::BindingRejected;
-        m.rejection = Some(tep_reference::trace::Rejection {
+        m.rejection = Some(tep_model::trace::Rejection {
             tool_name: name,
             message: result.text(),
             other: Default::default(),
@@ -402,7 +402,7 @@ fn session_log() -> Vec<TraceRecord> {
     lines
         .iter()
         .enumerate()
-        .map(|(i, l)| tep_conformance::trace_io::parse_record(i + 1, l).unwrap())
+        .map(|(i, l)| tep_check::trace_io::parse_record(i + 1, l).unwrap())
         .collect()
 }
 
@@ -743,7 +743,7 @@ fn an_implementation_without_a_ui_records_no_cards_and_is_not_failed_for_it() {
 #[test]
 fn every_invariant_about_a_part_is_not_applicable_without_it() {
     for capability in Capability::ALL {
-        let about_it: Vec<_> = tep_conformance::catalog::CATALOG
+        let about_it: Vec<_> = tep_check::catalog::CATALOG
             .iter()
             .filter(|i| i.requires == Some(capability))
             .collect();
@@ -812,12 +812,9 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
     };
     assert!(not_checkable(ObservationLevel::Events) > not_checkable(ObservationLevel::Hooks));
     // Without a scenario, only what reads the scenario cannot be checked at full.
-    let read_the_scenario = tep_conformance::catalog::CATALOG
+    let read_the_scenario = tep_check::catalog::CATALOG
         .iter()
-        .filter(|i| {
-            i.reads
-                .contains(&tep_conformance::invariants::Read::Scenario)
-        })
+        .filter(|i| i.reads.contains(&tep_check::invariants::Read::Scenario))
         .count();
     assert_eq!(not_checkable(ObservationLevel::Full), read_the_scenario);
 }
@@ -828,7 +825,7 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
 
 #[test]
 fn a_trace_thinned_to_hooks_takes_the_same_edges_observed_or_implied() {
-    let taken = |r: &tep_conformance::checker::CheckReport| {
+    let taken = |r: &tep_check::checker::CheckReport| {
         let pipeline: BTreeSet<_> = r.edges.union(&r.implied_edges).copied().collect();
         let code_mode: BTreeSet<_> = r
             .code_mode_edges

@@ -9,12 +9,12 @@
 
 use std::collections::BTreeSet;
 
-use tep_conformance::catalog::CATALOG;
-use tep_conformance::checker::{CheckOptions, ScenarioFacts, check_records};
-use tep_conformance::invariants::InvariantId;
+use tep_check::catalog::CATALOG;
+use tep_check::checker::{CheckOptions, ScenarioFacts, check_records};
+use tep_check::invariants::InvariantId;
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
 
 /// Invariants that apply to one revision only, and the walk (whose graph changed).
 fn changed() -> BTreeSet<InvariantId> {

@@ -4,14 +4,14 @@
 
 mod common;
 
-use tep_conformance::checker::{CheckOptions, Checker, check_records, scanned};
+use tep_check::checker::{CheckOptions, Checker, check_records, scanned};
+use tep_check::invariants::InvariantId;
+use tep_check::trace_io::repeat_batches;
 use tep_conformance::generate::{Shape, records};
-use tep_conformance::invariants::InvariantId;
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
-use tep_conformance::trace_io::repeat_batches;
-use tep_reference::graph::Revision;
-use tep_reference::trace::TraceRecord;
+use tep_model::graph::Revision;
+use tep_model::trace::TraceRecord;
 
 fn long_trace(scenario: &str, batches: usize) -> Vec<TraceRecord> {
     let scenario = corpus()
@@ -124,10 +124,10 @@ fn a_breach_is_reported_when_the_record_that_shows_it_is_fed() {
 
 #[test]
 fn violations_past_the_cap_are_counted_not_kept() {
-    use tep_conformance::checker::MAX_VIOLATIONS;
+    use tep_check::checker::MAX_VIOLATIONS;
     // One fault per batch (the batch never settles), in more batches than the cap.
     let mut one = common::trace("allow-runs-body");
-    one.retain(|r| r.node() != Some(tep_reference::graph::NodeId::AllResults));
+    one.retain(|r| r.node() != Some(tep_model::graph::NodeId::AllResults));
     let batches = MAX_VIOLATIONS + 234;
     let report = check_records(
         &CheckOptions::new(Revision::Rev2),

@@ -7,8 +7,8 @@
 
 use tep_conformance::scenario::Scenario;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::Revision;
-use tep_reference::trace::{TraceRecord, to_jsonl};
+use tep_model::graph::Revision;
+use tep_model::trace::{TraceRecord, to_jsonl};
 
 fn snapshot_traces(revision: Revision) {
     insta::glob!(

@@ -12,9 +12,9 @@ use tep_conformance::protocol::{PROTOCOL_VERSION, Ready, SUPPORTED_PROTOCOLS};
 use tep_conformance::runner::{Answer, BuiltinReference, Implementation, Plan, RunOptions, Status};
 use tep_conformance::scenario::versions::{CONSTRUCTS, entry, newest, schema, versions};
 use tep_conformance::scenario::{Scenario, corpus};
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
+use tep_model::trace::Capability;
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::Capability;
 
 fn profile(revision: Revision) -> Profile {
     Profile {

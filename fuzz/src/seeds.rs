@@ -5,9 +5,9 @@ use tep_conformance::protocol::{Request, RunAnswer, RunOutcome};
 use tep_conformance::runner::{BuiltinReference, Implementation};
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
+use tep_model::trace::{TraceRecord, to_jsonl};
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{TraceRecord, to_jsonl};
 
 use crate::Target;
 

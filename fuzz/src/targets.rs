@@ -17,17 +17,15 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, Read};
 
-use tep_conformance::checker::{CheckOptions, Checker, check_records};
+use tep_check::checker::{CheckOptions, Checker, check_records};
+use tep_check::trace_io::{check_reader, check_reader_parallel, for_each_record, parse_record};
 use tep_conformance::protocol::{Ready, RunAnswer, RunOutcome};
 use tep_conformance::scenario::Scenario;
 use tep_conformance::scripted::run_reference;
 use tep_conformance::serve::serve_reference_with_notes;
-use tep_conformance::trace_io::{
-    check_reader, check_reader_parallel, for_each_record, parse_record,
-};
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
+use tep_model::trace::{Capability, ObservationLevel, TraceRecord};
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
 use crate::Target;
 
@@ -366,7 +364,7 @@ fn readable_body(chunk: &[u8]) -> Vec<u8> {
             continue;
         }
         match parse_record(1, text) {
-            Ok(tep_reference::trace::TraceRecord::Header(_)) => continue,
+            Ok(tep_model::trace::TraceRecord::Header(_)) => continue,
             Ok(_) => {
                 out.extend_from_slice(text.as_bytes());
                 out.push(b'\n');

@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
+use tep_model::result::Failure;
 use tep_reference::pipeline::{
     ApprovalOutcome, BoxFuture, GuardVerdict, ModelCall, PostDecision, PreDecision, Tool,
     ToolContext, ToolRegistry, simple,
 };
-use tep_reference::result::Failure;
 use tep_reference::wrappers::TimeoutWrapper;
 
 /// Builds a registry for one iteration.

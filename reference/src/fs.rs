@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::trace::FsIntentKind;
+use tep_model::trace::FsIntentKind;
 
 #[derive(Debug, Clone)]
 struct File {

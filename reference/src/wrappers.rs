@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::pipeline::{BoxFuture, DispatchCall, ExecuteNext, ExecuteWrapper, Named};
-use crate::result::{ErrorCode, Failure, ToolResult};
+use tep_model::result::{ErrorCode, Failure, ToolResult};
 
 /// Applies the timeout a tool definition declares. At the deadline it cancels the signal it
 /// handed the body and keeps waiting for the body to stop (cooperative cancellation: the body is

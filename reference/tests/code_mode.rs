@@ -8,15 +8,16 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use support::*;
-use tep_reference::code_mode::{Bindings, Program, ProgramLoader, ProgramOutput};
-use tep_reference::graph::{NodeId, Outcome, StageGraph};
-use tep_reference::identity::{CallId, Execution};
+use tep_model::graph::{NodeId, Outcome, StageGraph};
+use tep_model::identity::CallId;
+use tep_model::result::Failure;
+use tep_model::session::EventBody;
+use tep_model::trace::TraceRecord;
+use tep_reference::execution::Execution;
+use tep_reference::pipeline::code_mode::{Bindings, Program, ProgramLoader, ProgramOutput};
 use tep_reference::pipeline::{
     BoxFuture, GuardVerdict, ModelCall, PostDecision, PreDecision, ToolRegistry, simple,
 };
-use tep_reference::result::Failure;
-use tep_reference::session::EventBody;
-use tep_reference::trace::TraceRecord;
 
 /// What a scripted program step does.
 #[derive(Clone)]
@@ -42,7 +43,7 @@ impl Program for Script {
         Box::pin(async move {
             let mut logs = Vec::new();
             let mut note =
-                |tool: &str, r: Result<Value, tep_reference::code_mode::ToolCallError>| {
+                |tool: &str, r: Result<Value, tep_reference::pipeline::code_mode::ToolCallError>| {
                     let line = match r {
                         Ok(v) => format!("{tool} -> {}", v.as_str().unwrap_or("?")),
                         Err(e) => format!("{tool} rejected: {}: {}", e.tool_name, e.message),
@@ -86,7 +87,7 @@ impl ProgramLoader for Loader {
 fn registry(steps: Vec<Step>, seen: Arc<Mutex<Vec<String>>>) -> ToolRegistry {
     // Definitions with a (content-keeping) finalizeContent, so every sub-call visits every
     // stage of the Code Mode graph.
-    let keep = |_: &tep_reference::result::ToolResult| Ok(None);
+    let keep = |_: &tep_model::result::ToolResult| Ok(None);
     ToolRegistry::builder()
         .tool(
             TestTool::slow("read", json!("contents"), 10)

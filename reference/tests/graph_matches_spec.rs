@@ -7,8 +7,8 @@
 
 use std::path::PathBuf;
 
-use tep_reference::graph::mermaid::{Flowchart, LabelStyle, find_mermaid_block, parse_flowchart};
-use tep_reference::graph::{Revision, StageGraph};
+use tep_model::graph::mermaid::{Flowchart, LabelStyle, find_mermaid_block, parse_flowchart};
+use tep_model::graph::{Revision, StageGraph};
 
 fn spec_flowchart(file: &str) -> Flowchart {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

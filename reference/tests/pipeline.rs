@@ -11,15 +11,15 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::*;
-use tep_reference::graph::{NodeId, Outcome, Revision};
-use tep_reference::identity::Execution;
+use tep_model::graph::{NodeId, Outcome, Revision};
+use tep_model::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
+use tep_model::session::EventBody;
+use tep_model::trace::TraceRecord;
+use tep_reference::execution::Execution;
 use tep_reference::pipeline::{
     ApprovalOutcome, BoxFuture, DispatchCall, ExecuteNext, ExecuteWrapper, GuardVerdict, Named,
     PostDecision, PreDecision, RegistryError, ResultObserver, ToolRegistry, simple,
 };
-use tep_reference::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
-use tep_reference::session::EventBody;
-use tep_reference::trace::TraceRecord;
 use tep_reference::wrappers::{MetricsWrapper, RetryWrapper, TimeoutWrapper};
 
 fn deny(reason: &str) -> PreDecision {
@@ -945,7 +945,7 @@ async fn session_log_and_trace_serialize_to_json_and_back() {
         .collect();
     assert_eq!(back, reg.recorder().records());
     let log = serde_json::to_string(&reg.recorder().session_log()).unwrap();
-    let log_back: Vec<tep_reference::session::SessionEvent> = serde_json::from_str(&log).unwrap();
+    let log_back: Vec<tep_model::session::SessionEvent> = serde_json::from_str(&log).unwrap();
     assert_eq!(log_back, reg.recorder().session_log());
     assert_eq!(
         log_back.iter().map(|e| e.seq).collect::<Vec<_>>(),
@@ -983,7 +983,7 @@ struct Cards {
 }
 
 impl tep_reference::pipeline::Presenter for Cards {
-    fn present_call(&self, call_id: &tep_reference::identity::CallId, _args: &serde_json::Value) {
+    fn present_call(&self, call_id: &tep_model::identity::CallId, _args: &serde_json::Value) {
         if call_id.as_str() == self.panic_on {
             panic!("the card renderer crashed");
         }
@@ -995,7 +995,7 @@ impl tep_reference::pipeline::Presenter for Cards {
 
     fn present_result(
         &self,
-        call_id: &tep_reference::identity::CallId,
+        call_id: &tep_model::identity::CallId,
         _args: &serde_json::Value,
         result: &ToolResult,
     ) {
@@ -1090,7 +1090,7 @@ impl tep_reference::pipeline::Tool for Scribe {
         &'a self,
         ctx: tep_reference::pipeline::ToolContext<'a>,
     ) -> BoxFuture<'a, Result<serde_json::Value, Failure>> {
-        use tep_reference::session::{HookInvoked, HookResult, Todo, TodoStatus};
+        use tep_model::session::{HookInvoked, HookResult, Todo, TodoStatus};
         Box::pin(async move {
             ctx.write_todos(vec![Todo {
                 content: "write it down".into(),

@@ -16,12 +16,12 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use serde_json::json;
 use support::*;
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
+use tep_model::result::{ContentBlock, Failure};
+use tep_model::session::EventBody;
 use tep_reference::pipeline::{
     ApprovalOutcome, GuardVerdict, PostDecision, PreDecision, ToolRegistry, simple,
 };
-use tep_reference::result::{ContentBlock, Failure};
-use tep_reference::session::EventBody;
 use tep_reference::wrappers::TimeoutWrapper;
 
 #[derive(Debug, Clone, Copy)]
@@ -239,7 +239,7 @@ fn run_case(
     assert_walks(&registry, &ids);
     let records = registry.recorder().records();
     for (id, script) in scripts.iter() {
-        let ran = nodes(&records, id).contains(&tep_reference::graph::NodeId::ToolBody);
+        let ran = nodes(&records, id).contains(&tep_model::graph::NodeId::ToolBody);
         prop_assert_eq!(
             ran,
             expect_body(script, approval_mounted),

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use similar::TextDiff;
 use tep_conformance::scenario::{Scenario, corpus};
-use tep_reference::graph::mermaid::{LabelStyle, print_flowchart};
-use tep_reference::graph::{Revision, StageGraph};
-use tep_reference::vocabulary;
+use tep_model::graph::mermaid::{LabelStyle, print_flowchart};
+use tep_model::graph::{Revision, StageGraph};
+use tep_model::vocabulary;
 
 use crate::markdown::{self, MarkdownError, code_spans};
 use crate::{coverage, pages, svg};

@@ -21,7 +21,7 @@ pub use scenarios::scenarios_page;
 pub use schemas::schemas;
 pub use stage_graph::stage_graph_page;
 
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
 
 /// The comment every generated Markdown page starts with.
 pub fn header(source: &str) -> String {

@@ -18,8 +18,8 @@
 use mermaid_rs_renderer::{
     Layout, RenderOptions, compute_layout, parse_mermaid_strict, render_svg,
 };
-use tep_reference::graph::mermaid::{LabelStyle, print_flowchart};
-use tep_reference::graph::{GraphKind, NodeId, StageGraph};
+use tep_model::graph::mermaid::{LabelStyle, print_flowchart};
+use tep_model::graph::{GraphKind, NodeId, StageGraph};
 
 use crate::layered::{self, EdgeSpec, Size};
 
@@ -332,7 +332,7 @@ mod tests {
 
     #[test]
     fn a_node_or_edge_the_picture_lacks_is_an_error() {
-        let graph = StageGraph::code_mode(tep_reference::graph::Revision::Rev1);
+        let graph = StageGraph::code_mode(tep_model::graph::Revision::Rev1);
         let boxes: Vec<(NodeId, [f64; 4])> = graph
             .nodes()
             .iter()

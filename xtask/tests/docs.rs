@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tep_reference::graph::mermaid::{
+use tep_model::graph::mermaid::{
     Flowchart, LabelStyle, find_mermaid_block, parse_flowchart, print_flowchart,
 };
-use tep_reference::graph::{Revision, StageGraph};
+use tep_model::graph::{Revision, StageGraph};
 use xtask::docs::{self, DocsError};
 use xtask::markdown::mermaid_block;
 

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tep_conformance::catalog::CATALOG;
-use tep_conformance::invariants::InvariantId;
+use tep_check::catalog::CATALOG;
+use tep_check::invariants::InvariantId;
 use xtask::coverage::{self, ClauseFile, Coverage, SpecTexts, cited_clauses, exempt};
 
 fn root() -> PathBuf {

@@ -18,7 +18,7 @@
 
 use std::fmt::Write as _;
 
-use tep_reference::graph::{NodeId, Revision, StageGraph};
+use tep_model::graph::{NodeId, Revision, StageGraph};
 
 /// How close an edge may come to a box it does not connect, in SVG units (pixels).
 const CLEARANCE: f64 = 4.0;

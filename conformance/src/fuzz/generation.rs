@@ -7,10 +7,10 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::json;
-use tep_reference::graph::Revision;
-use tep_reference::identity::CallId;
-use tep_reference::session::{Todo, TodoStatus};
-use tep_reference::trace::Capability;
+use tep_model::graph::Revision;
+use tep_model::identity::CallId;
+use tep_model::session::{Todo, TodoStatus};
+use tep_model::trace::Capability;
 
 use super::FuzzError;
 use crate::scenario::versions::versions;
@@ -497,7 +497,7 @@ fn batch(calls: &[GeneratedCall]) -> (Vec<ToolSpec>, Vec<CallSpec>) {
             ),
             CallKind::Unknown => ("nope".to_owned(), vec![], None),
             CallKind::RunCode(program) => (
-                tep_reference::pipeline::RUN_CODE.to_owned(),
+                tep_model::RUN_CODE.to_owned(),
                 vec![],
                 Some(program.clone()),
             ),

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
-use tep_reference::graph::Revision;
-use tep_reference::trace::TraceRecord;
+use tep_model::graph::Revision;
+use tep_model::trace::TraceRecord;
 
 use crate::expectations::{self, Source};
 use crate::protocol::Ready;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tep_check::checker::StepRecord;
-use tep_reference::graph::{GraphKind, NodeId, Revision, StageGraph};
+use tep_model::graph::{GraphKind, NodeId, Revision, StageGraph};
 
 use super::Page;
 use crate::report::{EdgeCoverage, GraphName};
@@ -53,7 +53,7 @@ pub fn paths(run: &RunReport) -> BTreeMap<String, TakenPath> {
 pub fn taken_path(
     spec: Revision,
     steps: &[StepRecord],
-    records: Option<&[tep_reference::trace::TraceRecord]>,
+    records: Option<&[tep_model::trace::TraceRecord]>,
 ) -> TakenPath {
     let Some(records) = records else {
         return TakenPath {

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use tep_check::catalog::invariant;
 use tep_check::invariants::{InvariantId, Level};
-use tep_reference::trace::ObservationLevel;
+use tep_model::trace::ObservationLevel;
 
 use super::{Page, escape, escape_text, implementation_line, status_class};
 use crate::report::{InvariantCheck, JsonReport, ScenarioReport, ViolationReport};

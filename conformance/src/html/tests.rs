@@ -142,7 +142,7 @@ fn small_run() -> (
         .iter()
         .filter(|s| s.status != Status::Passed)
         .filter_map(|s| {
-            let jsonl = tep_reference::trace::to_jsonl(s.trace.as_ref()?);
+            let jsonl = tep_model::trace::to_jsonl(s.trace.as_ref()?);
             Some((s.id.clone(), TraceExcerpt::of(&jsonl, &BTreeSet::new())))
         })
         .collect();

@@ -1,6 +1,6 @@
 //! `tep check` as a run of one scenario, for the reports every run has.
 
-use tep_reference::trace::Capability;
+use tep_model::trace::Capability;
 
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
 use crate::runner::{Coverage, RunReport, ScenarioResult, Status};

@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tep_reference::graph::{EdgeId, GraphKind, NodeId, Revision, StageGraph};
-use tep_reference::trace::{Capability, ObservationLevel};
+use tep_model::graph::{EdgeId, GraphKind, NodeId, Revision, StageGraph};
+use tep_model::trace::{Capability, ObservationLevel};
 
 use crate::baseline::{BaselineOutcome, StaleEntry};
 use crate::protocol::{PROTOCOL_VERSION, Ready};

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use tep_reference::graph::StageGraph;
+use tep_model::graph::StageGraph;
 
 use crate::baseline::BaselineOutcome;
 use crate::runner::RunReport;

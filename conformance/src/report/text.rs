@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anstyle::{AnsiColor, Style};
-use tep_reference::graph::StageGraph;
-use tep_reference::trace::ObservationLevel;
+use tep_model::graph::StageGraph;
+use tep_model::trace::ObservationLevel;
 
 use crate::baseline::{BaselineOutcome, ScenarioComparison};
 use crate::excerpt::TraceExcerpt;

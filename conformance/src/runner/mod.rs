@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tep_reference::graph::{EdgeId, Revision, StageGraph};
+use tep_model::graph::{EdgeId, Revision, StageGraph};
+use tep_model::trace::{Capability, ObservationLevel, TraceRecord};
 use tep_reference::mutant::Mutant;
-use tep_reference::trace::{Capability, ObservationLevel, TraceRecord};
 
 use crate::expectations::{Note, check_expectations};
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
@@ -95,7 +95,7 @@ impl BuiltinReference {
                 },
                 capabilities: Capability::ALL.to_vec(),
                 specs: Revision::ALL.to_vec(),
-                observation: Some(tep_reference::trace::ObservationLevel::Full),
+                observation: Some(tep_model::trace::ObservationLevel::Full),
             },
             mutants,
         }

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tep_reference::graph::{Outcome, Revision};
-use tep_reference::identity::CallId;
-use tep_reference::session::Todo;
-use tep_reference::trace::Capability;
+use tep_model::graph::{Outcome, Revision};
+use tep_model::identity::CallId;
+use tep_model::session::Todo;
+use tep_model::trace::Capability;
 
 use tep_check::invariants::InvariantId;
 
@@ -559,11 +559,7 @@ impl Scenario {
         if self.approval.is_some() {
             used.insert(Capability::Approval);
         }
-        if self
-            .calls
-            .iter()
-            .any(|c| c.tool == tep_reference::pipeline::RUN_CODE)
-        {
+        if self.calls.iter().any(|c| c.tool == tep_model::RUN_CODE) {
             used.insert(Capability::CodeMode);
         }
         let bodies: Vec<Vec<BodyStep>> = self
@@ -633,7 +629,7 @@ pub fn corpus_files() -> &'static [(&'static str, &'static str)] {
 }
 
 /// What a scenario's scripts say that its trace does not (which tools finalize, whether an
-/// approval prompt is mounted): the checker's [`ScenarioFacts`](crate::checker::ScenarioFacts) in drive mode.
+/// approval prompt is mounted): the checker's [`ScenarioFacts`](tep_check::checker::ScenarioFacts) in drive mode.
 impl From<&Scenario> for tep_check::checker::ScenarioFacts {
     fn from(scenario: &Scenario) -> Self {
         tep_check::checker::ScenarioFacts {

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use tep_reference::identity::CallId;
-use tep_reference::trace::Capability;
+use tep_model::identity::CallId;
+use tep_model::trace::Capability;
 
 use super::{Scenario, ScenarioError, WrapperSpec, limits};
 use tep_check::catalog::invariant;
@@ -75,7 +75,7 @@ impl Scenario {
             }
         }
         for call in &self.calls {
-            let is_run_code = call.tool == tep_reference::pipeline::RUN_CODE;
+            let is_run_code = call.tool == tep_model::RUN_CODE;
             if is_run_code != call.program.is_some() {
                 return Err(format!(
                     "call {}: a `run_code` call needs a `program`, and only a `run_code` call may have one",
@@ -83,11 +83,7 @@ impl Scenario {
                 ));
             }
         }
-        if self
-            .tools
-            .iter()
-            .any(|t| t.name == tep_reference::pipeline::RUN_CODE)
-        {
+        if self.tools.iter().any(|t| t.name == tep_model::RUN_CODE) {
             return Err("`run_code` is reserved and cannot be a tool".into());
         }
         Ok(ids)

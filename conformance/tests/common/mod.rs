@@ -6,13 +6,13 @@
 
 use std::collections::BTreeSet;
 
-use tep_conformance::checker::{CheckOptions, ScenarioFacts, Violation, check_records};
-use tep_conformance::invariants::InvariantId;
+use tep_check::checker::{CheckOptions, ScenarioFacts, Violation, check_records};
+use tep_check::invariants::InvariantId;
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::{NodeId, Revision};
-use tep_reference::identity::CallId;
-use tep_reference::trace::{MarkKind, ObservationLevel, TraceRecord};
+use tep_model::graph::{NodeId, Revision};
+use tep_model::identity::CallId;
+use tep_model::trace::{MarkKind, ObservationLevel, TraceRecord};
 
 pub fn scenario(id: &str) -> Scenario {
     corpus()

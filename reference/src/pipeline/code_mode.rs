@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
-use crate::identity::Execution;
+use crate::execution::Execution;
 use crate::pipeline::BoxFuture;
 use crate::pipeline::ToolContext;
-use crate::result::{ContentBlock, ErrorCode, Failure};
+use tep_model::result::{ContentBlock, ErrorCode, Failure};
 
 /// What a program sees when a binding call fails: the tool and a message, nothing else (no
 /// content, no error code).
@@ -159,7 +159,7 @@ impl crate::pipeline::Tool for RunCode {
             let output = crate::pipeline::extension::guarded(program.run(&bindings))
                 .await
                 .map_err(|f| Failure::coded(ErrorCode::CodeRunFailed, f.message))?;
-            Ok(Value::String(crate::result::content_text(
+            Ok(Value::String(tep_model::result::content_text(
                 &output.content(),
             )))
         })

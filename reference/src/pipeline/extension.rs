@@ -19,8 +19,8 @@ use futures_util::FutureExt as _;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::identity::Execution;
-use crate::result::{ContentBlock, Failure, ToolResult};
+use crate::execution::Execution;
+use tep_model::result::{ContentBlock, Failure, ToolResult};
 
 /// A boxed, sendable future: what every async extension point returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -167,7 +167,7 @@ pub enum ApprovalOutcome {
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
     pub tool_name: String,
-    pub call_id: crate::identity::CallId,
+    pub call_id: tep_model::identity::CallId,
     pub reason: Option<String>,
     pub cancel: CancellationToken,
 }
@@ -380,8 +380,13 @@ pub trait ResultObserver: Named + Send + Sync {
 
 /// The UI cards. A presenter that panics falls back to the generic card (nothing is lost).
 pub trait Presenter: Send + Sync {
-    fn present_call(&self, call_id: &crate::identity::CallId, args: &Value);
-    fn present_result(&self, call_id: &crate::identity::CallId, args: &Value, result: &ToolResult);
+    fn present_call(&self, call_id: &tep_model::identity::CallId, args: &Value);
+    fn present_result(
+        &self,
+        call_id: &tep_model::identity::CallId,
+        args: &Value,
+        result: &ToolResult,
+    );
 }
 
 macro_rules! debug_next {

@@ -57,17 +57,17 @@ use serde_json::Value;
 use super::extension::{Approval, PreDecision, PreExecute, ResultObserver};
 use super::registry::{CallOutcome, Prepared, ToolRegistry};
 use super::tool::{FinalizeContent, ToolContext};
-use crate::identity::Execution;
-use crate::result::{AdditionalContext, ContentBlock, Failure, ToolResult};
-use crate::trace::Recorder;
+use crate::execution::Execution;
+use crate::recorder::Recorder;
+use tep_model::result::{AdditionalContext, ContentBlock, Failure, ToolResult};
 #[cfg(feature = "mutants")]
 use {
     super::extension::{ApprovalOutcome, ApprovalRequest, BoxFuture, guarded, guarded_sync},
-    crate::graph::{NodeId, Outcome},
     crate::mutant::Mutant,
-    crate::session::{ApprovalAsked, EventBody},
     std::collections::BTreeSet,
     std::sync::{Mutex, PoisonError},
+    tep_model::graph::{NodeId, Outcome},
+    tep_model::session::{ApprovalAsked, EventBody},
 };
 
 /// The mutants a registry was built with, and the state only they keep.

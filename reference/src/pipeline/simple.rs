@@ -14,8 +14,8 @@ use super::extension::{
     Approval, ApprovalOutcome, ApprovalRequest, BoxFuture, Guard, GuardVerdict, Named,
     PostDecision, PostExecute, PostNext, PreDecision, PreExecute, PreNext,
 };
-use crate::identity::Execution;
-use crate::result::{Failure, ToolResult};
+use crate::execution::Execution;
+use tep_model::result::{Failure, ToolResult};
 
 type PreFn = dyn Fn(&Execution) -> Result<Option<PreDecision>, Failure> + Send + Sync;
 type GuardFn = dyn Fn(&Execution) -> Result<GuardVerdict, Failure> + Send + Sync;

@@ -9,11 +9,13 @@ use tokio_util::sync::CancellationToken;
 use super::extension::BoxFuture;
 use super::faults;
 use super::registry::ToolRegistry;
-use crate::graph::{NodeId, Outcome};
-use crate::identity::Execution;
-use crate::result::{ContentBlock, ErrorCode, Failure, ToolResult};
-use crate::session::{EventBody, FileState, FsObserved, HookInvoked, HookResult, Todo, TodoWrite};
-use crate::trace::{FsIntentKind, FsIntentRecord};
+use crate::execution::Execution;
+use tep_model::graph::{NodeId, Outcome};
+use tep_model::result::{ContentBlock, ErrorCode, Failure, ToolResult};
+use tep_model::session::{
+    EventBody, FileState, FsObserved, HookInvoked, HookResult, Todo, TodoWrite,
+};
+use tep_model::trace::{FsIntentKind, FsIntentRecord};
 
 /// A registered tool.
 pub trait Tool: Send + Sync {

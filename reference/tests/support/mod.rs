@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tep_reference::graph::{NodeId, Outcome, StageGraph};
-use tep_reference::identity::CallId;
+use tep_model::graph::{NodeId, Outcome, StageGraph};
+use tep_model::identity::CallId;
+use tep_model::result::{ContentBlock, Failure, ToolResult};
+use tep_model::session::{EventBody, SessionEvent};
+use tep_model::trace::{Observation, TraceRecord};
 use tep_reference::pipeline::{BoxFuture, ModelCall, Tool, ToolContext, ToolRegistry};
-use tep_reference::result::{ContentBlock, Failure, ToolResult};
-use tep_reference::session::{EventBody, SessionEvent};
-use tep_reference::trace::{Observation, TraceRecord};
 
 type FinalizeFn = dyn Fn(&ToolResult) -> Result<Option<Vec<ContentBlock>>, Failure> + Send + Sync;
 
@@ -146,7 +146,7 @@ pub struct Finalizer(Arc<FinalizeFn>);
 impl tep_reference::pipeline::FinalizeContent for Finalizer {
     fn finalize_content(
         &self,
-        _exec: &tep_reference::identity::Execution,
+        _exec: &tep_reference::execution::Execution,
         candidate: &ToolResult,
     ) -> Result<Option<Vec<ContentBlock>>, Failure> {
         (self.0)(candidate)
@@ -261,8 +261,8 @@ pub fn events_of_type(log: &[SessionEvent], ty: &str) -> Vec<SessionEvent> {
 pub fn injected(log: &[SessionEvent]) -> Vec<String> {
     log.iter()
         .filter_map(|e| match &e.body {
-            EventBody::UserMessage(m) => Some(tep_reference::result::content_text(&m.content)),
-            EventBody::ContextMessage(m) => Some(tep_reference::result::content_text(&m.content)),
+            EventBody::UserMessage(m) => Some(tep_model::result::content_text(&m.content)),
+            EventBody::ContextMessage(m) => Some(tep_model::result::content_text(&m.content)),
             _ => None,
         })
         .collect()

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use tep_reference::graph::NodeId;
+use tep_model::graph::NodeId;
 
 use super::{
     CLAUSES_FILE, Clause, ClauseFile, Kind, Part, Problem, SEMANTICS_ITEMS, SpecTexts, normalize,

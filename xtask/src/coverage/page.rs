@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use tep_conformance::invariants::{Invariant, Level};
+use tep_check::invariants::{Invariant, Level};
 use tep_conformance::mutants::breaks;
 use tep_conformance::scenario::Scenario;
 use tep_reference::mutant::Mutant;
@@ -21,7 +21,7 @@ fn clause_link(id: &str) -> String {
 }
 
 fn invariant_link(inv: &Invariant) -> String {
-    let rev = if inv.applies_to(tep_reference::graph::Revision::Rev2) {
+    let rev = if inv.applies_to(tep_model::graph::Revision::Rev2) {
         ""
     } else {
         ", rev1 only"
@@ -300,7 +300,7 @@ fn clause_section(out: &mut String, c: &Covered<'_>, corpus: &[Scenario]) {
 
 fn exempt_section(out: &mut String) {
     out.push_str("## Invariants that cite no clause\n\nEvery other invariant cites at least one clause above (a test in `xtask` fails when one does not).\n\n| invariant | why |\n|---|---|\n");
-    for inv in tep_conformance::catalog::CATALOG {
+    for inv in tep_check::catalog::CATALOG {
         if let Some(why) = exempt(inv) {
             let _ = writeln!(out, "| {} | {why} |", invariant_link(inv));
         }

@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use tep_conformance::catalog::CATALOG;
+use tep_check::catalog::CATALOG;
 use tep_conformance::scenario::Scenario;
-use tep_reference::graph::{EdgeStyle, NodeId, Revision, StageGraph};
+use tep_model::graph::{EdgeStyle, NodeId, Revision, StageGraph};
 
 use super::{cell, header};
 
@@ -118,7 +118,7 @@ fn graph_changes(
 
 /// The edges of `from` that `to` has not (same ends, label and style), one list item each.
 fn edges_not_in(from: &StageGraph, to: &StageGraph) -> String {
-    let same = |e: &tep_reference::graph::Edge, graph: &StageGraph| {
+    let same = |e: &tep_model::graph::Edge, graph: &StageGraph| {
         graph
             .edges()
             .iter()

@@ -3,11 +3,11 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use tep_conformance::checker::required_fields;
-use tep_reference::graph::{Revision, StageGraph};
-use tep_reference::session::EventBody;
-use tep_reference::trace::TraceRecord;
-use tep_reference::vocabulary::TERMS;
+use tep_check::checker::required_fields;
+use tep_model::graph::{Revision, StageGraph};
+use tep_model::session::EventBody;
+use tep_model::trace::TraceRecord;
+use tep_model::vocabulary::TERMS;
 
 use super::schema_tables::{Types, def_name, definition, schema_of};
 use super::{cell, header};

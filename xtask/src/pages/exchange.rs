@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 use tep_conformance::scenario::Scenario;
-use tep_reference::graph::Revision;
+use tep_model::graph::Revision;
 
 /// A real exchange with the reference adapter, as Markdown: each message pretty-printed.
 pub fn adapter_exchange(corpus: &[Scenario]) -> Result<String, String> {

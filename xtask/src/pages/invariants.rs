@@ -2,15 +2,15 @@
 
 use std::fmt::Write as _;
 
-use tep_conformance::catalog::CATALOG;
-use tep_conformance::checkability::{self, Checkability};
+use tep_check::catalog::CATALOG;
+use tep_check::checkability::{self, Checkability};
 use tep_conformance::scenario::Scenario;
-use tep_reference::trace::ObservationLevel;
+use tep_model::trace::ObservationLevel;
 
 use super::{cell, header, revisions};
 
 /// The levels at which the invariant's breaches are caught, in words.
-fn checkable_line(id: tep_conformance::invariants::InvariantId) -> String {
+fn checkable_line(id: tep_check::invariants::InvariantId) -> String {
     let with = |c: Checkability| -> Vec<String> {
         ObservationLevel::ALL
             .iter()

@@ -4,12 +4,12 @@ use std::fmt::Write as _;
 
 use super::cell;
 
-/// The observation contract as a table (`tep_conformance::observation::RECORDS`).
+/// The observation contract as a table (`tep_check::observation::RECORDS`).
 pub fn observation_table() -> String {
     let mut out = String::from(
         "| record | level | required | window | when it is absent |\n|---|---|---|---|---|\n",
     );
-    for r in tep_conformance::observation::RECORDS {
+    for r in tep_check::observation::RECORDS {
         let _ = writeln!(
             out,
             "| {} | `{}` | {} | {} | {} |",

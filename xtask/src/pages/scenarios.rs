@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use tep_conformance::invariants::InvariantId;
+use tep_check::invariants::InvariantId;
 use tep_conformance::scenario::Scenario;
-use tep_reference::trace::Capability;
+use tep_model::trace::Capability;
 
 use super::{cell, header, revisions};
 

@@ -1,7 +1,7 @@
 //! The published JSON Schemas (docs/schemas/).
 
 use serde_json::Value;
-use tep_reference::trace::TraceRecord;
+use tep_model::trace::TraceRecord;
 
 use super::schema_tables::schema_of;
 

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use tep_conformance::checker::{CheckOptions, check_records};
+use tep_check::checker::{CheckOptions, check_records};
 use tep_conformance::scenario::Scenario;
 use tep_conformance::scripted::run_reference;
-use tep_reference::graph::{EdgeId, EdgeStyle, Revision, StageGraph};
+use tep_model::graph::{EdgeId, EdgeStyle, Revision, StageGraph};
 
 use super::{cell, header};
 

@@ -3,11 +3,11 @@
 use tokio_util::sync::CancellationToken;
 
 use super::{Prepared, ToolRegistry};
-use crate::graph::{NodeId, Outcome};
-use crate::identity::Execution;
+use crate::execution::Execution;
 use crate::pipeline::extension::{ApprovalOutcome, ApprovalRequest, guarded};
 use crate::pipeline::faults;
-use crate::session::{ApprovalAsked, ApprovalDecided, EventBody};
+use tep_model::graph::{NodeId, Outcome};
+use tep_model::session::{ApprovalAsked, ApprovalDecided, EventBody};
 
 impl ToolRegistry {
     /// Resolves an `ask` through `ctx.approval`: `Allowed` when it was allowed once.

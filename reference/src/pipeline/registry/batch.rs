@@ -12,12 +12,12 @@ use super::{
     BatchReport, CallOutcome, CallPlan, ModelCall, Prepared, RUN_CODE, Settled, Started,
     ToolRegistry,
 };
-use crate::graph::NodeId;
-use crate::identity::parse_arguments;
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
 use crate::pipeline::faults;
-use crate::result::{Failure, ToolResult};
-use crate::trace::{DeclaredCall, Observation};
+use tep_model::graph::NodeId;
+use tep_model::identity::parse_arguments;
+use tep_model::result::{Failure, ToolResult};
+use tep_model::trace::{DeclaredCall, Observation};
 
 type Inflight<'a> = FuturesUnordered<BoxFuture<'a, (usize, Result<ToolResult, Failure>)>>;
 

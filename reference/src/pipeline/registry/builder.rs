@@ -8,7 +8,6 @@ use std::sync::atomic::AtomicU64;
 
 use super::{DEFAULT_MAX_PARALLEL, RUN_CODE, RegistryError, ToolRegistry};
 use crate::fs::VirtualFs;
-use crate::graph::Revision;
 #[cfg(feature = "mutants")]
 use crate::mutant::Mutant;
 use crate::pipeline::extension::{
@@ -16,7 +15,8 @@ use crate::pipeline::extension::{
 };
 use crate::pipeline::faults::{self, Faults};
 use crate::pipeline::tool::Tool;
-use crate::trace::Recorder;
+use crate::recorder::Recorder;
+use tep_model::graph::Revision;
 
 /// Registers tools and extension points, in order.
 #[derive(Default)]

@@ -3,16 +3,16 @@
 use std::sync::Arc;
 
 use super::{CallOutcome, CallPlan, Settled, Started, ToolRegistry};
-use crate::graph::{NodeId, Revision};
-use crate::identity::Execution;
+use crate::execution::Execution;
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
 use crate::pipeline::faults;
-use crate::result::{ContentBlock, ToolResult};
-use crate::session::{
+use tep_model::graph::{NodeId, Revision};
+use tep_model::result::{ContentBlock, ToolResult};
+use tep_model::session::{
     ContextMessage, EventBody, FlatToolResult, MessageSource, Role, SurfaceOp, ToolResultBlock,
     ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord, UserMessage,
 };
-use crate::trace::Observation;
+use tep_model::trace::Observation;
 
 impl ToolRegistry {
     /// The `tools/result` notification of the frozen outcome.

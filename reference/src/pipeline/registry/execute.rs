@@ -5,12 +5,12 @@ use std::sync::{Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
 
 use super::{CallPlan, ToolRegistry};
-use crate::graph::{NodeId, Outcome};
-use crate::identity::Execution;
+use crate::execution::Execution;
 use crate::pipeline::extension::{BoxFuture, Dispatch, ExecuteNext, guarded, guarded_sync};
 use crate::pipeline::faults;
 use crate::pipeline::tool::{Tool, ToolContext};
-use crate::result::{AdditionalContext, ContextOrigin, ErrorCode, Failure, ToolResult};
+use tep_model::graph::{NodeId, Outcome};
+use tep_model::result::{AdditionalContext, ContextOrigin, ErrorCode, Failure, ToolResult};
 
 impl ToolRegistry {
     pub(super) async fn execute<'a>(

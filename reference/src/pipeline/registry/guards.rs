@@ -1,12 +1,12 @@
 //! The monotonic guards.
 
 use super::{Prepared, ToolRegistry};
-use crate::graph::{NodeId, Outcome};
-use crate::identity::Execution;
+use crate::execution::Execution;
 use crate::pipeline::extension::{GuardVerdict, guarded};
 use crate::pipeline::faults;
-use crate::result::Failure;
-use crate::trace::{GuardVerdictKind, GuardVerdictRecord};
+use tep_model::graph::{NodeId, Outcome};
+use tep_model::result::Failure;
+use tep_model::trace::{GuardVerdictKind, GuardVerdictRecord};
 
 impl ToolRegistry {
     pub(super) async fn run_guards(&self, exec: &Execution) -> Prepared {

@@ -27,11 +27,13 @@ use super::extension::{
 };
 use super::faults::{self, Faults};
 use super::tool::Tool;
+use crate::execution::{Execution, Token};
 use crate::fs::VirtualFs;
-use crate::graph::{NodeId, Revision};
-use crate::identity::{CallId, Execution, Token};
-use crate::result::{Failure, ToolResult};
-use crate::trace::{Observation, Recorder};
+use crate::recorder::Recorder;
+use tep_model::graph::{NodeId, Revision};
+use tep_model::identity::CallId;
+use tep_model::result::{Failure, ToolResult};
+use tep_model::trace::Observation;
 
 pub use builder::RegistryBuilder;
 

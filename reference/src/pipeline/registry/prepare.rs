@@ -3,13 +3,13 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::{CallPlan, Prepared, Started, ToolRegistry};
-use crate::graph::{NodeId, Outcome};
-use crate::identity::Execution;
+use crate::execution::Execution;
 use crate::pipeline::extension::{BoxFuture, PreDecision, PreNext, guarded_sync};
 use crate::pipeline::faults;
-use crate::result::Failure;
-use crate::session::{EventBody, ToolCallData};
-use crate::trace::Observation;
+use tep_model::graph::{NodeId, Outcome};
+use tep_model::result::Failure;
+use tep_model::session::{EventBody, ToolCallData};
+use tep_model::trace::Observation;
 
 impl ToolRegistry {
     pub(super) fn log_call(&self, plan: &CallPlan, step: u64) -> u64 {

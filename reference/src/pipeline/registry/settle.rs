@@ -4,11 +4,11 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{CallPlan, Settled, ToolRegistry};
-use crate::graph::{NodeId, Outcome, Revision};
-use crate::identity::Execution;
+use crate::execution::Execution;
 use crate::pipeline::extension::{PostDecision, PostNext, guarded_sync};
 use crate::pipeline::faults;
-use crate::result::{
+use tep_model::graph::{NodeId, Outcome, Revision};
+use tep_model::result::{
     AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult, content_text,
 };
 
@@ -136,7 +136,7 @@ impl ToolRegistry {
                 Ok(ToolResult {
                     is_error: true,
                     content: feedback,
-                    error: Some(crate::result::ResultError {
+                    error: Some(tep_model::result::ResultError {
                         message,
                         info: None,
                     }),

@@ -3,12 +3,12 @@
 use serde_json::Value;
 
 use super::{ModelCall, Prepared, Settled, ToolRegistry};
-use crate::graph::{NodeId, Revision};
-use crate::identity::Execution;
+use crate::execution::Execution;
 use crate::pipeline::faults;
 use crate::pipeline::tool::ToolContext;
-use crate::result::content_text;
-use crate::session::{CodeDispatch, CodeDispatchStart, EventBody};
+use tep_model::graph::{NodeId, Revision};
+use tep_model::result::content_text;
+use tep_model::session::{CodeDispatch, CodeDispatchStart, EventBody};
 
 impl ToolRegistry {
     /// A Code Mode sub-call: the `n`-th binding call of the program `parent` runs. It re-enters

@@ -3,14 +3,14 @@
 //! The spec's guards box says "identity protected". Here that is a property of the type: an
 //! [`Execution`] is created by the registry, shared behind an `Arc`, and offers no way to change
 //! its token, call id, tool name or arguments. Every stage receives `&Execution`. Its recorded
-//! form, [`Identity`], and [`CallId`] are the model's (`tep-model`), re-exported here.
+//! form, `Identity`, and `CallId` are the model's (`tep_model::identity`).
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use tep_model::identity::*;
+use tep_model::identity::*;
 
 /// An opaque token minted once per execution. It cannot be built outside this crate, so a stage
 /// cannot forge another call's token.

@@ -1,12 +1,12 @@
-//! Traces: the model's trace types (re-exported from `tep-model`) and the [`Recorder`] the
-//! reference pipeline writes them with, on tokio's clock.
+//! The [`Recorder`] the reference pipeline writes its trace with (the model's trace records), on
+//! tokio's clock.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-pub use tep_model::trace::*;
+use tep_model::trace::*;
 
-use crate::identity::CallId;
-use crate::session::{EventBody, SessionEvent, SurfaceOp};
+use tep_model::identity::CallId;
+use tep_model::session::{EventBody, SessionEvent, SurfaceOp};
 
 #[derive(Debug)]
 struct RecorderInner {
@@ -108,7 +108,7 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{NodeId, Outcome};
+    use tep_model::graph::{NodeId, Outcome};
 
     #[test]
     fn records_round_trip_through_json() {
@@ -121,7 +121,7 @@ mod tests {
         );
         recorder.append(
             Some(&"c1".into()),
-            EventBody::TodoWrite(crate::session::TodoWrite { todos: vec![] }),
+            EventBody::TodoWrite(tep_model::session::TodoWrite { todos: vec![] }),
             None,
             None,
         );
