@@ -17,14 +17,16 @@ macro_rules! invariant_ids {
     ($( $variant:ident = $id:literal, )*) => {
         /// The stable id of an invariant.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+        #[non_exhaustive]
         pub enum InvariantId {
-            $( #[serde(rename = $id)] $variant, )*
+            $( #[doc = concat!("`", $id, "` (its catalog entry: [`crate::invariant`]).")] #[serde(rename = $id)] $variant, )*
         }
 
         impl InvariantId {
             /// Every id, in catalog order.
             pub const ALL: &'static [InvariantId] = &[$(InvariantId::$variant),*];
 
+            /// The id as the docs and reports write it.
             pub fn as_str(self) -> &'static str {
                 match self { $(InvariantId::$variant => $id,)* }
             }
@@ -201,6 +203,7 @@ pub enum CheckKind {
 }
 
 impl CheckKind {
+    /// When the check runs, in words.
     pub fn describe(self) -> &'static str {
         match self {
             CheckKind::Step => {
@@ -217,9 +220,13 @@ impl CheckKind {
 /// One documented invariant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Invariant {
+    /// Its stable id.
     pub id: InvariantId,
+    /// MUST or SHOULD.
     pub level: Level,
+    /// What it says, in one sentence (Markdown code spans allowed).
     pub statement: &'static str,
+    /// Where the spec (or the reference semantics) says it.
     pub sources: &'static [Source],
     /// The first revision the invariant applies to.
     pub since: Revision,
@@ -227,6 +234,7 @@ pub struct Invariant {
     pub until: Option<Revision>,
     /// The capability an implementation needs for the invariant to apply.
     pub requires: Option<Capability>,
+    /// When its rule runs.
     pub check: CheckKind,
     /// The lowest observation level whose traces hold the records the check reads; below it
     /// the invariant is reported as not checkable.
@@ -263,6 +271,7 @@ impl fmt::Display for Read {
 }
 
 impl Invariant {
+    /// Whether it is part of `revision`.
     pub fn applies_to(&self, revision: Revision) -> bool {
         revision >= self.since && self.until.is_none_or(|u| revision <= u)
     }

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use tep_check::catalog::invariant;
-use tep_check::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
-use tep_check::invariants::{InvariantId, Level};
-use tep_check::trace_io::{for_each_record_parallel, parsing_workers};
+use tep_check::{
+    CheckOptions, CheckReport, InvariantId, InvariantStatus, Level, TraceCheck, Verdict,
+    for_each_record_parallel, invariant, parsing_workers,
+};
 use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::listing;
 use tep_conformance::report;
@@ -126,16 +126,11 @@ struct Checked {
     statuses: Vec<(InvariantId, InvariantStatus)>,
     from: Option<from_log::FromLog>,
     log_summary: Option<tep_check::deepseek_harness::Summary>,
-    /// The violations that fail the check (SHOULD ones too with `--strict`).
-    failing: usize,
+    /// What the check says ([`tep_check::Verdict`]; SHOULD violations fail with `--strict`).
+    verdict: Verdict,
 }
 
 impl Checked {
-    /// A trace with no batch checks nothing: it is not conformant.
-    fn tested(&self) -> bool {
-        self.report.batches > 0
-    }
-
     fn with_status(
         &self,
         wanted: fn(&InvariantStatus) -> Option<String>,
@@ -185,7 +180,7 @@ pub fn check(args: CheckArgs) -> Result<u8> {
         (None, None)
     };
     let checked = read_and_check(&args, copy_file)?;
-    let code = u8::from(checked.failing > 0 || !checked.tested());
+    let code = u8::from(!checked.verdict.passes());
     match args.format {
         Format::Json => write_json(&checked)?,
         Format::Text => write_text(&checked)?,
@@ -223,43 +218,25 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
             Box::new(BufReader::new(file))
         }
     };
-    let mut checker: Option<Checker> = None;
-    let mut header_spec = None;
-    let mut header_implementation = None;
-    let options_for = |header: Option<&TraceHeader>| CheckOptions {
-        revision: args
-            .spec
-            .or(header.map(|h| h.spec))
-            .unwrap_or(Revision::CURRENT),
-        capabilities: args
-            .capabilities
-            .clone()
-            .or_else(|| header.and_then(|h| h.capabilities.clone()))
-            .map(|c| c.into_iter().collect::<BTreeSet<_>>()),
-        level: args
-            .observed
-            .or_else(|| header.and_then(|h| h.observation))
-            .unwrap_or(ObservationLevel::Hooks),
-        facts: None,
-        body_marks: true,
-    };
-    let mut feed = |line, record: &TraceRecord| {
-        let checker = checker.get_or_insert_with(|| {
-            let header = match record {
-                TraceRecord::Header(h) => Some(h),
-                _ => None,
-            };
-            header_spec = header.map(|h| h.spec);
-            header_implementation = header.and_then(|h| h.implementation.clone());
-            let checker = Checker::new(options_for(header));
-            if args.html.is_some() {
-                checker.keep_steps()
-            } else {
-                checker
-            }
-        });
-        checker.feed(line, record)
-    };
+    // The trace's header decides the options (tep-check's rule); the command line overrides it.
+    let (spec, capabilities, observed) = (args.spec, args.capabilities.clone(), args.observed);
+    let mut check = TraceCheck::new(Box::new(move |header: Option<&TraceHeader>| {
+        let mut options = CheckOptions::from_header(header);
+        if let Some(spec) = spec {
+            options = options.with_revision(spec);
+        }
+        if let Some(caps) = &capabilities {
+            options = options.with_capabilities(caps.iter().copied());
+        }
+        if let Some(level) = observed {
+            options = options.observed(level);
+        }
+        options
+    }));
+    if args.html.is_some() {
+        check = check.keep_steps();
+    }
+    let mut feed = |line, record: &TraceRecord| check.feed(line, record);
     let mut log_summary = None;
     let result = match &from {
         Some(from) => from.read(reader, &mut feed).map(|s| {
@@ -268,23 +245,14 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
         // Parsing is most of the work: the other cores parse while this thread checks.
         None => for_each_record_parallel(reader, workers, &mut feed),
     };
-    let options = match &checker {
-        Some(c) => c.options().clone(),
-        None => options_for(None),
-    };
-    let report: Result<CheckReport, TraceError> = result.and_then(|()| match checker {
-        Some(c) => c.finish(),
-        None => Ok(CheckReport::default()),
-    });
-    let report = report.with_context(|| match &from {
+    let header_spec = check.header().map(|h| h.spec);
+    let header_implementation = check.header().and_then(|h| h.implementation.clone());
+    let checked = result.and_then(|()| check.finish());
+    let (options, report) = checked.with_context(|| match &from {
         Some(from) => format!("{name} is not a valid {} session log", from.source.name()),
         None => format!("{name} is not a valid trace"),
     })?;
-    let failing = report
-        .violations
-        .iter()
-        .filter(|v| args.strict || v.level == Level::Must)
-        .count();
+    let verdict = report.verdict(args.strict);
     let statuses = match &from {
         Some(from) => from.statuses(options.statuses()),
         None => options.statuses(),
@@ -298,7 +266,7 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
         statuses,
         from,
         log_summary,
-        failing,
+        verdict,
     })
 }
 
@@ -309,7 +277,7 @@ fn write_json(c: &Checked) -> Result<()> {
         observation: c.options.level,
         records: c.report.records,
         batches: c.report.batches,
-        conformant: c.failing == 0 && c.tested(),
+        conformant: c.verdict.passes(),
         violations: c.report.violations.clone(),
         omitted: c.report.omitted,
         checked: c.checked(),
@@ -380,17 +348,13 @@ fn write_text(c: &Checked) -> Result<()> {
             options.level
         )?;
     }
-    if !c.tested() {
+    if c.verdict == Verdict::NothingChecked {
         writeln!(
             out,
             "nothing was checked: the trace holds no batch (no `model` record)"
         )?;
     }
-    let must = report
-        .violations
-        .iter()
-        .filter(|v| v.level == Level::Must)
-        .count();
+    let must = report.count_at(Level::Must);
     writeln!(
         out,
         "{} violation(s): {must} MUST, {} SHOULD",

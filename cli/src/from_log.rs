@@ -4,9 +4,9 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 
 use clap::ValueEnum;
-use tep_check::checker::{InvariantStatus, TraceError};
 use tep_check::deepseek_harness::{self, Options, Summary};
 use tep_check::invariants::InvariantId;
+use tep_check::{InvariantStatus, TraceError};
 use tep_conformance::listing::{SessionLogJson, UnknownType};
 use tep_model::trace::TraceRecord;
 

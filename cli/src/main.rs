@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use tep_check::catalog::{CATALOG, invariant};
 use tep_check::invariants::InvariantId;
+use tep_check::{CATALOG, invariant};
 use tep_conformance::adapter::{MAX_TIMEOUT, MIN_TIMEOUT};
 use tep_conformance::listing;
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};

@@ -405,7 +405,7 @@ fn invariants_list_as_json() {
     assert_eq!(code(&o), 0);
     let rows = json(&o);
     let rows = rows.as_array().unwrap();
-    assert_eq!(rows.len(), tep_check::catalog::CATALOG.len());
+    assert_eq!(rows.len(), tep_check::CATALOG.len());
     let deny = rows.iter().find(|r| r["id"] == "deny-skips-body").unwrap();
     assert_eq!(deny["level"], "MUST");
     assert_eq!(deny["doc"], "docs/invariants.md#deny-skips-body");

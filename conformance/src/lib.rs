@@ -21,6 +21,7 @@
 
 pub mod adapter;
 pub mod baseline;
+#[cfg(feature = "checkability")]
 pub mod checkability;
 pub mod excerpt;
 pub mod expectations;

@@ -9,8 +9,8 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use tep_check::catalog::CATALOG;
-use tep_check::checker::Violation;
+use tep_check::CATALOG;
+use tep_check::Violation;
 use tep_check::invariants::{Invariant, InvariantId, Level};
 use tep_model::graph::Revision;
 use tep_model::trace::{Capability, ObservationLevel};

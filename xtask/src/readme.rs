@@ -2,7 +2,7 @@
 //! each number sits between `<!-- count:NAME -->` and `<!-- /count -->` and is rewritten from the
 //! corpus, the invariant catalog and the mutant list. The rest of the README is hand-written.
 
-use tep_check::catalog::CATALOG;
+use tep_check::CATALOG;
 use tep_conformance::scenario::Scenario;
 use tep_model::graph::Revision;
 use tep_reference::mutant::Mutant;

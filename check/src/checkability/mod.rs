@@ -30,6 +30,7 @@ pub enum Checkability {
 }
 
 impl Checkability {
+    /// As the generated table writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Checkability::Checked => "checked",

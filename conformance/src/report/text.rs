@@ -13,8 +13,8 @@ use crate::baseline::{BaselineOutcome, ScenarioComparison};
 use crate::excerpt::TraceExcerpt;
 use crate::runner::{RunReport, ScenarioResult, Status};
 use crate::terminal::escape_controls as shown;
-use tep_check::catalog::invariant;
-use tep_check::checker::Violation;
+use tep_check::Violation;
+use tep_check::invariant;
 use tep_check::invariants::{InvariantId, Level};
 
 use super::*;

@@ -14,11 +14,12 @@ use crate::expectations::{Note, check_expectations};
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
 use crate::scenario::{Scenario, versions};
 use crate::scripted::{ReferenceRun, implementation_name, run_reference_to_the_end};
-use tep_check::checker::{
+use tep_check::Verdict;
+use tep_check::invariants::InvariantId;
+use tep_check::observation::thin;
+use tep_check::{
     CheckOptions, Checker, InvariantStatus, ScenarioFacts, StepRecord, Violation, cut_message,
 };
-use tep_check::invariants::{InvariantId, Level};
-use tep_check::observation::thin;
 
 mod parallel;
 
@@ -149,6 +150,17 @@ pub enum Status {
 }
 
 impl Status {
+    /// How a judged trace ends, from tep-check's verdict on it (SHOULD violations warn: the
+    /// run's `--strict` is applied when results are counted, [`ScenarioResult::fails`]).
+    pub fn of(verdict: Verdict) -> Status {
+        match verdict {
+            Verdict::Violated => Status::Failed,
+            Verdict::Warned => Status::Warned,
+            Verdict::NothingChecked => Status::Skipped,
+            _ => Status::Passed,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Passed => "passed",
@@ -213,7 +225,7 @@ impl ScenarioResult {
     pub fn failing_invariants(&self, strict: bool) -> BTreeSet<InvariantId> {
         self.violations
             .iter()
-            .filter(|v| strict || v.level == Level::Must)
+            .filter(|v| v.fails(strict))
             .map(|v| v.invariant)
             .collect()
     }
@@ -240,7 +252,7 @@ impl ScenarioResult {
     pub fn first_failing(&self, strict: bool) -> Option<&Violation> {
         self.violations
             .iter()
-            .find(|v| strict || v.level == Level::Must)
+            .find(|v| v.fails(strict))
             .or_else(|| self.violations.first())
     }
 
@@ -299,7 +311,7 @@ pub struct Coverage {
 
 impl Coverage {
     /// What one trace's check took.
-    pub fn of(check: &tep_check::checker::CheckReport) -> Coverage {
+    pub fn of(check: &tep_check::CheckReport) -> Coverage {
         Coverage {
             edges: check.edges.clone(),
             code_mode_edges: check.code_mode_edges.clone(),
@@ -490,14 +502,11 @@ impl Plan {
             });
         }
         let capabilities: BTreeSet<Capability> = ready.capabilities.iter().copied().collect();
-        let check = CheckOptions {
-            revision: options.spec,
-            capabilities: Some(capabilities.clone()),
-            level,
-            facts: None,
+        let check = CheckOptions::new(options.spec)
+            .with_capabilities(capabilities.iter().copied())
+            .observed(level)
             // Protocol 1 bodies did not record `body-settled`.
-            body_marks: ready.protocol >= 2,
-        };
+            .with_body_marks(ready.protocol >= 2);
         let slots = selected
             .iter()
             .map(|scenario| {
@@ -643,11 +652,11 @@ impl Plan {
             strict: self.options.strict,
             scenarios,
             coverage,
-            invariants: CheckOptions {
-                facts: Some(ScenarioFacts::default()),
-                ..self.check.clone()
-            }
-            .statuses(),
+            invariants: self
+                .check
+                .clone()
+                .with_facts(ScenarioFacts::default())
+                .statuses(),
             interrupted: interrupted || !not_run.is_empty(),
             not_run,
             duration,
@@ -687,20 +696,10 @@ pub fn judge(
     coverage: &mut Coverage,
 ) -> ScenarioResult {
     let mut result = ScenarioResult::new(&scenario.id, Status::Passed);
-    let options = CheckOptions {
-        facts: Some(ScenarioFacts::from(scenario)),
-        ..options.clone()
-    };
-    let checked = (|| {
-        let mut checker = Checker::new(options.clone()).keep_steps();
-        for (i, record) in records.iter().enumerate() {
-            checker.feed(i + 1, record)?;
-        }
-        if let Some(message) = escaped {
-            checker.escape(records.len() + 1, message);
-        }
-        checker.finish()
-    })();
+    let options = options.clone().with_facts(ScenarioFacts::from(scenario));
+    let checked = Checker::new(options.clone())
+        .keep_steps()
+        .check_escaped(&records, escaped);
     match checked {
         Err(e) => {
             result.status = Status::Errored;
@@ -727,13 +726,7 @@ pub fn judge(
                 })
                 .collect();
             result.steps = check.steps;
-            result.status = if result.violations.iter().any(|v| v.level == Level::Must) {
-                Status::Failed
-            } else if result.violations.is_empty() {
-                Status::Passed
-            } else {
-                Status::Warned
-            };
+            result.status = Status::of(Verdict::of(&result.violations, false));
         }
     }
     result.trace = Some(records);
