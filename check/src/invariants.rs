@@ -17,9 +17,12 @@ macro_rules! invariant_ids {
     ($( $variant:ident = $id:literal, )*) => {
         /// The stable id of an invariant.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+        // Each variant's documentation is its catalog entry (`crate::invariant`); a doc comment
+        // here would also change the published JSON Schemas.
+        #[allow(missing_docs)]
         #[non_exhaustive]
         pub enum InvariantId {
-            $( #[doc = concat!("`", $id, "` (its catalog entry: [`crate::invariant`]).")] #[serde(rename = $id)] $variant, )*
+            $( #[serde(rename = $id)] $variant, )*
         }
 
         impl InvariantId {

@@ -11,12 +11,17 @@ pub(crate) mod walk;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
-use tep_model::graph::{Outcome, Revision};
+use tep_model::graph::{NodeId, Outcome, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::EventBody;
 use tep_model::trace::{Capability, ObservationLevel, TraceHeader};
 
 use crate::observation::CallFacts;
+
+/// Bit `n` stands for the node `NodeId::ALL[n]`.
+pub(crate) fn bit(node: NodeId) -> u32 {
+    1 << (node as u32)
+}
 
 /// What a scenario says that a trace does not: which definitions have `finalizeContent`, and
 /// whether an approval prompt is mounted (drive mode knows; replay mode does not).

@@ -13,7 +13,7 @@ use tep_model::result::ToolResult;
 use crate::invariants::InvariantId;
 use crate::observation::CallFacts;
 
-use super::walk::bit;
+use super::bit;
 
 thread_local! {
     static SCANNED: Cell<u64> = const { Cell::new(0) };
