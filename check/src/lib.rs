@@ -46,18 +46,18 @@ mod checker;
 pub mod deepseek_harness;
 mod facts;
 pub mod invariants;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod mutation;
 pub mod observation;
 pub(crate) mod rules;
 mod stream;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod teeth;
 mod trace_io;
 mod verdict;
 
 pub use catalog::{CATALOG, invariant};
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub use checker::scanned;
 pub use checker::{
     CheckReport, Checker, MAX_MESSAGE_BYTES, MAX_STEPS, MAX_VIOLATIONS, StepRecord, TraceError,
@@ -66,13 +66,13 @@ pub use checker::{
 pub use facts::{CheckOptions, InvariantStatus, ScenarioFacts};
 pub use invariants::{Invariant, InvariantId, Level};
 pub use stream::{OptionsFor, TraceCheck};
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub use trace_io::{MAX_IN_FLIGHT_BYTES, repeat_batches};
 pub use trace_io::{
     MAX_LINE_BYTES, check_reader, check_reader_parallel, for_each_record, for_each_record_parallel,
     parse_record, parsing_workers, read_records,
 };
-pub use verdict::Verdict;
+pub use verdict::{Checkable, Verdict};
 
 // The model's types an embedder needs, so that it depends on this crate alone.
 pub use tep_model::graph::{EdgeId, GraphKind, NodeId, Revision};

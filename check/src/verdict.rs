@@ -7,7 +7,8 @@
 use std::fmt;
 
 use crate::checker::{CheckReport, Violation};
-use crate::invariants::Level;
+use crate::facts::InvariantStatus;
+use crate::invariants::{InvariantId, Level};
 
 /// The verdict on a checked trace (nextest's `FinalRunStats`, porcupine's `CheckResult`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,6 +48,63 @@ impl Verdict {
             Verdict::Warned => "warned",
             Verdict::Violated => "violated",
             Verdict::NothingChecked => "nothing-checked",
+        }
+    }
+}
+
+/// How many of the invariants that apply to a trace its check could judge: a clean trace at a
+/// level that sees little proves little, and its verdict says so ([`Verdict::describe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Checkable {
+    /// Checked in full at the trace's level.
+    pub checked: usize,
+    /// Checked, but some of their breaches are not recorded at this level.
+    pub partly: usize,
+    /// Applicable to the trace (its revision, the implementation's parts): the rest are not
+    /// checkable at its level.
+    pub applicable: usize,
+}
+
+impl Checkable {
+    /// The counts of a check's statuses ([`crate::CheckOptions::statuses`]).
+    pub fn of(statuses: &[(InvariantId, InvariantStatus)]) -> Checkable {
+        let count = |f: fn(&InvariantStatus) -> bool| statuses.iter().filter(|(_, s)| f(s)).count();
+        Checkable {
+            checked: count(|s| matches!(s, InvariantStatus::Checked)),
+            partly: count(|s| matches!(s, InvariantStatus::PartlyCheckable(_))),
+            applicable: count(|s| !matches!(s, InvariantStatus::NotApplicable(_))),
+        }
+    }
+
+    /// Whether at least half of the applicable invariants could be judged.
+    pub fn most(&self) -> bool {
+        2 * (self.checked + self.partly) >= self.applicable
+    }
+}
+
+impl Verdict {
+    /// The verdict in words. A pass where most invariants were not checkable says how few
+    /// were ("13 of 61 invariants checkable, no violation"), never a plain "conformant".
+    pub fn describe(self, checkable: Checkable) -> String {
+        let judged = checkable.checked + checkable.partly;
+        let few = !checkable.most();
+        match self {
+            Verdict::Conformant if few => format!(
+                "{judged} of {} invariants checkable, no violation",
+                checkable.applicable
+            ),
+            Verdict::Conformant => format!(
+                "conformant ({judged} of {} invariants checkable)",
+                checkable.applicable
+            ),
+            Verdict::Warned if few => format!(
+                "{judged} of {} invariants checkable, SHOULD violations only",
+                checkable.applicable
+            ),
+            Verdict::Warned => "conformant with warnings (SHOULD violations only)".to_owned(),
+            Verdict::Violated => "not conformant".to_owned(),
+            Verdict::NothingChecked => "nothing checked: the trace holds no batch".to_owned(),
         }
     }
 }
@@ -96,7 +154,30 @@ impl CheckReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::invariants::InvariantId;
+    use crate::facts::CheckOptions;
+    use tep_model::graph::Revision;
+    use tep_model::trace::ObservationLevel;
+
+    #[test]
+    fn a_pass_that_could_check_little_says_how_little() {
+        let events = CheckOptions::new(Revision::Rev2).observed(ObservationLevel::Events);
+        let few = Checkable::of(&events.statuses());
+        assert!(!few.most(), "{few:?}");
+        let said = Verdict::Conformant.describe(few);
+        assert!(
+            said.ends_with("invariants checkable, no violation") && !said.contains("conformant"),
+            "{said}"
+        );
+        let full = Checkable::of(&CheckOptions::new(Revision::Rev2).statuses());
+        assert!(full.most());
+        assert!(
+            Verdict::Conformant
+                .describe(full)
+                .starts_with("conformant (")
+        );
+        assert_eq!(full.applicable, few.applicable);
+        assert!(full.checked > few.checked);
+    }
 
     fn violation(level: Level) -> Violation {
         Violation::new(InvariantId::DenySkipsBody, vec![1], None, "x").at_level(level)

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use tep_check::{
-    CheckOptions, CheckReport, InvariantId, InvariantStatus, Level, TraceCheck, Verdict,
+    CheckOptions, CheckReport, Checkable, InvariantId, InvariantStatus, Level, TraceCheck, Verdict,
     for_each_record_parallel, invariant, parsing_workers,
 };
 use tep_conformance::html::{self, TraceExcerpt};
@@ -278,6 +278,8 @@ fn write_json(c: &Checked) -> Result<()> {
         records: c.report.records,
         batches: c.report.batches,
         conformant: c.verdict.passes(),
+        verdict: c.verdict.to_string(),
+        summary: c.verdict.describe(Checkable::of(&c.statuses)),
         violations: c.report.violations.clone(),
         omitted: c.report.omitted,
         checked: c.checked(),
@@ -360,6 +362,11 @@ fn write_text(c: &Checked) -> Result<()> {
         "{} violation(s): {must} MUST, {} SHOULD",
         report.violations.len(),
         report.violations.len() - must
+    )?;
+    writeln!(
+        out,
+        "verdict: {}",
+        c.verdict.describe(Checkable::of(&c.statuses))
     )?;
     Ok(())
 }

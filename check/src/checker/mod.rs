@@ -24,7 +24,7 @@ use tep_model::trace::{EventRecord, Mark, MarkKind, Observation, ObservationLeve
 
 use crate::catalog::invariant;
 use crate::checkability::{self, Checkability};
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub use crate::facts::state::scanned;
 use crate::facts::state::{Batch, Call, Section};
 use crate::facts::walk::{Step, Walker, bit};

@@ -22,7 +22,7 @@ thread_local! {
 /// How many call states, sub-call ids and queued contexts the checks have scanned on this
 /// thread so far. Looking a call up is not a scan; walking a list is. A per-record step that
 /// scans makes this grow faster than the records as batches widen: the tests count it.
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub fn scanned() -> u64 {
     SCANNED.with(Cell::get)
 }

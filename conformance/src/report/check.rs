@@ -63,5 +63,6 @@ pub fn run_of_check(
         interrupted: false,
         not_run: Vec::new(),
         duration: std::time::Duration::ZERO,
+        protocol_gap: Default::default(),
     }
 }

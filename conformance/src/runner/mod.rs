@@ -293,6 +293,18 @@ pub struct RunReport {
     pub not_run: Vec<String>,
     /// Wall time of the whole run.
     pub duration: Duration,
+    /// What an adapter on an older protocol could not be sent (empty on the current one).
+    pub protocol_gap: ProtocolGap,
+}
+
+/// The scenarios an adapter on an older protocol was not sent (they use newer constructs), and
+/// the invariants they exercise: breaches of those go unchecked by this run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProtocolGap {
+    /// The protocol the adapter declares.
+    pub declared: u32,
+    pub scenarios: Vec<String>,
+    pub invariants: BTreeSet<InvariantId>,
 }
 
 /// The edges the traces of a run took.
@@ -471,6 +483,7 @@ pub struct Plan {
     declared: ObservationLevel,
     /// The selected scenarios, in corpus order.
     slots: Vec<Slot>,
+    protocol_gap: ProtocolGap,
 }
 
 #[derive(Debug, Clone)]
@@ -502,6 +515,10 @@ impl Plan {
             });
         }
         let capabilities: BTreeSet<Capability> = ready.capabilities.iter().copied().collect();
+        let mut protocol_gap = ProtocolGap {
+            declared: ready.protocol,
+            ..ProtocolGap::default()
+        };
         let check = CheckOptions::new(options.spec)
             .with_capabilities(capabilities.iter().copied())
             .observed(level)
@@ -534,6 +551,8 @@ impl Plan {
                 // Never send a construct newer than the adapter's protocol.
                 match versions::not_applicable(scenario, ready.protocol) {
                     Some(reason) => {
+                        protocol_gap.scenarios.push(scenario.id.clone());
+                        protocol_gap.invariants.extend(&scenario.exercises);
                         Slot::NotApplicable(Box::new(ScenarioResult::skipped(&scenario.id, reason)))
                     }
                     None => Slot::Run(Arc::new(scenario.clone())),
@@ -547,6 +566,7 @@ impl Plan {
             level,
             declared,
             slots,
+            protocol_gap,
         })
     }
 
@@ -660,6 +680,7 @@ impl Plan {
             interrupted: interrupted || !not_run.is_empty(),
             not_run,
             duration,
+            protocol_gap: self.protocol_gap.clone(),
         }
     }
 }
