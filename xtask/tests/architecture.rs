@@ -492,40 +492,13 @@ fn tangles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     out
 }
 
-/// Files of the reference that still import each other: `ToolContext` (`tool.rs`) holds the
-/// registry, the registry installs `run_code` (`code_mode.rs`) and calls the fault seams, and
-/// the seams name the registry's types. Opening this knot is issue 37's item 6; until then it may
-/// only shrink: a new file in it, or a new knot anywhere, fails.
-const KNOWN_TANGLES: &[(&str, &[&str])] = &[(
-    "reference",
-    &[
-        "pipeline/faults.rs",
-        "pipeline/registry/mod.rs",
-        "pipeline/tool.rs",
-    ],
-)];
-
 #[test]
 fn no_crate_has_a_cycle_between_its_files() {
     let mut found = Vec::new();
     for krate in CRATES {
         let graph = file_graph(&root().join(krate).join("src"));
-        let groups = tangles(&graph);
-        for (k, files) in KNOWN_TANGLES.iter().filter(|(k, _)| k == krate) {
-            for file in *files {
-                assert!(
-                    groups.iter().any(|g| g.iter().any(|f| f == file)),
-                    "{k}/src/{file} no longer imports in a circle: take it off KNOWN_TANGLES"
-                );
-            }
-        }
-        for group in groups {
-            let known = KNOWN_TANGLES
-                .iter()
-                .any(|(k, files)| k == krate && group.iter().all(|f| files.contains(&f.as_str())));
-            if !known {
-                found.push(format!("{krate}/src: {}", group.join(", ")));
-            }
+        for group in tangles(&graph) {
+            found.push(format!("{krate}/src: {}", group.join(", ")));
         }
     }
     assert!(
