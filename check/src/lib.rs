@@ -29,7 +29,7 @@
 //! - [`deepseek_harness`]: deepseek-harness's own session log read as a trace at level `events`.
 //!
 //! `examples/check_trace.rs` is the same as a program: `cargo run -p tep-check --example
-//! check_trace -- FILE`. With the feature `testing`, [`mutation`] and [`teeth`] plant a breach
+//! check_trace -- FILE`. With the feature `testing`, `mutation` and `teeth` plant a breach
 //! of each invariant in a valid trace (the checker's teeth), for test suites.
 //!
 //! Architecture invariant: this crate depends on `tep-model` and a few data crates only. No

@@ -1,5 +1,5 @@
 //! What each observation level lets the checker catch, as measured: for every invariant and
-//! every level, whether the invariant's breach (the teeth, [`crate::mutation::plant`]), planted
+//! every level, whether the invariant's breach (the teeth, `mutation::plant`), planted
 //! in the reference's traces of the scenarios that exercise it and thinned to that level, is
 //! caught.
 //!
