@@ -145,6 +145,7 @@ impl FromStr for InvariantId {
     schemars::JsonSchema,
 )]
 #[serde(rename_all = "UPPERCASE")]
+#[non_exhaustive]
 pub enum Level {
     /// Stated by the doc (its words or its flowchart). A violation fails conformance.
     Must,
@@ -164,6 +165,8 @@ impl fmt::Display for Level {
 
 /// Where an invariant comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Exhaustive on purpose: the docs generator matches every kind of source, and a new kind must
+// make it fail to build until the clause coverage knows it.
 pub enum Source {
     /// Words of the doc, verbatim, from the latest revision the invariant applies to (a test
     /// checks they occur there).
@@ -192,6 +195,7 @@ impl fmt::Display for Source {
 
 /// When in a trace an invariant is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CheckKind {
     /// At each stage visit of a call: a transition the graph does not allow, classified.
     Step,
@@ -222,6 +226,7 @@ impl CheckKind {
 
 /// One documented invariant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Invariant {
     /// Its stable id.
     pub id: InvariantId,
@@ -248,6 +253,7 @@ pub struct Invariant {
 
 /// A record a check reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Read {
     /// Visits of a stage-graph node (stage records, or the session events that observe it).
     Node(NodeId),

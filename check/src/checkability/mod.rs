@@ -20,6 +20,7 @@ pub use table::TABLE;
 
 /// Whether a level's traces let the checker catch an invariant's breach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+// Exhaustive on purpose: the generated catalog draws every value.
 pub enum Checkability {
     /// Every planted breach, thinned to the level, was caught.
     Checked,
