@@ -128,9 +128,11 @@ pub fn serve(
                 server.reply(id, json!({"tools": tools}));
             }
             "tools/call" => {
+                // Claimed here, in arrival order; the body runs on a thread of its own.
+                let claim = server.claim(&message);
                 let server = server.clone();
                 threads.push(std::thread::spawn(move || {
-                    let result = server.call(&message);
+                    let result = server.call(claim);
                     server.reply(id, result);
                 }));
             }
@@ -159,8 +161,9 @@ impl Server {
         append_line(&self.bodies, record);
     }
 
-    /// Runs the body of the call a `tools/call` is for.
-    fn call(&self, message: &Value) -> Value {
+    /// The tool a `tools/call` names and the scripted call it is for (claimed: no later
+    /// request gets it).
+    fn claim(&self, message: &Value) -> (String, Option<usize>) {
         let tool = message
             .pointer("/params/name")
             .and_then(Value::as_str)
@@ -178,6 +181,11 @@ impl Server {
             }
             index
         };
+        (tool, index)
+    }
+
+    /// Runs the body of a claimed call.
+    fn call(&self, (tool, index): (String, Option<usize>)) -> Value {
         let call = index.map(|i| &self.script.calls[i]);
         let call_id = call.map(|c| c.call_id.clone());
         self.record(&BodyRecord {
