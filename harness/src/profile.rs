@@ -7,10 +7,16 @@ use std::path::Path;
 use serde::Deserialize;
 
 /// The profiles `tep` knows, by name: (name, TOML text).
-const BUILT_IN: &[(&str, &str)] = &[(
-    "deepseek-harness",
-    include_str!("../profiles/deepseek-harness.toml"),
-)];
+const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "deepseek-harness",
+        include_str!("../profiles/deepseek-harness.toml"),
+    ),
+    (
+        "deepseek-harness-source",
+        include_str!("../profiles/deepseek-harness-source.toml"),
+    ),
+];
 
 /// How to start one harness and where to find what it records.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -69,8 +69,18 @@ fn mcp_serves_the_tools_and_runs_each_calls_body_in_model_order() {
     write_script(
         dir.path(),
         &script(vec![
-            call("c1", "rm", same.clone(), vec![BodyStep::Throw("boom".into())]),
-            call("c2", "rm", same.clone(), vec![BodyStep::Sleep(5), BodyStep::Return(json!({"n": 1}))]),
+            call(
+                "c1",
+                "rm",
+                same.clone(),
+                vec![BodyStep::Throw("boom".into())],
+            ),
+            call(
+                "c2",
+                "rm",
+                same.clone(),
+                vec![BodyStep::Sleep(5), BodyStep::Return(json!({"n": 1}))],
+            ),
             call("c3", "read", json!({"path": "b"}), vec![]),
         ]),
     );
@@ -105,11 +115,16 @@ fn mcp_serves_the_tools_and_runs_each_calls_body_in_model_order() {
         json!({"content": [{"type": "text", "text": "boom"}], "isError": true}),
         "the first rm call is c1's body, which throws"
     );
-    assert_eq!(answers[&4]["result"]["content"][0]["text"], "ok", "a body with no return");
+    assert_eq!(
+        answers[&4]["result"]["content"][0]["text"], "ok",
+        "a body with no return"
+    );
     assert_eq!(answers[&5]["error"]["code"], -32601);
     let bodies: Vec<BodyRecord> = read_lines(&dir.path().join(BODIES_FILE));
-    let mut seen: Vec<(String, Option<String>)> =
-        bodies.iter().map(|b| (b.event.clone(), b.call.clone())).collect();
+    let mut seen: Vec<(String, Option<String>)> = bodies
+        .iter()
+        .map(|b| (b.event.clone(), b.call.clone()))
+        .collect();
     // The two bodies ran on threads of their own: their records may interleave.
     seen.sort();
     assert_eq!(
@@ -130,8 +145,18 @@ fn equal_calls_get_their_own_bodies_in_arrival_order() {
     write_script(
         dir.path(),
         &script(vec![
-            call("c1", "rm", same.clone(), vec![BodyStep::Return(json!("first"))]),
-            call("c2", "rm", same.clone(), vec![BodyStep::Return(json!("second"))]),
+            call(
+                "c1",
+                "rm",
+                same.clone(),
+                vec![BodyStep::Return(json!("first"))],
+            ),
+            call(
+                "c2",
+                "rm",
+                same.clone(),
+                vec![BodyStep::Return(json!("second"))],
+            ),
         ]),
     );
     let input: String = (1..=2)
@@ -143,9 +168,20 @@ fn equal_calls_get_their_own_bodies_in_arrival_order() {
     let answers: BTreeMap<i64, String> = text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|v| (v["id"].as_i64().unwrap(), v["result"]["content"][0]["text"].as_str().unwrap().to_owned()))
+        .map(|v| {
+            (
+                v["id"].as_i64().unwrap(),
+                v["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
         .collect();
-    assert_eq!(answers, BTreeMap::from([(1, "first".to_owned()), (2, "second".to_owned())]));
+    assert_eq!(
+        answers,
+        BTreeMap::from([(1, "first".to_owned()), (2, "second".to_owned())])
+    );
 }
 
 /// The recorded invocations of the study's run s2, and the answers the real bridge honoured.
@@ -160,19 +196,48 @@ fn recorded() -> Vec<Value> {
 fn the_hook_answers_the_real_bridges_payloads_as_the_bridge_expects() {
     let mut s = script(vec![]);
     s.pre = vec![
-        listener("first", vec![("c9", PreAction::Deny("not this one".into()))]),
-        listener("second", vec![("c1", PreAction::Deny("probe hook says deny for c1".into()))]),
-        listener("third", vec![("*", PreAction::Deny("never reached".into()))]),
+        listener(
+            "first",
+            vec![("c9", PreAction::Deny("not this one".into()))],
+        ),
+        listener(
+            "second",
+            vec![("c1", PreAction::Deny("probe hook says deny for c1".into()))],
+        ),
+        listener(
+            "third",
+            vec![("*", PreAction::Deny("never reached".into()))],
+        ),
     ];
     s.post = vec![
-        listener("outer", vec![("c4", PostAction::Block(BlockSpec { feedback: "probe hook blocked c4".into(), context: None }))]),
-        listener("inner", vec![("c5", PostAction::AddContext("ctx_from_c5".into()))]),
+        listener(
+            "outer",
+            vec![(
+                "c4",
+                PostAction::Block(BlockSpec {
+                    feedback: "probe hook blocked c4".into(),
+                    context: None,
+                }),
+            )],
+        ),
+        listener(
+            "inner",
+            vec![("c5", PostAction::AddContext("ctx_from_c5".into()))],
+        ),
     ];
     for r in recorded() {
         let got = answer(&s, &r["payload"]);
-        let want = if r["answer"].is_null() { String::new() } else { r["answer"].to_string() };
+        let want = if r["answer"].is_null() {
+            String::new()
+        } else {
+            r["answer"].to_string()
+        };
         let got_value: Value = serde_json::from_str(&got.stdout).unwrap_or(Value::Null);
-        assert_eq!(got_value, r["answer"], "{} {}: {got:?} vs {want}", r["event"], r["payload"]["tool_use_id"]);
+        assert_eq!(
+            got_value, r["answer"],
+            "{} {}: {got:?} vs {want}",
+            r["event"], r["payload"]["tool_use_id"]
+        );
         assert_eq!(got.exit, 0);
     }
 }
@@ -181,11 +246,19 @@ fn the_hook_answers_the_real_bridges_payloads_as_the_bridge_expects() {
 fn an_ask_and_a_pass_and_every_invocation_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = script(vec![]);
-    s.pre = vec![listener("p", vec![("c1", PreAction::Ask(None)), ("c2", PreAction::Pass)])];
-    let payload = |id: &str| json!({"hook_event_name": "PreToolUse", "tool_name": "mcp__tep__rm", "tool_input": {}, "tool_use_id": id}).to_string();
+    s.pre = vec![listener(
+        "p",
+        vec![("c1", PreAction::Ask(None)), ("c2", PreAction::Pass)],
+    )];
+    let payload = |id: &str| {
+        json!({"hook_event_name": "PreToolUse", "tool_name": "mcp__tep__rm", "tool_input": {}, "tool_use_id": id}).to_string()
+    };
     let asked = invoke(dir.path(), &s, &payload("c1"));
     let v: Value = serde_json::from_str(&asked.stdout).unwrap();
-    assert_eq!(v, json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}));
+    assert_eq!(
+        v,
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}})
+    );
     let passed = invoke(dir.path(), &s, &payload("c2"));
     assert_eq!(passed.stdout, "");
     let records: Vec<HookRecord> = read_lines(&dir.path().join(HOOKS_FILE));
@@ -201,9 +274,15 @@ fn the_real_harnesss_log_decodes_every_frame_and_reads_as_a_trace_with_the_scena
     let lines = log.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
     assert_eq!(lines, 33, "all the frames the harness appended");
     let records = trace_of_log(&path, &log, "mcp__tep__", &["read".to_owned()]).unwrap();
-    let batches = records.iter().filter(|r| r.node() == Some(NodeId::Model)).count();
+    let batches = records
+        .iter()
+        .filter(|r| r.node() == Some(NodeId::Model))
+        .count();
     assert_eq!(batches, 1);
-    let text: String = records.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
+    let text: String = records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap())
+        .collect();
     assert!(text.contains("\"nope\""), "the unknown tool's call");
     assert!(text.contains("UNKNOWN_TOOL"), "{text}");
 }

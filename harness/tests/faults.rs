@@ -18,7 +18,12 @@ const SCENARIO: &str = "unknown-tool-is-an-error-result";
 fn driver(script: &str, timeout: Duration, keep: bool) -> HarnessDriver {
     let profile = Profile::load("deepseek-harness").unwrap();
     let mut options = HarnessOptions::new(profile, PathBuf::from("tep"));
-    options.command = Some(vec!["sh".into(), "-c".into(), script.into(), "fake-harness".into()]);
+    options.command = Some(vec![
+        "sh".into(),
+        "-c".into(),
+        script.into(),
+        "fake-harness".into(),
+    ]);
     options.timeout = timeout;
     options.boot_timeout = timeout.min(Duration::from_secs(2));
     options.keep = keep;
@@ -55,15 +60,25 @@ fn read(path: &Path) -> String {
 fn a_harness_that_exits_at_once_is_errored_with_its_stderr_and_its_directory_is_removed() {
     let out = tempfile::tempdir().unwrap();
     let cwd = out.path().join("cwd");
-    let script = format!("pwd > '{}'; echo 'cannot boot: no config' >&2; exit 3", cwd.display());
+    let script = format!(
+        "pwd > '{}'; echo 'cannot boot: no config' >&2; exit 3",
+        cwd.display()
+    );
     let (answer, took) = run(&mut driver(&script, Duration::from_secs(20), false));
     let (message, stderr) = errored(answer);
     assert!(message.contains("exited with"), "{message}");
-    assert!(stderr.unwrap_or_default().contains("cannot boot: no config"));
+    assert!(
+        stderr
+            .unwrap_or_default()
+            .contains("cannot boot: no config")
+    );
     assert!(took < Duration::from_secs(5), "{took:?}");
     let workspace = read(&cwd);
     assert!(workspace.contains("tep-"), "{workspace}");
-    assert!(!Path::new(workspace.trim()).exists(), "the run directory is removed");
+    assert!(
+        !Path::new(workspace.trim()).exists(),
+        "the run directory is removed"
+    );
 }
 
 #[test]
@@ -79,7 +94,10 @@ fn a_harness_that_never_calls_the_model_is_errored_at_the_boot_timeout_and_ended
     let (message, stderr) = errored(answer);
     assert!(message.contains("never called the model"), "{message}");
     assert_eq!(stderr.as_deref().map(str::trim), Some("booting"));
-    assert!(took < Duration::from_secs(6), "the boot timeout is 2 s: {took:?}");
+    assert!(
+        took < Duration::from_secs(6),
+        "the boot timeout is 2 s: {took:?}"
+    );
     let pids = read(&pids);
     assert_eq!(pids.lines().count(), 2, "{pids}");
     for pid in pids.lines() {
@@ -109,15 +127,25 @@ fn a_harness_that_hangs_after_calling_the_model_is_errored_at_the_timeout() {
     let (message, stderr) = errored(answer);
     assert!(message.contains("did not finish within 4 s"), "{message}");
     assert!(message.contains("model requests: 1"), "{message}");
-    assert!(stderr.unwrap_or_default().contains("data:"), "it got the stream");
+    assert!(
+        stderr.unwrap_or_default().contains("data:"),
+        "it got the stream"
+    );
     assert!(took < Duration::from_secs(8), "{took:?}");
 }
 
 #[test]
 fn a_harness_that_stops_after_the_batch_or_writes_no_log_is_errored_and_kept_when_asked() {
-    let (answer, _) = run(&mut driver(&asks_then("sys.exit(0)"), Duration::from_secs(20), false));
+    let (answer, _) = run(&mut driver(
+        &asks_then("sys.exit(0)"),
+        Duration::from_secs(20),
+        false,
+    ));
     let (message, _) = errored(answer);
-    assert!(message.contains("without sending the batch's results"), "{message}");
+    assert!(
+        message.contains("without sending the batch's results"),
+        "{message}"
+    );
 
     let twice = asks_then(
         "body[\"messages\"] = [{\"role\": \"assistant\"}]\nurllib.request.urlopen(urllib.request.Request(url, json.dumps(body).encode(), {\"content-type\": \"application/json\"})).read()",

@@ -97,16 +97,32 @@ async fn the_batch_then_the_final_text_then_a_title_all_recorded() {
     assert_eq!(
         calls,
         [
-            (0, "c1".into(), "mcp__tep__read".into(), r#"{"path":"c1"}"#.into()),
-            (1, "c2".into(), "mcp__tep__read".into(), r#"{"path":"c2"}"#.into()),
+            (
+                0,
+                "c1".into(),
+                "mcp__tep__read".into(),
+                r#"{"path":"c1"}"#.into()
+            ),
+            (
+                1,
+                "c2".into(),
+                "mcp__tep__read".into(),
+                r#"{"path":"c2"}"#.into()
+            ),
         ]
     );
     let finishes: Vec<&str> = chunks
         .iter()
-        .filter_map(|c| c.pointer("/choices/0/finish_reason").and_then(Value::as_str))
+        .filter_map(|c| {
+            c.pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+        })
         .collect();
     assert_eq!(finishes, ["tool_calls"]);
-    assert!(chunks.iter().any(|c| c.get("usage").is_some()), "a usage chunk");
+    assert!(
+        chunks.iter().any(|c| c.get("usage").is_some()),
+        "a usage chunk"
+    );
 
     // The harness's own request: no tools.
     let title = json!({"model": "m", "stream": true, "max_tokens": 64,
@@ -157,12 +173,9 @@ async fn other_paths_and_bodies_are_refused_not_answered() {
     // A JSON string is JSON: answered as a request with no tools (the title).
     assert_eq!(status, 200);
     let kinds: BTreeMap<String, usize> =
-        server
-            .requests()
-            .iter()
-            .fold(BTreeMap::new(), |mut m, r| {
-                *m.entry(format!("{:?}", r.kind)).or_default() += 1;
-                m
-            });
+        server.requests().iter().fold(BTreeMap::new(), |mut m, r| {
+            *m.entry(format!("{:?}", r.kind)).or_default() += 1;
+            m
+        });
     assert_eq!(kinds, BTreeMap::from([("Aux".to_owned(), 1)]));
 }
