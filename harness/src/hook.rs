@@ -1,8 +1,8 @@
 //! The hooks, played by `tep` itself as the harness's hook command (`tep harness-hook RUN_DIR`),
 //! in Claude Code's dialect: the payload on stdin (`hook_event_name`, `tool_name`,
-//! `tool_input`, `tool_use_id`, ...), the answer on stdout. The scenario's listeners of the
-//! stage are one hook: their waterfall is walked here, in registration order, and its decision
-//! is the hook's answer. Each invocation is recorded (`RUN_DIR/hooks.jsonl`).
+//! `tool_input`, `tool_use_id`, ...), the answer on stdout. The scenario's listener of the
+//! stage is the hook (a scenario with more than one is not applicable: `RunScript::of`). Each
+//! invocation is recorded (`RUN_DIR/hooks.jsonl`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -92,7 +92,7 @@ fn pre(script: &RunScript, call: &CallId) -> HookAnswer {
 }
 
 fn post(script: &RunScript, call: &CallId) -> HookAnswer {
-    let mut contexts = Vec::new();
+    let mut contexts: Vec<String> = Vec::new();
     for listener in &script.post {
         match listener.action(call) {
             PostAction::Pass => {}
@@ -103,15 +103,14 @@ fn post(script: &RunScript, call: &CallId) -> HookAnswer {
             PostAction::Accept(_) | PostAction::Throw(_) => return pass(),
         }
     }
-    if contexts.is_empty() {
-        return pass();
+    match contexts.as_slice() {
+        [] => pass(),
+        // One listener adds one context (`RunScript::of` refuses more listeners).
+        [context, ..] => output(json!({"hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "additionalContext": context,
+        }})),
     }
-    // The waterfall is an onion: the innermost listener's context comes first.
-    contexts.reverse();
-    output(json!({"hookSpecificOutput": {
-        "hookEventName": "PostToolUse",
-        "additionalContext": contexts.join("\n"),
-    }}))
 }
 
 /// Runs one invocation: reads the payload, answers, records. `script` is the run's.

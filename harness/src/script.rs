@@ -103,6 +103,18 @@ impl RunScript {
                 "an approval answer other than `unavailable` (headless mounts no answerer)",
             ));
         }
+        // One hook per event plays the stage: its listeners' order and how their decisions
+        // combine would be tep's, not the harness's, and one hook answers one context.
+        if scenario.pre.len() > 1 {
+            return Err(none(
+                "more than one pre-execute listener (tep's hook is one listener)",
+            ));
+        }
+        if scenario.post.len() > 1 {
+            return Err(none(
+                "more than one post-execute listener (tep's hook is one listener)",
+            ));
+        }
         for listener in &scenario.pre {
             if !hooks {
                 return Err(no_hooks("a pre-execute listener"));
@@ -242,6 +254,9 @@ mod tests {
         assert!(script("pre-deny-skips-body", &profile).is_ok());
         let e = script("pre-throws", &profile).unwrap_err();
         assert!(e.contains("throws"), "{e}");
+        // Two post listeners that each add a context: one hook answers one context.
+        let e = script("post-waterfall-is-an-onion", &profile).unwrap_err();
+        assert!(e.contains("more than one post-execute listener"), "{e}");
     }
 
     #[test]
