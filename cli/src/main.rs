@@ -25,6 +25,7 @@ mod args;
 mod check_command;
 mod from_log;
 mod fuzz_command;
+mod harness_command;
 mod output;
 mod progress;
 mod report_command;
@@ -81,6 +82,12 @@ enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(tep_conformance::protocol::PROTOCOL_VERSION)))]
         protocol: Option<u32>,
     },
+    /// The scenario's tools over MCP, for a harness `tep run --harness` drives.
+    #[command(hide = true)]
+    HarnessMcp { run: PathBuf },
+    /// The hook command of a harness `tep run --harness` drives.
+    #[command(hide = true)]
+    HarnessHook { run: PathBuf },
 }
 
 #[derive(Debug, Subcommand)]
@@ -213,6 +220,8 @@ fn dispatch(command: Command) -> Result<u8> {
             writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&schema)?)?;
             Ok(0)
         }
+        Command::HarnessMcp { run } => harness_command::mcp(run),
+        Command::HarnessHook { run } => harness_command::hook(run),
         Command::ReferenceAdapter { mutant, protocol } => {
             let stdin = std::io::stdin();
             let stdout = std::io::stdout();

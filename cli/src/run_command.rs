@@ -96,6 +96,8 @@ pub struct RunArgs {
     pub docs_url: report_command::DocsUrlArg,
     #[command(flatten)]
     pub compare: report_command::CompareArg,
+    #[command(flatten)]
+    pub harness: crate::harness_command::HarnessArgs,
 }
 
 impl RunArgs {
@@ -319,6 +321,18 @@ fn start_implementations(
         options.timeout = args.timeout;
         options
     });
+    if let Some(name) = &args.harness.harness {
+        let mut drivers = crate::harness_command::drivers(&args.harness, name, args.timeout, jobs)?;
+        let first = drivers.remove(0);
+        let ready = first.ready().clone();
+        let plan = Plan::new(&ready, selected, options)?;
+        let wanted = jobs.min(plan.runnable()).max(1);
+        let workers: Vec<Worker> = std::iter::once(first)
+            .chain(drivers.into_iter().take(wanted - 1))
+            .map(|d| Box::new(d) as Worker)
+            .collect();
+        return Ok((workers, ready, plan));
+    }
     let first: Worker = match &adapter_options {
         Some(options) => Box::new(ProcessAdapter::start(options.clone())?),
         None => Box::new(BuiltinReference::new(args.mutant.clone())),
@@ -528,6 +542,7 @@ fn rerun_prefix(args: &RunArgs) -> Vec<String> {
     if let Some(adapter) = &args.adapter {
         words.extend(["--adapter".to_owned(), adapter.clone()]);
     }
+    words.extend(crate::harness_command::rerun_words(&args.harness));
     if args.spec != Revision::Rev2 {
         words.extend(["--spec".to_owned(), args.spec.to_string()]);
     }

@@ -18,6 +18,7 @@ const CRATES: &[&str] = &[
     "reference",
     "check",
     "conformance",
+    "harness",
     "cli",
     "xtask",
     "fuzz",
@@ -95,6 +96,18 @@ fn the_reference_never_depends_on_its_judge() {
     let deps = dependencies(&manifest("reference"));
     for judge in ["tep-check", "tep-conformance"] {
         assert!(!deps.contains(judge), "reference/Cargo.toml names {judge}");
+    }
+}
+
+#[test]
+fn the_suite_never_depends_on_the_harness_driver() {
+    // tep-harness drives a harness with the suite's runner; the suite knows no harness.
+    for krate in ["model", "reference", "check", "conformance"] {
+        let deps = dependencies(&manifest(krate));
+        assert!(
+            !deps.contains("tep-harness"),
+            "{krate}/Cargo.toml names tep-harness"
+        );
     }
 }
 
