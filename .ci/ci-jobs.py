@@ -167,7 +167,7 @@ def checkout(workflow: str, dest: Path, tep_src: Path) -> None:
         if (dest / "tep_adapter").exists() or (dest / "conformance/tep_adapter").exists():
             raise SystemExit("ci-jobs: the harness checkout must not hold the kit")
     else:
-        shutil.copytree(tep_src, dest, ignore=shutil.ignore_patterns(".git"))
+        shutil.copytree(tep_src, dest, ignore=shutil.ignore_patterns(".git"), dirs_exist_ok=True)
 
 
 def uses(step: dict[str, Any], env: dict[str, str], cwd: Path, job_dir: Path, dist: Path, failed: bool) -> str:
