@@ -60,9 +60,14 @@ impl From<RunOutcome> for Answer {
             },
             RunOutcome::Skipped { reason } => Answer::Skipped(reason),
             RunOutcome::Errored { message, context } => Answer::Errored {
+                // A kit that sends the same text as message and context gets it printed once.
                 message: match context {
-                    Some(context) => format!("{message} ({context})"),
-                    None => message,
+                    Some(context)
+                        if !context.trim().is_empty() && context.trim() != message.trim() =>
+                    {
+                        format!("{message} ({context})")
+                    }
+                    _ => message,
                 },
                 stderr: None,
             },
@@ -752,4 +757,33 @@ pub fn judge(
     }
     result.trace = Some(records);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errored(message: &str, context: Option<&str>) -> String {
+        let outcome = RunOutcome::Errored {
+            message: message.to_owned(),
+            context: context.map(str::to_owned),
+        };
+        match Answer::from(outcome) {
+            Answer::Errored { message, .. } => message,
+            other => panic!("not errored: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_errored_context_is_printed_once_and_only_when_it_adds_something() {
+        let text = "this scenario needs Dialect.defer_context";
+        assert_eq!(errored(text, Some(text)), text);
+        assert_eq!(errored(text, Some(&format!("{text}\n"))), text);
+        assert_eq!(errored(text, Some("  ")), text);
+        assert_eq!(errored(text, None), text);
+        assert_eq!(
+            errored(text, Some("Traceback: line 3")),
+            format!("{text} (Traceback: line 3)")
+        );
+    }
 }
