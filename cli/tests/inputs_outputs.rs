@@ -131,13 +131,13 @@ fn a_report_version_that_is_not_semver_is_refused() {
 #[test]
 fn a_device_or_a_file_past_the_bound_is_refused_before_it_is_parsed() {
     let dir = scratch("bound");
-    // 256 MiB and one byte, sparse: refused from its size, nothing read.
+    // 128 MiB and one byte, sparse: refused from its size, nothing read.
     let big = std::fs::File::create(dir.join("big.json")).unwrap();
-    big.set_len(256 * 1024 * 1024 + 1).unwrap();
+    big.set_len(128 * 1024 * 1024 + 1).unwrap();
     let o = tep_in(&dir, &["report", "big.json"]);
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(
-        out(&o).contains("big.json is 268435457 bytes, longer than the 268435456 bytes"),
+        out(&o).contains("big.json is 134217729 bytes, longer than the 134217728 bytes"),
         "{}",
         out(&o)
     );
