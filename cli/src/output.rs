@@ -88,16 +88,13 @@ pub fn check_writable(path: &Path, what: &str) -> Result<()> {
             )
         })?;
     }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .with_context(|| format!("cannot write the {what} to {}", path.display()))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
+    // A file made only to be tried is listed as temporary: a signal now removes it too.
+    let opened = if existed {
+        std::fs::OpenOptions::new().write(true).open(path).map(drop)
+    } else {
+        create_temporary(path).map(|_| remove_temporary(path))
+    };
+    opened.with_context(|| format!("cannot write the {what} to {}", path.display()))
 }
 
 /// The temporary files this process is writing: the signal handler removes them before it
@@ -248,12 +245,7 @@ pub fn check_dir_creatable(dir: &Path, what: &str) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the {what} {}", dir.display()))?;
     let probe = dir.join(format!(".tep-probe-{}", std::process::id()));
-    let probed = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map(|_| ());
-    let _ = std::fs::remove_file(&probe);
+    let probed = create_temporary(&probe).map(|_| remove_temporary(&probe));
     for created in missing {
         let _ = std::fs::remove_dir(created);
     }
