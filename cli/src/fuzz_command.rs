@@ -232,7 +232,7 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
             "replay: save it to a file and run {}",
             replay_command(args, Path::new("FILE"))
         )?;
-        note(format_args!("error: {e:#}"));
+        note(format_args!("tep: error: {e:#}"));
         // The verdict stands, but an output was lost: as `tep run` does, exit 2.
         return Ok(2);
     }

@@ -316,7 +316,7 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
                 .collect();
             if let Some((last, others)) = unwritten.split_last() {
                 for e in others {
-                    note(format_args!("error: {e:#}"));
+                    note(format_args!("tep: error: {e:#}"));
                 }
                 return Err(anyhow::anyhow!("{last:#}"));
             }

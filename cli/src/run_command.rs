@@ -395,7 +395,8 @@ fn read_scenario_files(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
             path,
             "scenario file",
             tep_conformance::input::MAX_SCENARIO_FILE_BYTES,
-        )?;
+        )
+        .with_context(|| format!("cannot read the scenario file {}", path.display()))?;
         let scenario = Scenario::from_json(&text)
             .with_context(|| format!("{} is not a valid scenario", path.display()))?;
         if scenarios.iter().any(|s| s.id == scenario.id) {

@@ -26,11 +26,9 @@ pub const MAX_SCENARIO_FILE_BYTES: u64 = 1024 * 1024;
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    #[error("cannot read {file}: {source}")]
-    Io {
-        file: String,
-        source: std::io::Error,
-    },
+    // `error`, not `source`: the message says it already, a source would say it twice.
+    #[error("cannot read {file}: {error}")]
+    Io { file: String, error: std::io::Error },
     #[error("cannot read {file}: it is a directory")]
     Directory { file: String },
     #[error("{file} is {bytes} bytes, longer than the {limit} bytes a {what} may have")]
@@ -48,19 +46,19 @@ pub enum InputError {
         what: &'static str,
         limit: u64,
     },
-    #[error("{file} is not UTF-8 text ({source})")]
+    #[error("{file} is not UTF-8 text ({error})")]
     NotUtf8 {
         file: String,
-        source: std::string::FromUtf8Error,
+        error: std::string::FromUtf8Error,
     },
 }
 
 /// Reads the whole of `path`, a `what` (named in errors) of at most `limit` bytes.
 pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<String, InputError> {
     let file = path.display().to_string();
-    let io = |source| InputError::Io {
+    let io = |error| InputError::Io {
         file: file.clone(),
-        source,
+        error,
     };
     let opened = std::fs::File::open(path).map_err(io)?;
     let meta = opened.metadata().map_err(io)?;
@@ -90,7 +88,7 @@ pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Strin
     if bytes.len() as u64 > limit {
         return Err(InputError::Endless { file, what, limit });
     }
-    String::from_utf8(bytes).map_err(|source| InputError::NotUtf8 { file, source })
+    String::from_utf8(bytes).map_err(|error| InputError::NotUtf8 { file, error })
 }
 
 #[cfg(test)]

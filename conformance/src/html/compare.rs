@@ -48,7 +48,13 @@ pub fn parse_report(text: &str, file: &str, ours: &str) -> Result<JsonReport, Re
         file: file.to_owned(),
         why,
     };
-    let head: Head = serde_json::from_str(text).map_err(|e| not(format!("not JSON ({e})")))?;
+    let head: Head = serde_json::from_str(text).map_err(|e| {
+        not(if e.is_data() {
+            e.to_string()
+        } else {
+            format!("not JSON ({e})")
+        })
+    })?;
     if head.tool.as_deref() != Some("tep") || head.scenarios.is_none() {
         return Err(not(
             "it has no \"tool\": \"tep\" and \"scenarios\"".to_owned()
