@@ -41,7 +41,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub strict: bool,
     /// Also write the HTML report here: the trace drawn on the stage graph, its witness
-    /// lines marked (from stdin, the trace is held in memory for it).
+    /// lines marked (a trace from stdin or a pipe is copied to a temporary file for it).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// How many threads parse the trace while one checks it; 1 reads, parses and checks
@@ -91,7 +91,8 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
-/// Where standard input is copied for the HTML report; removed when dropped.
+/// Where standard input, or a trace that cannot be read twice (a FIFO, `<(zstd -dc …)`), is
+/// copied for the HTML report; removed when dropped, or by the signal handler.
 struct StdinCopy(PathBuf);
 
 impl StdinCopy {
@@ -100,18 +101,15 @@ impl StdinCopy {
     fn create() -> Result<(StdinCopy, std::fs::File)> {
         let path =
             std::env::temp_dir().join(format!("tep-check-stdin-{}.jsonl", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .with_context(|| format!("cannot keep a copy of stdin in {}", path.display()))?;
+        let file = output::create_temporary(&path)
+            .with_context(|| format!("cannot keep a copy of the trace in {}", path.display()))?;
         Ok((StdinCopy(path), file))
     }
 }
 
 impl Drop for StdinCopy {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        output::remove_temporary(&self.0);
     }
 }
 
@@ -170,10 +168,13 @@ pub fn check(args: CheckArgs) -> Result<u8> {
     if args.from.is_some() && args.observed.is_some_and(|l| l != ObservationLevel::Events) {
         anyhow::bail!("--from reads a session log, which holds level `events`: drop --observed");
     }
+    // A signal removes the temporary files (the page being written, the trace's copy) and exits.
+    let _signals = crate::signals::Signals::install_exiting()?;
     if let Some(out) = &args.html {
         output::check_writable(out, "HTML report")?;
     }
-    let (stdin_copy, copy_file) = if args.trace == Path::new("-") && args.html.is_some() {
+    // The page quotes the trace read again: what cannot be read twice is copied as it is read.
+    let (stdin_copy, copy_file) = if trace_bytes(&args.trace).is_none() && args.html.is_some() {
         let (copy, file) = StdinCopy::create()?;
         (Some(copy), Some(file))
     } else {
@@ -212,10 +213,13 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
             copy,
         })),
         (true, None) => Box::new(BufReader::new(std::io::stdin())),
-        (false, _) => {
+        (false, copy) => {
             let file =
                 std::fs::File::open(&args.trace).with_context(|| format!("cannot open {name}"))?;
-            Box::new(BufReader::new(file))
+            match copy {
+                Some(copy) => Box::new(BufReader::new(Tee { inner: file, copy })),
+                None => Box::new(BufReader::new(file)),
+            }
         }
     };
     // The trace's header decides the options (tep-check's rule); the command line overrides it.

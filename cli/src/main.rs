@@ -313,15 +313,22 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
             }
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
-            for (file, text) in corpus_files() {
-                let path = dir.join(file);
-                std::fs::write(&path, text)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
             let schema =
-                serde_json::to_string_pretty(&tep_conformance::scenario::versions::schema())?;
-            std::fs::write(dir.join("scenario.schema.json"), schema + "\n")
-                .with_context(|| format!("cannot write the schema into {}", dir.display()))?;
+                serde_json::to_string_pretty(&tep_conformance::scenario::versions::schema())?
+                    + "\n";
+            // Each file whole or not at all; one that cannot be written does not stop the rest.
+            let unwritten: Vec<anyhow::Error> = corpus_files()
+                .iter()
+                .map(|(file, text)| (*file, *text))
+                .chain([("scenario.schema.json", schema.as_str())])
+                .filter_map(|(file, text)| output::write_atomically(&dir.join(file), text).err())
+                .collect();
+            if let Some((last, others)) = unwritten.split_last() {
+                for e in others {
+                    note(format_args!("tep: error: {e:#}"));
+                }
+                return Err(anyhow::anyhow!("{last:#}"));
+            }
             note(format_args!(
                 "wrote {} scenarios and scenario.schema.json to {}",
                 corpus.len(),

@@ -405,8 +405,12 @@ fn tally(result: &ScenarioResult, verdict: report::Verdict) -> (bool, Tallied) {
 fn read_scenario_files(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
     let mut scenarios: Vec<Scenario> = Vec::with_capacity(paths.len());
     for path in paths {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the scenario file {}", path.display()))?;
+        let text = tep_conformance::input::read_bounded(
+            path,
+            "scenario file",
+            tep_conformance::input::MAX_SCENARIO_FILE_BYTES,
+        )
+        .with_context(|| format!("cannot read the scenario file {}", path.display()))?;
         let scenario = Scenario::from_json(&text)
             .with_context(|| format!("{} is not a valid scenario", path.display()))?;
         if scenarios.iter().any(|s| s.id == scenario.id) {

@@ -494,6 +494,18 @@ fn docs_state_the_limits_in_force() {
             "`RetryWrapper::MAX_ATTEMPTS` ({})",
             tep_reference::wrappers::RetryWrapper::MAX_ATTEMPTS
         ),
+        format!(
+            "| {} MiB | `input::MAX_REPORT_BYTES` |",
+            tep_conformance::input::MAX_REPORT_BYTES / (1024 * 1024)
+        ),
+        format!(
+            "| {} MiB | `input::MAX_BASELINE_BYTES` |",
+            tep_conformance::input::MAX_BASELINE_BYTES / (1024 * 1024)
+        ),
+        format!(
+            "| {} MiB | `input::MAX_SCENARIO_FILE_BYTES` |",
+            tep_conformance::input::MAX_SCENARIO_FILE_BYTES / (1024 * 1024)
+        ),
     ];
     for row in expected {
         assert!(page.contains(&row), "docs/limits.md does not say: {row}");
