@@ -192,8 +192,7 @@ pub fn run(args: RunArgs) -> Result<u8> {
         run_dir: keeper.created.then_some(keeper.dir),
         excerpts: keeper.excerpts,
     };
-    let mut paths = html::paths(&run);
-    paths.extend(keeper.paths);
+    let paths = html::paths(&run);
     // Stopped by SIGTERM or SIGHUP: 143 or 129, as a shell says it (130 for Ctrl-C).
     let stopped_by = signals.exit_code().filter(|_| run.interrupted);
     let reports = Reports {
@@ -568,11 +567,8 @@ struct TraceKeeper {
     /// went into them (the check leaves nothing behind).
     made: Vec<PathBuf>,
     kept: BTreeMap<String, PathBuf>,
-    spec: Revision,
     /// What the reports quote of each failing trace.
     excerpts: BTreeMap<String, TraceExcerpt>,
-    /// The path each failing trace took, read with its records (see [`html::taken_path`]).
-    paths: BTreeMap<String, html::TakenPath>,
 }
 
 impl TraceKeeper {
@@ -593,9 +589,7 @@ impl TraceKeeper {
             created: false,
             made: Vec::new(),
             kept: BTreeMap::new(),
-            spec: args.spec,
             excerpts: BTreeMap::new(),
-            paths: BTreeMap::new(),
         }
     }
 
@@ -690,8 +684,6 @@ impl TraceKeeper {
                 .flat_map(|v| v.lines.iter().copied());
             let excerpt = TraceExcerpt::of(&jsonl, &witnesses.collect());
             self.excerpts.insert(result.id.clone(), excerpt);
-            let path = html::taken_path(self.spec, &result.steps, Some(&records));
-            self.paths.insert(result.id.clone(), path);
         }
         drop(records);
         if !self.created {
