@@ -56,7 +56,12 @@
   });
 
   function fromHash() {
-    const hash = decodeURIComponent(location.hash.slice(1));
+    let hash;
+    try {
+      hash = decodeURIComponent(location.hash.slice(1));
+    } catch {
+      return; // not a link this page wrote
+    }
     if (hash.startsWith('cell-')) openCell(hash);
   }
   window.addEventListener('hashchange', fromHash);
