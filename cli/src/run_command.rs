@@ -85,6 +85,10 @@ pub struct RunArgs {
     /// Colour the terminal report.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     pub color: ColorWhen,
+    /// List every edge the run did not take, on a subset of the corpus too (a subset's text
+    /// report counts them on one line; the JSON and HTML reports always list them).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// Break the built-in reference on purpose (see `tep mutants`), to watch the suite catch it.
     #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
     pub mutant: Vec<Mutant>,
@@ -191,6 +195,8 @@ pub fn run(args: RunArgs) -> Result<u8> {
         traces: keeper.kept,
         run_dir: keeper.created.then_some(keeper.dir),
         excerpts: keeper.excerpts,
+        subset: !args.scenario_files.is_empty() || selected.len() < corpus.len(),
+        verbose: args.verbose,
     };
     let paths = html::paths(&run);
     // Stopped by SIGTERM or SIGHUP: 143 or 129, as a shell says it (130 for Ctrl-C).

@@ -908,6 +908,49 @@ fn failures_are_grouped_quoted_kept_and_rerunnable() {
 }
 
 #[test]
+fn a_crashed_adapter_is_named_by_the_signal_that_killed_it() {
+    let crashing = sh(
+        r#"read l; echo '{"ready":true,"protocol":3,"implementation":{"name":"crashy"}}'; read l; kill -SEGV $$"#,
+    );
+    let o = tep(&["run", "--adapter", &crashing, "--scenario", "allow-runs-body"]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains("ERROR allow-runs-body")
+            && out.contains(
+                "the adapter closed stdout (it exited, signal: 11 (SIGSEGV)) before sending an answer"
+            ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_subset_counts_the_edges_it_did_not_take_on_one_line() {
+    let subset = stdout(&tep(&["run", "--scenario", "pre-*"]));
+    assert!(!subset.contains("not taken:"), "{subset}");
+    let line = subset
+        .lines()
+        .find(|l| l.contains("edge(s) not taken by this subset"))
+        .unwrap_or_else(|| panic!("{subset}"));
+    assert!(line.contains("--verbose lists them"), "{line}");
+    let verbose = stdout(&tep(&["run", "--scenario", "pre-*", "--verbose"]));
+    let listed = verbose.matches("  not taken: ").count();
+    assert!(listed > 1, "{verbose}");
+    assert!(line.trim_start().starts_with(&format!("{listed} edge(s)")), "{line}");
+}
+
+#[test]
+fn an_exclude_that_matches_nothing_is_a_usage_error() {
+    let o = tep(&["run", "--exclude", "pre-dny-*"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("--exclude `pre-dny-*` matches no scenario"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn errored_scenarios_are_grouped_by_cause() {
     let crashing = sh(
         r#"read l; echo '{"ready":true,"protocol":3,"implementation":{"name":"crashy"}}'; read l; echo "segfault in handler" >&2; exit 3"#,
@@ -925,7 +968,7 @@ fn errored_scenarios_are_grouped_by_cause() {
     let out = stdout(&o);
     assert!(
         out.contains(&format!(
-            "\n  the adapter closed stdout (exited?) before sending an answer: {} scenario(s)\n",
+            "\n  the adapter closed stdout (it exited, exit status: 3) before sending an answer: {} scenario(s)\n",
             pre_scenarios()
         )),
         "{out}"

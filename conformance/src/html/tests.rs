@@ -160,6 +160,8 @@ fn context() -> RunContext {
         traces: BTreeMap::new(),
         run_dir: None,
         excerpts: BTreeMap::new(),
+        subset: true,
+        verbose: false,
     }
 }
 

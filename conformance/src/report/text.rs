@@ -33,6 +33,11 @@ pub struct RunContext {
     /// What the reports quote of each failing scenario's trace (the trace itself is not kept
     /// in memory).
     pub excerpts: BTreeMap<String, TraceExcerpt>,
+    /// The run is a deliberate part of the corpus (a selection, scenario files): the text
+    /// report counts the edges it did not take rather than listing them.
+    pub subset: bool,
+    /// List every edge not taken, on a subset too (`--verbose`).
+    pub verbose: bool,
 }
 
 impl RunContext {
@@ -310,7 +315,7 @@ impl<'a> Closing<'a> {
         self.write_errored(out, ctx)?;
         self.write_warnings(out)?;
         out.push('\n');
-        write_coverage(out, report)?;
+        write_coverage(out, report, ctx)?;
         writeln!(out, "{}", invariants_line(report))?;
         let counts = counts(report, baseline);
         if let Some(b) = baseline {
@@ -471,8 +476,10 @@ impl<'a> Closing<'a> {
     }
 }
 
-/// The edge coverage of both graphs, and the edges not taken or not seen.
-fn write_coverage(out: &mut String, report: &RunReport) -> std::fmt::Result {
+/// The edge coverage of both graphs, and the edges not taken or not seen: listed for a whole
+/// run, counted on one line for a subset or an interrupted run (whose untaken edges are
+/// expected), unless `--verbose`.
+fn write_coverage(out: &mut String, report: &RunReport, ctx: &RunContext) -> std::fmt::Result {
     let total = StageGraph::of(report.spec).edges().len();
     writeln!(
         out,
@@ -483,15 +490,17 @@ fn write_coverage(out: &mut String, report: &RunReport) -> std::fmt::Result {
         report.edge_coverage() * 100.0
     )?;
     let c = &report.coverage;
+    let list = ctx.verbose || !(ctx.subset || report.interrupted);
     // With no trace judged, every edge is missing and listing them says nothing.
     if report.tested() {
         below_full(out, report, c.edges.len(), c.implied_edges.len());
-        for missing in report.missing_edges() {
-            writeln!(out, "  not taken: {missing}")?;
-        }
-        for unseen in report.unseen_edges() {
-            writeln!(out, "  not seen at level {}: {unseen}", report.level)?;
-        }
+        untaken(
+            out,
+            report,
+            list,
+            &report.missing_edges(),
+            &report.unseen_edges(),
+        )?;
     }
     if c.code_mode_taken() > 0 {
         writeln!(
@@ -504,14 +513,52 @@ fn write_coverage(out: &mut String, report: &RunReport) -> std::fmt::Result {
         )?;
         let (observed, implied) = (c.code_mode_edges.len(), c.implied_code_mode_edges.len());
         below_full(out, report, observed, implied);
-        for missing in report.missing_code_mode_edges() {
-            writeln!(out, "  not taken: {missing}")?;
-        }
-        for unseen in report.unseen_code_mode_edges() {
-            writeln!(out, "  not seen at level {}: {unseen}", report.level)?;
-        }
+        untaken(
+            out,
+            report,
+            list,
+            &report.missing_code_mode_edges(),
+            &report.unseen_code_mode_edges(),
+        )?;
     }
     Ok(())
+}
+
+/// The edges not taken and not seen: each on its line, or their counts on one.
+fn untaken(
+    out: &mut String,
+    report: &RunReport,
+    list: bool,
+    missing: &[String],
+    unseen: &[String],
+) -> std::fmt::Result {
+    if list {
+        for edge in missing {
+            writeln!(out, "  not taken: {edge}")?;
+        }
+        for edge in unseen {
+            writeln!(out, "  not seen at level {}: {edge}", report.level)?;
+        }
+        return Ok(());
+    }
+    if missing.is_empty() && unseen.is_empty() {
+        return Ok(());
+    }
+    let what = if report.interrupted {
+        "this interrupted run"
+    } else {
+        "this subset"
+    };
+    let unseen = if unseen.is_empty() {
+        String::new()
+    } else {
+        format!(", {} not seen at level {}", unseen.len(), report.level)
+    };
+    writeln!(
+        out,
+        "  {} edge(s) not taken by {what}{unseen} (--verbose lists them, as the JSON and HTML reports do)",
+        missing.len()
+    )
 }
 
 fn write_baseline(out: &mut String, b: &BaselineOutcome, counts: &Counts) -> std::fmt::Result {
