@@ -240,7 +240,10 @@ mod tests {
         });
         assert_eq!(
             excludes_nothing,
-            Err(SelectError::ExcludesNothing("pre-dny-*".into(), String::new()))
+            Err(SelectError::ExcludesNothing(
+                "pre-dny-*".into(),
+                String::new()
+            ))
         );
         let typo = ids(&Selection {
             exclude: vec!["pre-deny-skip-body".into()],
