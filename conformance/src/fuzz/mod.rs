@@ -38,10 +38,13 @@ use tep_check::checker::{CheckOptions, Checker, ScenarioFacts, TraceError, Viola
 use tep_check::invariants::{InvariantId, Level};
 
 mod generation;
+mod minimise;
 mod shrinking;
 
 pub use generation::{Profile, generate, size, strategy};
 use generation::{case_rng, draw};
+pub use minimise::Minimised;
+use minimise::Minimising;
 use shrinking::Shrinking;
 
 /// How to fuzz.
@@ -105,6 +108,8 @@ pub struct Failure {
     pub shrink_runs: usize,
     /// Why shrinking stopped where it did.
     pub shrink_stop: ShrinkStop,
+    /// The parts dropped after shrinking, which the failure did not need.
+    pub minimised: Minimised,
 }
 
 /// Why shrinking stopped: at the smallest scenario it could reach, or at one of its budgets.
@@ -376,6 +381,15 @@ pub fn fuzz(
         };
         let (best, runs, shrink_stop) = shrinking.shrink(&mut *tree, violations, &check);
         let (scenario, violations) = best;
+        // Then the parts the failure does not need, which shrinking inside its shape keeps.
+        let (scenario, violations, minimised) = Minimising {
+            implementation: &mut *implementation,
+            judge: &judge,
+            protocol: ready.protocol,
+            stopped: &stopped,
+            seq: &mut seq,
+        }
+        .minimise(scenario, violations, &check);
         let scenario = for_the_corpus(scenario, options, case, invariant, &check);
         report.failure = Some(Failure {
             case,
@@ -390,6 +404,7 @@ pub fn fuzz(
             original_size,
             shrink_runs: runs,
             shrink_stop,
+            minimised,
         });
         break;
     }
