@@ -189,9 +189,15 @@ pub fn run(args: RunArgs) -> Result<u8> {
     live.flush_waiting()?;
     let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
     keeper.remove_if_unused();
+    if keeper.created && args.traces.is_none() && args.run_dir.is_none() {
+        prune_old_runs(&keeper.dir);
+    }
     let ctx = RunContext {
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         rerun: rerun_prefix(&args),
+        command: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         traces: keeper.kept,
         run_dir: keeper.created.then_some(keeper.dir),
         excerpts: keeper.excerpts,
@@ -254,6 +260,74 @@ fn select_scenarios(args: &RunArgs) -> Result<(Vec<Scenario>, Option<Baseline>, 
         .cloned()
         .collect();
     Ok((corpus, baseline, selected))
+}
+
+/// Where the default run directories go: `target/tep-runs` of the repository the current
+/// directory is in (the nearest directory up from it holding `.git`), or of the current
+/// directory outside one; relative when that is the current directory. One place per checkout,
+/// whichever of its directories a run starts in.
+fn runs_root() -> PathBuf {
+    let here = Path::new("target").join("tep-runs");
+    let Ok(cwd) = std::env::current_dir() else {
+        return here;
+    };
+    match cwd.ancestors().find(|d| d.join(".git").exists()) {
+        Some(top) if top != cwd => top.join("target").join("tep-runs"),
+        _ => here,
+    }
+}
+
+/// The default run directories kept: the newest this many.
+const KEPT_RUNS: usize = 10;
+/// A run directory younger than this is never pruned (a run still going may be writing it).
+const PRUNE_AFTER: Duration = Duration::from_secs(3600);
+
+/// Whether `name` is one of ours: `<UTC time>` (`20250601T101500Z`), or `<time>-N`.
+fn is_run_name(name: &str) -> bool {
+    let (time, n) = name.split_once('-').unwrap_or((name, "1"));
+    let b = time.as_bytes();
+    b.len() == 16
+        && b[8] == b'T'
+        && b[15] == b'Z'
+        && b[..8].iter().chain(&b[9..15]).all(u8::is_ascii_digit)
+        && !n.is_empty()
+        && n.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// Removes the default run directories beside `current` beyond the newest [`KEPT_RUNS`] (by
+/// name, which is their start time), those an hour old or more; `current` stays, and so does
+/// anything that is not named like a run directory. Best effort: what cannot be removed stays.
+fn prune_old_runs(current: &Path) {
+    let Some(parent) = current.parent() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let mut runs: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            is_run_name(&name).then(|| (name, e.path()))
+        })
+        .filter(|(_, path)| path != current)
+        .collect();
+    // Newest first: the time, then the -N of runs started in the same second.
+    runs.sort_by_key(|(name, _)| {
+        let (time, n) = name.split_once('-').unwrap_or((name, "1"));
+        std::cmp::Reverse((time.to_owned(), n.parse::<u64>().unwrap_or(0)))
+    });
+    for (_, path) in runs.into_iter().skip(KEPT_RUNS - 1) {
+        let old = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= PRUNE_AFTER);
+        if old {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// What the report files of a finished run are made of.
@@ -583,9 +657,7 @@ impl TraceKeeper {
             (Some(traces), _) => (traces.clone(), true),
             (None, Some(run_dir)) => (run_dir.clone(), false),
             (None, None) => (
-                Path::new("target")
-                    .join("tep-runs")
-                    .join(started_at.format("%Y%m%dT%H%M%SZ").to_string()),
+                runs_root().join(started_at.format("%Y%m%dT%H%M%SZ").to_string()),
                 false,
             ),
         };

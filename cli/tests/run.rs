@@ -966,6 +966,71 @@ fn an_exclude_that_matches_nothing_is_a_usage_error() {
 }
 
 #[test]
+fn run_directories_go_to_one_place_per_checkout_and_old_ones_are_pruned() {
+    let top = temp_dir("prune");
+    std::fs::create_dir(top.join(".git")).unwrap();
+    let sub = top.join("deep").join("er");
+    std::fs::create_dir_all(&sub).unwrap();
+    let runs = top.join("target").join("tep-runs");
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    // Twelve old runs, one recent one, and a directory that is not a run's.
+    let mut old: Vec<String> = (0..12).map(|i| format!("20200101T0000{i:02}Z")).collect();
+    old.push("20200101T000011Z-2".to_owned());
+    for name in old.iter().chain(["keep-me".to_owned()].iter()) {
+        std::fs::create_dir_all(runs.join(name)).unwrap();
+        std::fs::File::open(runs.join(name))
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+    }
+    std::fs::create_dir_all(runs.join("20200101T000000Z-3")).unwrap();
+    let o = tep_in(
+        &sub,
+        &[
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--scenario",
+            "pre-deny-skips-body",
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        !sub.join("target").exists(),
+        "not in the directory the run started in"
+    );
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("traces of the failing scenarios: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.starts_with(&runs.display().to_string()), "{line}");
+    let mut left: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    // This run and the nine newest before it stay; older ones an hour old go; a young one
+    // (another run may be writing it) and what is not a run directory stay.
+    assert_eq!(left.len(), 10 + 2, "{left:?}");
+    assert!(
+        left.contains(&"keep-me".to_owned()) && left.contains(&"20200101T000000Z-3".to_owned())
+    );
+    for gone in [
+        "20200101T000000Z",
+        "20200101T000001Z",
+        "20200101T000002Z",
+        "20200101T000003Z",
+    ] {
+        assert!(!left.contains(&gone.to_owned()), "{left:?}");
+    }
+    assert!(
+        left.contains(&"20200101T000011Z-2".to_owned())
+            && left.contains(&"20200101T000004Z".to_owned())
+    );
+}
+
+#[test]
 fn errored_scenarios_are_grouped_by_cause() {
     let crashing = sh(
         r#"read l; echo '{"ready":true,"protocol":3,"implementation":{"name":"crashy"}}'; read l; echo "segfault in handler" >&2; exit 3"#,

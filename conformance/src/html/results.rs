@@ -257,8 +257,14 @@ fn facts(out: &mut String, page: &Page<'_>) {
     if let Some(homepage) = &i.homepage {
         fact("homepage", homepage);
     }
-    if let Some(ctx) = page.rerun {
-        fact("command", &ctx.rerun.join(" "));
+    // Quoted, so that it can be pasted; an older report has no command, only its rerun words.
+    match (&report.command, page.rerun) {
+        (Some(command), _) => fact("command", command),
+        (None, Some(ctx)) => {
+            let words: Vec<String> = ctx.rerun.iter().map(|w| crate::report::quote(w)).collect();
+            fact("command", &words.join(" "));
+        }
+        (None, None) => {}
     }
     let specs: Vec<&str> = i.specs.iter().map(|r| r.as_str()).collect();
     fact(

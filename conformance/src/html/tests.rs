@@ -157,6 +157,16 @@ fn context() -> RunContext {
         rerun: ["tep", "run", "--mutant", "run-body-after-deny"]
             .map(String::from)
             .to_vec(),
+        command: [
+            "tep",
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--html",
+            "my report.html",
+        ]
+        .map(String::from)
+        .to_vec(),
         traces: BTreeMap::new(),
         run_dir: None,
         excerpts: BTreeMap::new(),

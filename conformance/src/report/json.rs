@@ -61,6 +61,9 @@ pub struct JsonReport {
     /// The directory the failing scenarios' traces were kept in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_directory: Option<String>,
+    /// The command line the run was made with, quoted for a POSIX shell (it can be pasted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// The scenarios, in corpus order.
     pub scenarios: Vec<ScenarioReport>,
     /// Selected scenarios that did not run (interrupted).
@@ -418,6 +421,7 @@ pub fn json(
             stale: b.stale.clone(),
         }),
         run_directory: ctx.run_dir.as_ref().map(|d| d.display().to_string()),
+        command: Some(ctx.command_line()).filter(|c| !c.is_empty()),
         scenarios,
         not_run: report.not_run.clone(),
     }

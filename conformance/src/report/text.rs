@@ -26,6 +26,8 @@ pub struct RunContext {
     pub started_at: String,
     /// The command line that reruns a single scenario, up to (without) `--scenario ID`.
     pub rerun: Vec<String>,
+    /// The command line the run was made with, as given (empty when not known).
+    pub command: Vec<String>,
     /// Where each kept trace was written.
     pub traces: BTreeMap<String, PathBuf>,
     /// The directory the failing scenarios' traces were kept in, when any was.
@@ -41,6 +43,15 @@ pub struct RunContext {
 }
 
 impl RunContext {
+    /// The command the run was made with, quoted for a POSIX shell (empty when not known).
+    pub fn command_line(&self) -> String {
+        self.command
+            .iter()
+            .map(|w| quote(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The shell command that reruns `scenario` alone.
     pub fn rerun_command(&self, scenario: &str) -> String {
         self.rerun

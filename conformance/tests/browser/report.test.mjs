@@ -505,6 +505,37 @@ test('tep report: the reference, a mutant and the Python kit side by side', asyn
   await page.screenshot({ path: join(out, 'matrix-cell.png') });
   await page.keyboard.press('Escape');
   assert.equal(await panel.isVisible(), false);
+
+  // A tool for many rows: the header row stays in view after scrolling 3,000 px, and so does
+  // the scenario column; each column says its pass rate and the command its run was made with.
+  const scroller = page.locator('.matrix-scroll');
+  await page.locator('#only-differ').uncheck();
+  const header = page.locator('table.matrix thead th.run').first();
+  await scroller.hover();
+  await page.mouse.wheel(0, 3000);
+  await page.waitForFunction(() => document.querySelector('.matrix-scroll').scrollTop + window.scrollY >= 2000);
+  const headerBox = await header.boundingBox();
+  assert.ok(headerBox.y >= 0 && headerBox.y + headerBox.height <= 1000, `the header is in view after scrolling (y = ${headerBox.y})`);
+  const below = await page.locator('tbody tr.row').evaluateAll((rows) => rows
+    .find((r) => r.getBoundingClientRect().top > 300)?.dataset.id);
+  assert.ok(below, 'rows below the header');
+  await page.screenshot({ path: join(out, 'matrix-scrolled.png') });
+  const rates = await page.locator('thead th.run .rate').evaluateAll((els) => els.map((e) => e.dataset.rate));
+  for (const [k, file] of [reference, mutant, python].entries()) {
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    const c = json.summary;
+    const ran = c.passed + c.warned + c.failed + c.errored + c.expectedFailures;
+    assert.equal(Number(rates[k]), Math.round((c.passed * 1000) / ran) / 10, `column ${k}'s pass rate`);
+    assert.match(json.command, /^\S*tep run/, 'the JSON report records the command');
+    assert.equal(await page.locator(`thead th.run[data-run="${k}"] code.command`).textContent(), json.command);
+  }
+  // The command is quoted for a shell: the adapter's command is one word.
+  assert.match(JSON.parse(readFileSync(python, 'utf8')).command, /--adapter 'python3 [^']*adapter\.py'/);
+  // The filter by name.
+  await page.locator('#by-name').fill('deny');
+  const named = await page.locator('tbody.scenarios tr.row:visible').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.ok(named.length > 0 && named.every((id) => id.includes('deny')), named.join(', '));
+  await page.locator('#by-name').fill('');
   assert.deepEqual(problems, []);
   await page.close();
 
@@ -525,6 +556,10 @@ test('--compare: what changed since an earlier run; bad reports are usage errors
   const opened = await open(page);
   const newly = await opened.page.locator('#comparison dd[data-change="newly-failing"] a').allTextContents();
   assert.deepEqual(newly.sort(), failing);
+  assert.equal(await opened.page.locator('#comparison dd[data-change="still-failing"]').textContent(), 'none');
+  // Against itself, every failure is still failing, and listed so.
+  const again = runTep(['run', '--mutant', MUTANT, '--compare', join(out, 'mutant.json')], 1);
+  assert.match(again.stdout, new RegExp(`0 newly failing, 0 fixed, 0 new scenario\\(s\\), 0 gone, ${failing.length} still failing\n`));
   assert.deepEqual(opened.problems, []);
   await opened.page.close();
 
