@@ -556,7 +556,10 @@ fn the_html_report_is_one_page_that_needs_nothing_else() {
     assert!(failing > 0);
     assert_eq!(html.matches("<ol class=\"trace\"").count(), failing);
     // Every scenario that ran can be opened (its path drawn beside it), a passing one too.
-    let ran = scenarios.iter().filter(|s| s["status"] != "skipped").count();
+    let ran = scenarios
+        .iter()
+        .filter(|s| s["status"] != "skipped")
+        .count();
     assert_eq!(html.matches("<tr id=\"d-").count(), ran);
 }
 
