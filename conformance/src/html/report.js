@@ -115,8 +115,11 @@
         // Beside the row the picture keeps its own size (readable labels), scrolled to where
         // the scenario went wrong, else to where its path starts.
         zoom(figure, 'one');
-        const spot = ['.step-line.on-path.refused', '.node.fault', '.node.on-path']
-          .map((selector) => figure.querySelector(selector)).find((el) => el);
+        // Without a fault, where the path starts: its topmost stage.
+        const start = all('.node.on-path', figure)
+          .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)[0];
+        const spot = ['.step-line.on-path.refused', '.node.fault']
+          .map((selector) => figure.querySelector(selector)).find((el) => el) || start;
         if (spot) {
           const viewport = figure.querySelector('.viewport');
           const [box, view] = [spot.getBoundingClientRect(), viewport.getBoundingClientRect()];
