@@ -14,6 +14,8 @@ use anyhow::Result;
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::fuzz::{FuzzOptions, FuzzReport, fuzz as run_fuzz, size, to_corpus_json};
 use tep_conformance::runner::{BuiltinReference, Implementation};
+use tep_conformance::scenario::Scenario;
+use tep_conformance::terminal::escape_controls as shown;
 use tep_model::graph::Revision;
 use tep_reference::mutant::Mutant;
 
@@ -206,13 +208,27 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
         "\nFAILED at case {} of seed {seed}: {} [{level}]",
         failure.case, failure.check
     )?;
+    let m = &failure.minimised;
+    let dropped = match m.dropped.len() {
+        0 => String::new(),
+        _ => format!(
+            ", then dropped what it did not need ({}) in {} run(s)",
+            m.dropped.join(", "),
+            m.runs
+        ),
+    };
     writeln!(
         out,
-        "  shrunk from size {} to {} in {} run(s); {}",
+        "  shrunk from size {} to {} in {} run(s){dropped}; {}{}",
         failure.original_size,
         size(&failure.scenario),
         failure.shrink_runs,
-        failure.shrink_stop
+        failure.shrink_stop,
+        if m.cut_short {
+            " (dropping parts stopped at its budget)"
+        } else {
+            ""
+        }
     )?;
     for violation in failure.violations.iter().take(SHOWN_VIOLATIONS) {
         writeln!(out, "  {}", violation.message)?;
@@ -238,11 +254,52 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
     }
     writeln!(
         out,
-        "\nthe shrunk scenario, written to {}:\n{json}",
-        path.display()
+        "\nscenario {}: {}",
+        shown(&path.display().to_string()),
+        outline(&failure.scenario)
     )?;
     writeln!(out, "replay: {}", replay_command(args, &path))?;
     Ok(1)
+}
+
+/// What a scenario holds, on one line: `2 calls (read, bash), 1 guard, 1 wrapper (timeout)`.
+fn outline(scenario: &Scenario) -> String {
+    let count = |n: usize, one: &str, many: &str| match n {
+        0 => None,
+        1 => Some(format!("1 {one}")),
+        n => Some(format!("{n} {many}")),
+    };
+    let tools: Vec<&str> = scenario.calls.iter().map(|c| c.tool.as_str()).collect();
+    let wrappers: Vec<String> = scenario
+        .wrappers
+        .iter()
+        .filter_map(|w| {
+            serde_json::to_value(w)
+                .ok()
+                .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
+        })
+        .collect();
+    let parts = [
+        count(scenario.calls.len(), "call", "calls").map(|c| format!("{c} ({})", tools.join(", "))),
+        count(
+            scenario.pre.len(),
+            "pre-execute listener",
+            "pre-execute listeners",
+        ),
+        scenario.approval.as_ref().map(|_| "an approval".to_owned()),
+        count(scenario.guards.len(), "guard", "guards"),
+        count(scenario.wrappers.len(), "wrapper", "wrappers")
+            .map(|w| format!("{w} ({})", wrappers.join(", "))),
+        count(
+            scenario.post.len(),
+            "post-execute listener",
+            "post-execute listeners",
+        ),
+        count(scenario.observers.len(), "observer", "observers"),
+        count(scenario.files.len(), "file", "files"),
+    ];
+    let parts: Vec<String> = parts.into_iter().flatten().collect();
+    shown(&parts.join(", ")).into_owned()
 }
 
 /// The `tep run` command line that runs the written scenario the way it failed.

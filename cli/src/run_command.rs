@@ -85,6 +85,10 @@ pub struct RunArgs {
     /// Colour the terminal report.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     pub color: ColorWhen,
+    /// List every edge the run did not take, on a subset of the corpus too (a subset's text
+    /// report counts them on one line; the JSON and HTML reports always list them).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// Break the built-in reference on purpose (see `tep mutants`), to watch the suite catch it.
     #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
     pub mutant: Vec<Mutant>,
@@ -187,15 +191,22 @@ pub fn run(args: RunArgs) -> Result<u8> {
     live.flush_waiting()?;
     let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
     keeper.remove_if_unused();
+    if keeper.created && args.traces.is_none() && args.run_dir.is_none() {
+        prune_old_runs(&keeper.dir);
+    }
     let ctx = RunContext {
         started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         rerun: rerun_prefix(&args),
+        command: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         traces: keeper.kept,
         run_dir: keeper.created.then_some(keeper.dir),
         excerpts: keeper.excerpts,
+        subset: !args.scenario_files.is_empty() || selected.len() < corpus.len(),
+        verbose: args.verbose,
     };
-    let mut paths = html::paths(&run);
-    paths.extend(keeper.paths);
+    let paths = html::paths(&run);
     // Stopped by SIGTERM or SIGHUP: 143 or 129, as a shell says it (130 for Ctrl-C).
     let stopped_by = signals.exit_code().filter(|_| run.interrupted);
     let reports = Reports {
@@ -251,6 +262,74 @@ fn select_scenarios(args: &RunArgs) -> Result<(Vec<Scenario>, Option<Baseline>, 
         .cloned()
         .collect();
     Ok((corpus, baseline, selected))
+}
+
+/// Where the default run directories go: `target/tep-runs` of the repository the current
+/// directory is in (the nearest directory up from it holding `.git`), or of the current
+/// directory outside one; relative when that is the current directory. One place per checkout,
+/// whichever of its directories a run starts in.
+fn runs_root() -> PathBuf {
+    let here = Path::new("target").join("tep-runs");
+    let Ok(cwd) = std::env::current_dir() else {
+        return here;
+    };
+    match cwd.ancestors().find(|d| d.join(".git").exists()) {
+        Some(top) if top != cwd => top.join("target").join("tep-runs"),
+        _ => here,
+    }
+}
+
+/// The default run directories kept: the newest this many.
+const KEPT_RUNS: usize = 10;
+/// A run directory younger than this is never pruned (a run still going may be writing it).
+const PRUNE_AFTER: Duration = Duration::from_secs(3600);
+
+/// Whether `name` is one of ours: `<UTC time>` (`20250601T101500Z`), or `<time>-N`.
+fn is_run_name(name: &str) -> bool {
+    let (time, n) = name.split_once('-').unwrap_or((name, "1"));
+    let b = time.as_bytes();
+    b.len() == 16
+        && b[8] == b'T'
+        && b[15] == b'Z'
+        && b[..8].iter().chain(&b[9..15]).all(u8::is_ascii_digit)
+        && !n.is_empty()
+        && n.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// Removes the default run directories beside `current` beyond the newest [`KEPT_RUNS`] (by
+/// name, which is their start time), those an hour old or more; `current` stays, and so does
+/// anything that is not named like a run directory. Best effort: what cannot be removed stays.
+fn prune_old_runs(current: &Path) {
+    let Some(parent) = current.parent() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let mut runs: Vec<(String, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            is_run_name(&name).then(|| (name, e.path()))
+        })
+        .filter(|(_, path)| path != current)
+        .collect();
+    // Newest first: the time, then the -N of runs started in the same second.
+    runs.sort_by_key(|(name, _)| {
+        let (time, n) = name.split_once('-').unwrap_or((name, "1"));
+        std::cmp::Reverse((time.to_owned(), n.parse::<u64>().unwrap_or(0)))
+    });
+    for (_, path) in runs.into_iter().skip(KEPT_RUNS - 1) {
+        let old = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= PRUNE_AFTER);
+        if old {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// What the report files of a finished run are made of.
@@ -587,11 +666,8 @@ struct TraceKeeper {
     /// went into them (the check leaves nothing behind).
     made: Vec<PathBuf>,
     kept: BTreeMap<String, PathBuf>,
-    spec: Revision,
     /// What the reports quote of each failing trace.
     excerpts: BTreeMap<String, TraceExcerpt>,
-    /// The path each failing trace took, read with its records (see [`html::taken_path`]).
-    paths: BTreeMap<String, html::TakenPath>,
 }
 
 impl TraceKeeper {
@@ -600,9 +676,7 @@ impl TraceKeeper {
             (Some(traces), _) => (traces.clone(), true),
             (None, Some(run_dir)) => (run_dir.clone(), false),
             (None, None) => (
-                Path::new("target")
-                    .join("tep-runs")
-                    .join(started_at.format("%Y%m%dT%H%M%SZ").to_string()),
+                runs_root().join(started_at.format("%Y%m%dT%H%M%SZ").to_string()),
                 false,
             ),
         };
@@ -612,9 +686,7 @@ impl TraceKeeper {
             created: false,
             made: Vec::new(),
             kept: BTreeMap::new(),
-            spec: args.spec,
             excerpts: BTreeMap::new(),
-            paths: BTreeMap::new(),
         }
     }
 
@@ -709,8 +781,6 @@ impl TraceKeeper {
                 .flat_map(|v| v.lines.iter().copied());
             let excerpt = TraceExcerpt::of(&jsonl, &witnesses.collect());
             self.excerpts.insert(result.id.clone(), excerpt);
-            let path = html::taken_path(self.spec, &result.steps, Some(&records));
-            self.paths.insert(result.id.clone(), path);
         }
         drop(records);
         if !self.created {

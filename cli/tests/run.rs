@@ -111,11 +111,13 @@ fn row<'r>(report: &'r Value, id: &str) -> &'r Value {
         .unwrap_or_else(|| panic!("no row for {id}"))
 }
 
-/// A JSON report without what differs between two runs of the same thing: times.
+/// A JSON report without what differs between two runs of the same thing: times, and the
+/// command line (`--jobs N`).
 fn without_times(mut report: Value) -> Value {
     let object = report.as_object_mut().unwrap();
     object.remove("startedAt");
     object.remove("durationSeconds");
+    object.remove("command");
     for row in report["scenarios"].as_array_mut().unwrap() {
         row.as_object_mut().unwrap().remove("durationSeconds");
     }
@@ -553,7 +555,12 @@ fn the_html_report_is_one_page_that_needs_nothing_else() {
     let failing = scenarios.iter().filter(|s| s["status"] == "failed").count();
     assert!(failing > 0);
     assert_eq!(html.matches("<ol class=\"trace\"").count(), failing);
-    assert_eq!(html.matches("<tr id=\"d-").count(), failing);
+    // Every scenario that ran can be opened (its path drawn beside it), a passing one too.
+    let ran = scenarios
+        .iter()
+        .filter(|s| s["status"] != "skipped")
+        .count();
+    assert_eq!(html.matches("<tr id=\"d-").count(), ran);
 }
 
 #[test]
@@ -868,11 +875,17 @@ fn failures_are_grouped_quoted_kept_and_rerunnable() {
         out.contains(&format!("> 11 \u{2502} {}", trace[10])),
         "{out}"
     );
-    // Long lines are cut.
+    // A long witness is quoted by its fields: what names the record, and what the message
+    // speaks of; the rest is elided, not cut at 160 characters.
     assert!(trace[8].len() > 160);
+    let witness = out
+        .lines()
+        .find(|l| l.contains(">  9 \u{2502} "))
+        .unwrap_or_else(|| panic!("{out}"));
     assert!(
-        out.contains(&format!(">  9 \u{2502} {}\u{2026}", &trace[8][..160])),
-        "{out}"
+        witness.contains("kind=\"stage\" node=\"guards\" call=\"c1\" outcome=\"deny\"")
+            && witness.ends_with('\u{2026}'),
+        "{witness}"
     );
     assert!(
         out.contains(&format!("  10 \u{2502} {}", trace[9])),
@@ -908,6 +921,123 @@ fn failures_are_grouped_quoted_kept_and_rerunnable() {
 }
 
 #[test]
+fn a_crashed_adapter_is_named_by_the_signal_that_killed_it() {
+    let crashing = sh(
+        r#"read l; echo '{"ready":true,"protocol":3,"implementation":{"name":"crashy"}}'; read l; kill -SEGV $$"#,
+    );
+    let o = tep(&[
+        "run",
+        "--adapter",
+        &crashing,
+        "--scenario",
+        "allow-runs-body",
+    ]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains("ERROR allow-runs-body")
+            && out.contains(
+                "the adapter closed stdout (it exited, signal: 11 (SIGSEGV)) before sending an answer"
+            ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_subset_counts_the_edges_it_did_not_take_on_one_line() {
+    let subset = stdout(&tep(&["run", "--scenario", "pre-*"]));
+    assert!(!subset.contains("not taken:"), "{subset}");
+    let line = subset
+        .lines()
+        .find(|l| l.contains("edge(s) not taken by this subset"))
+        .unwrap_or_else(|| panic!("{subset}"));
+    assert!(line.contains("--verbose lists them"), "{line}");
+    let verbose = stdout(&tep(&["run", "--scenario", "pre-*", "--verbose"]));
+    let listed = verbose.matches("  not taken: ").count();
+    assert!(listed > 1, "{verbose}");
+    assert!(
+        line.trim_start().starts_with(&format!("{listed} edge(s)")),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_exclude_that_matches_nothing_is_a_usage_error() {
+    let o = tep(&["run", "--exclude", "pre-dny-*"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("--exclude `pre-dny-*` matches no scenario"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn run_directories_go_to_one_place_per_checkout_and_old_ones_are_pruned() {
+    let top = temp_dir("prune");
+    std::fs::create_dir(top.join(".git")).unwrap();
+    let sub = top.join("deep").join("er");
+    std::fs::create_dir_all(&sub).unwrap();
+    let runs = top.join("target").join("tep-runs");
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    // Twelve old runs, one recent one, and a directory that is not a run's.
+    let mut old: Vec<String> = (0..12).map(|i| format!("20200101T0000{i:02}Z")).collect();
+    old.push("20200101T000011Z-2".to_owned());
+    for name in old.iter().chain(["keep-me".to_owned()].iter()) {
+        std::fs::create_dir_all(runs.join(name)).unwrap();
+        std::fs::File::open(runs.join(name))
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+    }
+    std::fs::create_dir_all(runs.join("20200101T000000Z-3")).unwrap();
+    let o = tep_in(
+        &sub,
+        &[
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--scenario",
+            "pre-deny-skips-body",
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        !sub.join("target").exists(),
+        "not in the directory the run started in"
+    );
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("traces of the failing scenarios: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.starts_with(&runs.display().to_string()), "{line}");
+    let mut left: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    // This run and the nine newest before it stay; older ones an hour old go; a young one
+    // (another run may be writing it) and what is not a run directory stay.
+    assert_eq!(left.len(), 10 + 2, "{left:?}");
+    assert!(
+        left.contains(&"keep-me".to_owned()) && left.contains(&"20200101T000000Z-3".to_owned())
+    );
+    for gone in [
+        "20200101T000000Z",
+        "20200101T000001Z",
+        "20200101T000002Z",
+        "20200101T000003Z",
+    ] {
+        assert!(!left.contains(&gone.to_owned()), "{left:?}");
+    }
+    assert!(
+        left.contains(&"20200101T000011Z-2".to_owned())
+            && left.contains(&"20200101T000004Z".to_owned())
+    );
+}
+
+#[test]
 fn errored_scenarios_are_grouped_by_cause() {
     let crashing = sh(
         r#"read l; echo '{"ready":true,"protocol":3,"implementation":{"name":"crashy"}}'; read l; echo "segfault in handler" >&2; exit 3"#,
@@ -925,7 +1055,7 @@ fn errored_scenarios_are_grouped_by_cause() {
     let out = stdout(&o);
     assert!(
         out.contains(&format!(
-            "\n  the adapter closed stdout (exited?) before sending an answer: {} scenario(s)\n",
+            "\n  the adapter closed stdout (it exited, exit status: 3) before sending an answer: {} scenario(s)\n",
             pre_scenarios()
         )),
         "{out}"

@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use tep_model::graph::{GraphKind, NodeId, Revision, StageGraph};
+use tep_model::trace::ObservationLevel;
 
 use crate::report::{
     EdgeCoverage, GraphName, JsonReport, RunContext, ScenarioReport, ViolationReport,
@@ -34,8 +35,8 @@ pub mod matrix;
 mod path;
 mod results;
 
-pub use path::{TakenPath, paths, taken_path};
-use path::{is_line, line_steps, path_coverage};
+pub use path::{TakenPath, paths};
+use path::{is_line, line_steps};
 
 pub use compare::Comparison;
 pub use results::docs_page;
@@ -81,6 +82,18 @@ pub struct Page<'a> {
     pub rerun: Option<&'a RunContext>,
     /// What changed since an earlier run (`--compare`).
     pub compare: Option<&'a Comparison>,
+}
+
+impl Page<'_> {
+    /// What took the graph's edges: a run's scenarios, or a check's traces (`tep check` has no
+    /// scenarios, and no rerun).
+    pub(crate) fn takers(&self) -> (&'static str, &'static str) {
+        if self.rerun.is_some() {
+            ("scenario", "scenarios")
+        } else {
+            ("trace", "traces")
+        }
+    }
 }
 
 /// `text` for a quoted HTML attribute (and anywhere else): `&`, `<`, `>`, `"` and `'` become
@@ -271,6 +284,13 @@ pub fn render(page: &Page<'_>) -> String {
     graphs(&mut out, page);
     scenarios(&mut out, page);
     results::invariants(&mut out, report, page.docs_url);
+    // The list of an edge's takers: placed at the edge when one is selected.
+    let _ = writeln!(
+        out,
+        "<div id=\"edge-panel\" class=\"panel\" role=\"dialog\" aria-live=\"polite\" data-one=\"{one}\" data-many=\"{many}\" hidden><button type=\"button\" class=\"close\" aria-label=\"close the edge's {many}\">close</button><h3></h3><p></p><ul></ul></div>",
+        one = page.takers().0,
+        many = page.takers().1
+    );
     let _ = write!(
         out,
         "</main>\n<footer>tep {} · corpus {} · adapter protocol {}</footer>\n\
@@ -297,17 +317,26 @@ pub(crate) fn implementation_line(report: &JsonReport) -> String {
 
 fn graphs(out: &mut String, page: &Page<'_>) {
     let report = page.report;
+    let (one, many) = page.takers();
+    // Below `full` some edges are neither taken nor missing: the level cannot see them.
+    let unseen = if report.observation < ObservationLevel::Full {
+        format!(
+            "<span><span class=\"swatch unseen\"></span>not seen at level {}: whether it was taken, this level does not record</span>",
+            report.observation
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "<section id=\"graphs\" aria-labelledby=\"graphs-title\">\n\
          <h2 id=\"graphs-title\">The run on the {} stage graph</h2>\n\
-         <p class=\"legend\"><span><span class=\"swatch heat\"></span>taken: darker and wider, the more scenarios took it</span>\
-         <span><span class=\"swatch untaken\"></span>taken by no scenario</span>\
-         <span><span class=\"swatch failing\"></span>a step the graph does not have, refused to a failing scenario</span>\
+         <p class=\"legend\"><span><span class=\"swatch heat\"></span>taken: darker and wider, the more {many} took it</span>\
+         <span><span class=\"swatch untaken\"></span>taken by no {one}</span>{unseen}\
+         <span><span class=\"swatch failing\"></span>a step the graph does not have, refused to a failing {one}</span>\
          <span><span class=\"swatch violated\"></span>a stage where an invariant was broken</span>\
-         <span><span class=\"swatch implied\"></span>stages the observation level implies, not recorded</span></p>\n\
-         <p class=\"muted\">Click an edge (or Tab to it and press Enter) to list the scenarios that took it; select a scenario to draw its path. Zoom with the buttons, Ctrl and the wheel, or + and − on a focused graph; drag to pan.</p>\n\
-         <div id=\"edge-panel\" class=\"panel\" aria-live=\"polite\" hidden><button type=\"button\" class=\"close\" aria-label=\"close the edge's scenarios\">close</button><h3></h3><p></p><ul></ul></div>\n\
+         <span><span class=\"swatch implied\"></span>edges and stages the observation level implies, not recorded</span></p>\n\
+         <p class=\"muted\">Click an edge (or Tab to it and press Enter) to list the {many} that took it; select a {one} to draw its path. Zoom with the buttons, Ctrl and the wheel, or + and − on a focused graph; drag to pan.</p>\n\
          <div class=\"graphs\">",
         report.spec
     );
@@ -325,7 +354,6 @@ fn graphs(out: &mut String, page: &Page<'_>) {
             format!("Code Mode graph ({})", report.spec),
         ),
     ] {
-        let coverage = &path_coverage(page, name).unwrap_or_else(|| coverage.clone());
         // A run no sub-call of which took the Code Mode graph shows it only as a number.
         if kind == GraphKind::CodeMode && coverage.taken == 0 {
             let _ = writeln!(
@@ -343,48 +371,114 @@ fn graphs(out: &mut String, page: &Page<'_>) {
             GraphName::Pipeline => "pipeline",
             GraphName::CodeMode => "code-mode",
         };
+        // The figure's count is the report's: the same number as the results, the JSON, the
+        // JUnit and the terminal.
+        let caption = format!(
+            "{title}: {} of {} edges taken{}",
+            coverage.taken,
+            coverage.total,
+            below_full(report, coverage)
+        );
         let _ = writeln!(
             out,
-            "<div class=\"graph-home\" id=\"home-{slug}\"><p class=\"moved muted\" hidden>The graph is drawn beside the selected scenario, <a href=\"#\"></a>.</p>\n\
-             <figure class=\"graph\" id=\"graph-{slug}\" data-graph=\"{slug}\" data-title=\"{}\" data-caption=\"{}: {} of {} edges taken\">\n\
-             <figcaption><span class=\"caption\">{}: {} of {} edges taken</span>\
+            "<div class=\"graph-home\" id=\"home-{slug}\"><p class=\"moved muted\" hidden>The graph is drawn beside the selected {one}, <a href=\"#\"></a>.</p>\n\
+             <figure class=\"graph\" id=\"graph-{slug}\" data-graph=\"{slug}\" data-title=\"{}\" data-caption=\"{}\" data-taken=\"{}\" data-total=\"{}\">\n\
+             <figcaption><span class=\"caption\">{}</span>\
              <span class=\"zoom\" role=\"group\" aria-label=\"zoom\"><button type=\"button\" data-zoom=\"out\" aria-label=\"zoom out\">−</button>\
              <button type=\"button\" data-zoom=\"fit\">fit</button><button type=\"button\" data-zoom=\"one\">100%</button>\
              <button type=\"button\" data-zoom=\"in\" aria-label=\"zoom in\">+</button>\
              <button type=\"button\" class=\"unfocus\" hidden>show every scenario</button></span></figcaption>\n\
              <div class=\"viewport\" tabindex=\"0\" aria-label=\"{}: + and − zoom, arrows pan\">",
             escape(&title),
-            escape(&title),
+            escape(&caption),
             coverage.taken,
             coverage.total,
-            escape(&title),
-            coverage.taken,
-            coverage.total,
+            escape(&caption),
             escape(&title),
         );
         out.push_str(&drawing(
             picture(report.spec, kind),
-            graph,
-            slug,
-            coverage,
-            &marks(page, name),
-            &title,
+            &Drawn {
+                graph,
+                slug,
+                coverage,
+                marks: &marks(page, name),
+                title: &title,
+                level: report.observation,
+                takers: page.takers(),
+            },
         ));
         let _ = writeln!(out, "</div>\n</figure>\n</div>");
     }
     let _ = writeln!(out, "</div>\n</section>");
 }
 
+/// Below `full`, how the figure's count splits: observed, implied, and the edges not seen.
+fn below_full(report: &JsonReport, coverage: &EdgeCoverage) -> String {
+    if report.observation >= ObservationLevel::Full {
+        return String::new();
+    }
+    format!(
+        " ({} observed, {} implied; {} not seen at level {})",
+        coverage.taken - coverage.implied,
+        coverage.implied,
+        coverage.unseen.len(),
+        report.observation
+    )
+}
+
+/// What one graph's drawing shows.
+struct Drawn<'a> {
+    graph: &'a StageGraph,
+    slug: &'a str,
+    coverage: &'a EdgeCoverage,
+    marks: &'a Marks,
+    title: &'a str,
+    /// The run's level: what an edge no trace took means.
+    level: ObservationLevel,
+    /// What took the edges ([`Page::takers`]).
+    takers: (&'static str, &'static str),
+}
+
+/// What an edge's drawing says of it: its classes and its description.
+fn edge_state(drawn: &Drawn<'_>, n: usize, label: &str, count: usize) -> (String, String) {
+    let (one, many) = drawn.takers;
+    let implied = drawn.coverage.edges.get(n).map_or(0, |e| e.implied);
+    let mut classes = String::from("edge");
+    let taken = if count > 0 {
+        if implied == count {
+            classes.push_str(" implied-edge");
+        }
+        let by = if count == 1 { one } else { many };
+        match implied {
+            0 => format!("taken by {count} {by}"),
+            i if i == count => format!("implied by the records of {count} {by}, not recorded"),
+            i => format!("taken by {count} {by} ({i} only implied)"),
+        }
+    } else if drawn.coverage.unseen.iter().any(|u| u == label) {
+        classes.push_str(" unseen");
+        format!(
+            "not seen at level {}: this level does not record it",
+            drawn.level
+        )
+    } else {
+        classes.push_str(" untaken");
+        format!("taken by no {one}")
+    };
+    (classes, taken)
+}
+
 /// The docs' picture of `graph`, with each edge's count and shade, the failing steps marked,
 /// every edge focusable and described, and its ids made unique in the page.
-fn drawing(
-    svg: &str,
-    graph: &StageGraph,
-    slug: &str,
-    coverage: &EdgeCoverage,
-    marks: &Marks,
-    title: &str,
-) -> String {
+fn drawing(svg: &str, drawn: &Drawn<'_>) -> String {
+    let Drawn {
+        graph,
+        slug,
+        coverage,
+        marks,
+        title,
+        ..
+    } = *drawn;
     let shades = shades(coverage);
     let mut out = String::with_capacity(svg.len() + 8 * 1024);
     let mut boxes: BTreeMap<NodeId, [f64; 4]> = BTreeMap::new();
@@ -420,14 +514,7 @@ fn drawing(
                 .get(n)
                 .map(|e| e.describe())
                 .unwrap_or_default();
-            let mut classes = String::from("edge");
-            if count == 0 {
-                classes.push_str(" untaken");
-            }
-            let taken = match count {
-                1 => "taken by 1 scenario".to_owned(),
-                n => format!("taken by {n} scenarios"),
-            };
+            let (classes, taken) = edge_state(drawn, n, &label, count);
             let rest = element
                 .strip_prefix("<g class=\"edge\"")
                 .unwrap_or_default()
@@ -654,16 +741,26 @@ fn row(
     let trace = page.traces.get(&s.id);
     let taken = page.paths.get(&s.id);
     let path = taken.map(|p| p.steps.as_slice()).unwrap_or_default();
-    // The edges its path took; the report's, for a scenario without one.
-    let edges = match taken {
-        None => (s.edges.clone(), s.code_mode_edges.clone()),
-        Some(p) => (
-            p.edges(GraphName::Pipeline, &s.edges),
-            p.edges(GraphName::CodeMode, &s.code_mode_edges),
-        ),
+    // The edges the report counts for it, observed or implied: the figure's counts are theirs.
+    let union = |a: &[usize], b: &[usize]| -> Vec<usize> {
+        a.iter()
+            .chain(b)
+            .copied()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
     };
-    let expandable =
-        !s.violations.is_empty() || !s.notes.is_empty() || s.stderr.is_some() || trace.is_some();
+    let edges = (
+        union(&s.edges, &s.implied_edges),
+        union(&s.code_mode_edges, &s.implied_code_mode_edges),
+    );
+    // Every scenario with a path can be selected, a passing one too: its path is drawn beside it.
+    let expandable = !s.violations.is_empty()
+        || !s.notes.is_empty()
+        || s.stderr.is_some()
+        || trace.is_some()
+        || !edges.0.is_empty()
+        || !edges.1.is_empty();
     let broken: BTreeSet<&str> = s.violations.iter().map(|v| v.invariant.as_str()).collect();
     let why = if broken.is_empty() {
         s.reason.clone().unwrap_or_default()
@@ -729,6 +826,19 @@ fn detail(
     }
     if let Some(reason) = s.reason.as_ref().filter(|_| s.violations.is_empty()) {
         let _ = writeln!(out, "<p>{}</p>", escape_text(reason));
+    }
+    if s.violations.is_empty() && s.reason.is_none() && trace.is_none() {
+        let _ = writeln!(
+            out,
+            "<p class=\"muted\">{}: the graphs beside draw the path its trace took.</p>",
+            match s.status {
+                Status::Passed => "Passed",
+                Status::Warned => "Warned",
+                Status::Failed => "Failed",
+                Status::Skipped => "Skipped",
+                Status::Errored => "Errored",
+            }
+        );
     }
     let lines_shown: BTreeSet<usize> = trace
         .map(|t| t.lines.iter().map(|(n, _)| *n).collect())

@@ -35,6 +35,10 @@ pub enum SelectError {
     UnknownScenario(String, String),
     #[error("no scenario matches `{0}` (run `tep scenarios list`)")]
     NoMatch(String),
+    /// `--exclude` that leaves nothing out: a typo would otherwise run what it meant to skip.
+    /// `hint`: a "did you mean" for the closest id, or empty.
+    #[error("--exclude `{0}` matches no scenario{1} (run `tep scenarios list`)")]
+    ExcludesNothing(String, String),
     #[error("no scenario exercises {0} (run `tep invariants explain {0}`)")]
     NotExercised(InvariantId),
     #[error("no scenario needs the capability {0}")]
@@ -64,6 +68,17 @@ impl Selection {
                     SelectError::NoMatch(pattern.clone())
                 });
             }
+        }
+        if let Some((pattern, _)) = exclude
+            .iter()
+            .find(|(_, m)| !corpus.iter().any(|s| m.is_match(&s.id)))
+        {
+            let hint = if is_literal(pattern) {
+                tep_model::suggest::hint(pattern, corpus.iter().map(|s| s.id.as_str()))
+            } else {
+                String::new()
+            };
+            return Err(SelectError::ExcludesNothing(pattern.clone(), hint));
         }
         if let Some(&inv) = self
             .invariants
@@ -218,6 +233,31 @@ mod tests {
             ..Selection::default()
         });
         assert_eq!(empty, Err(SelectError::Empty));
+        // An exclusion that leaves nothing out is a typo, named like the others.
+        let excludes_nothing = ids(&Selection {
+            exclude: vec!["pre-dny-*".into()],
+            ..Selection::default()
+        });
+        assert_eq!(
+            excludes_nothing,
+            Err(SelectError::ExcludesNothing(
+                "pre-dny-*".into(),
+                String::new()
+            ))
+        );
+        let typo = ids(&Selection {
+            exclude: vec!["pre-deny-skip-body".into()],
+            ..Selection::default()
+        })
+        .map_err(|e| e.to_string());
+        assert_eq!(
+            typo,
+            Err(
+                "--exclude `pre-deny-skip-body` matches no scenario (did you mean \
+                 `pre-deny-skips-body`?) (run `tep scenarios list`)"
+                    .to_owned()
+            )
+        );
         let bad = ids(&Selection {
             scenarios: vec!["[oops".into()],
             ..Selection::default()

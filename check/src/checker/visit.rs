@@ -2,6 +2,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::facts::walk::Tables;
 
 impl Checker {
     /// A record of call `i`: the step on its graph, the claim on a refused step, the rules that
@@ -41,12 +42,26 @@ impl Checker {
                 call.walk.visited,
             ),
         };
-        if let (Step::Inferred, Some(to)) = (&step, node) {
+        // On a detour the walk's position is not where the call is: what it implies from
+        // there, the call did not take.
+        if let (Step::Inferred, Some(to), None) = (&step, node, call.walk.detour) {
             self.implied[graph_index(call.graph.kind())] |=
                 walker.implied(call.walk.position, call.walk.outcome, to, call.facts);
         }
         if let (Some(steps), Some(to)) = (self.steps.as_mut(), node) {
-            keep_step(steps, &mut self.report.steps_omitted, line, call, &step, to);
+            let taken = taken_step(&walker.tables, call, &step, to);
+            push_step(
+                steps,
+                &mut self.report.steps_omitted,
+                StepRecord {
+                    line,
+                    graph: call.graph.kind(),
+                    from: taken.from,
+                    to,
+                    edge: taken.edge,
+                    refused: taken.refused,
+                },
+            );
         }
         let visit = Visit {
             line,
@@ -129,15 +144,18 @@ impl Checker {
         let before = batch.calls[i].walk.last_node;
         let top_level = !batch.calls[i].is_sub_call();
         let kind = batch.calls[i].graph.kind();
-        if let Step::Direct(edge) | Step::Side(Some(edge)) = step {
-            self.taken.take(&mut self.report, kind, *edge);
-        }
         {
             let tables = if top_level {
                 &self.walker.tables
             } else {
                 &self.code_walker.tables
             };
+            let call = &batch.calls[i];
+            // A step without a node is a side branch's, which `taken_step` places by its edge.
+            let to = node.unwrap_or(call.walk.position);
+            if let Some(edge) = taken_step(tables, call, step, to).edge {
+                self.taken.take(&mut self.report, kind, edge);
+            }
             let call = &mut batch.calls[i];
             call.walk.last_line = line;
             if let Some(n) = node {
@@ -153,10 +171,18 @@ impl Checker {
                     }
                     Step::Side(_) => false,
                 };
-                if moves && !tables.is_leaf(n) {
+                let moved = moves && !tables.is_leaf(n);
+                if moved {
                     call.walk.position = n;
                     call.walk.outcome = outcome;
                     call.walk.position_line = line;
+                }
+                match step {
+                    Step::Refused { .. } if !moved => call.walk.detour = Some(n),
+                    Step::Direct(_) | Step::Inferred | Step::Refused { .. } => {
+                        call.walk.detour = None;
+                    }
+                    Step::Stay | Step::Side(_) => {}
                 }
                 if tables.contains(n) && !tables.is_leaf(n) {
                     call.walk.last_node = n;
@@ -211,32 +237,46 @@ impl Checker {
     }
 }
 
-/// Keeps the step a visit took, where steps are kept ([`Checker::keep_steps`]): the reports
-/// draw the path from them.
-fn keep_step(
-    steps: &mut Vec<StepRecord>,
-    omitted: &mut usize,
-    line: usize,
-    call: &Call,
-    step: &Step,
-    to: NodeId,
-) {
-    let edge = match step {
-        Step::Direct(e) | Step::Side(Some(e)) => Some(*e),
-        _ => None,
-    };
-    push_step(
-        steps,
-        omitted,
-        StepRecord {
-            line,
-            graph: call.graph.kind(),
+/// The step a visit took, from where its call really is: on a detour (the walk holds the call
+/// where a refused step left it) a step starts where the detour led, and is an edge only when
+/// the graph has one from there. So an edge the walk would take from where it holds the call
+/// is never counted for a call that was elsewhere.
+struct TakenStep {
+    from: NodeId,
+    edge: Option<EdgeId>,
+    refused: bool,
+}
+
+fn taken_step(tables: &Tables, call: &Call, step: &Step, to: NodeId) -> TakenStep {
+    match (step, call.walk.detour) {
+        (Step::Side(edge), _) => TakenStep {
             from: edge
                 .and_then(|e| call.graph.edges().get(e.0))
                 .map_or(call.walk.position, |e| e.from),
-            to,
-            edge,
+            edge: *edge,
+            refused: false,
+        },
+        (Step::Direct(_) | Step::Inferred | Step::Refused { .. }, Some(really)) => {
+            let edge = tables.edge(really, to);
+            TakenStep {
+                from: really,
+                edge,
+                refused: edge.is_none(),
+            }
+        }
+        (Step::Direct(e), None) => TakenStep {
+            from: call
+                .graph
+                .edges()
+                .get(e.0)
+                .map_or(call.walk.position, |e| e.from),
+            edge: Some(*e),
+            refused: false,
+        },
+        (_, _) => TakenStep {
+            from: call.walk.position,
+            edge: None,
             refused: step.is_refused(),
         },
-    );
+    }
 }

@@ -178,6 +178,9 @@ pub(crate) struct CallWalk {
     /// The last node visited that is not a side branch, whether the walk moved there or not.
     pub last_node: NodeId,
     pub last_line: usize,
+    /// Where the call really is while the walk holds it at `position` after a refused step
+    /// (a detour the graph does not allow): its next steps start here, not at `position`.
+    pub detour: Option<NodeId>,
 }
 
 /// How the call began.
@@ -288,6 +291,7 @@ impl Call {
                 visited: bit(graph.entry()),
                 last_node: graph.entry(),
                 last_line: line,
+                detour: None,
             },
             start: CallStart::default(),
             decisions: Decisions::default(),

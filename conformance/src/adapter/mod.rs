@@ -278,6 +278,15 @@ impl Implementation for ProcessAdapter {
                 answer.outcome.into()
             }
             Err(message) => {
+                let message = match self.running.as_mut() {
+                    Some(running) if message.starts_with(CLOSED_STDOUT) => self
+                        .runtime
+                        .block_on(how_it_ended(&mut running.child))
+                        .map_or(message.clone(), |ended| {
+                            message.replacen(EXITED, &format!("({ended})"), 1)
+                        }),
+                    _ => message,
+                };
                 // The process is in an unknown state: replace it before the next scenario.
                 let stderr = self.discard();
                 Answer::Errored {
@@ -476,6 +485,20 @@ mod leftovers {
     pub(super) fn end_all() {}
 }
 
+/// How [`read_message`] says the adapter closed its stdout, and the guess it makes of why.
+const CLOSED_STDOUT: &str = "the adapter closed stdout";
+const EXITED: &str = "(exited?)";
+
+/// How an adapter that closed its stdout ended: its exit status, or the signal that killed it
+/// (`exit status: 3`, `signal: 11 (SIGSEGV) (core dumped)`), if it ends within a moment.
+async fn how_it_ended(child: &mut Child) -> Option<String> {
+    let status = tokio::time::timeout(Duration::from_millis(500), child.wait())
+        .await
+        .ok()?
+        .ok()?;
+    Some(format!("it exited, {status}"))
+}
+
 /// Reads one protocol line and parses it as `T`.
 async fn read_message<T: serde::de::DeserializeOwned>(
     stdout: &mut BufReader<ChildStdout>,
@@ -492,7 +515,7 @@ async fn read_message<T: serde::de::DeserializeOwned>(
                 .map_err(|e| format!("cannot read the adapter's stdout: {e}"))?;
             if available.is_empty() {
                 return Err(if line.is_empty() {
-                    format!("the adapter closed stdout (exited?) before sending {what}")
+                    format!("{CLOSED_STDOUT} {EXITED} before sending {what}")
                 } else {
                     format!("the adapter closed stdout in the middle of {what}")
                 });

@@ -37,10 +37,13 @@ use tep_check::invariants::InvariantId;
 use tep_check::{CheckOptions, Checker, ScenarioFacts, Violation};
 
 mod generation;
+mod minimise;
 mod shrinking;
 
 pub use generation::{Profile, generate, size, strategy};
 use generation::{case_rng, draw};
+pub use minimise::Minimised;
+use minimise::Minimising;
 use shrinking::Shrinking;
 
 /// How to fuzz.
@@ -104,6 +107,8 @@ pub struct Failure {
     pub shrink_runs: usize,
     /// Why shrinking stopped where it did.
     pub shrink_stop: ShrinkStop,
+    /// The parts dropped after shrinking, which the failure did not need.
+    pub minimised: Minimised,
 }
 
 /// Why shrinking stopped: at the smallest scenario it could reach, or at one of its budgets.
@@ -359,6 +364,15 @@ pub fn fuzz(
         };
         let (best, runs, shrink_stop) = shrinking.shrink(&mut *tree, violations, &check);
         let (scenario, violations) = best;
+        // Then the parts the failure does not need, which shrinking inside its shape keeps.
+        let (scenario, violations, minimised) = Minimising {
+            implementation: &mut *implementation,
+            judge: &judge,
+            protocol: ready.protocol,
+            stopped: &stopped,
+            seq: &mut seq,
+        }
+        .minimise(scenario, violations, &check);
         let scenario = for_the_corpus(scenario, options, case, invariant, &check);
         report.failure = Some(Failure {
             case,
@@ -373,6 +387,7 @@ pub fn fuzz(
             original_size,
             shrink_runs: runs,
             shrink_stop,
+            minimised,
         });
         break;
     }

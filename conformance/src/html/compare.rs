@@ -115,6 +115,35 @@ pub struct Comparison {
     pub new_scenarios: Vec<String>,
     /// In the earlier run only.
     pub gone: Vec<String>,
+    /// Failing (or errored) in both runs, with why each time.
+    pub still_failing: Vec<StillFailing>,
+}
+
+/// A scenario failing in both runs: the invariant it broke first (or `errored`) then and now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StillFailing {
+    pub id: String,
+    pub before: String,
+    pub now: String,
+}
+
+impl StillFailing {
+    /// `id`, and when the cause changed, `(deny-skips-body, now contexts-fifo)`.
+    fn describe(&self) -> String {
+        if self.before == self.now {
+            self.id.clone()
+        } else {
+            format!("{} ({}, now {})", self.id, self.before, self.now)
+        }
+    }
+}
+
+/// Why a failing scenario fails: the invariant it breaks first, or `errored`.
+fn cause(s: &ScenarioReport, strict: bool) -> String {
+    match s.first_failing(strict) {
+        Some(v) if status_class(s) != "errored" => v.invariant.as_str().to_owned(),
+        _ => "errored".to_owned(),
+    }
 }
 
 /// A scenario makes its run fail: it failed or errored, unexpected by the baseline.
@@ -149,6 +178,11 @@ pub fn compare(old: &JsonReport, new: &JsonReport, old_file: &str) -> Comparison
             None => c.new_scenarios.push(s.id.clone()),
             Some(b) if fails(s) && ran(b) && !fails(b) => c.newly_failing.push(s.id.clone()),
             Some(b) if fails(b) && ran(s) && !fails(s) => c.fixed.push(s.id.clone()),
+            Some(b) if fails(b) && fails(s) => c.still_failing.push(StillFailing {
+                id: s.id.clone(),
+                before: cause(b, old.strict),
+                now: cause(s, new.strict),
+            }),
             Some(_) => {}
         }
     }
@@ -164,13 +198,24 @@ pub fn compare(old: &JsonReport, new: &JsonReport, old_file: &str) -> Comparison
 impl Comparison {
     /// The comparison for the terminal, a line each.
     pub fn lines(&self) -> Vec<String> {
+        let moved = self
+            .still_failing
+            .iter()
+            .filter(|s| s.before != s.now)
+            .count();
         let mut lines = vec![format!(
-            "compared with {}: {} newly failing, {} fixed, {} new scenario(s), {} gone",
+            "compared with {}: {} newly failing, {} fixed, {} new scenario(s), {} gone, {} still failing{}",
             self.old_file,
             self.newly_failing.len(),
             self.fixed.len(),
             self.new_scenarios.len(),
-            self.gone.len()
+            self.gone.len(),
+            self.still_failing.len(),
+            if moved > 0 {
+                format!(" ({moved} under another invariant)")
+            } else {
+                String::new()
+            }
         )];
         if let Some((old, new)) = &self.corpora {
             lines.push(format!(
@@ -189,6 +234,14 @@ impl Comparison {
             if !ids.is_empty() {
                 lines.push(format!("  {what}: {}", ids.join(", ")));
             }
+        }
+        if !self.still_failing.is_empty() {
+            let still: Vec<String> = self
+                .still_failing
+                .iter()
+                .map(StillFailing::describe)
+                .collect();
+            lines.push(format!("  still failing: {}", still.join(", ")));
         }
         lines
     }
@@ -246,6 +299,36 @@ pub(super) fn section(out: &mut String, c: &Comparison) {
             }
         );
     }
+    let still: Vec<String> = c
+        .still_failing
+        .iter()
+        .map(|s| {
+            let link = format!(
+                "<a class=\"to-scenario\" href=\"#scenario={}\">{}</a>",
+                escape(&s.id),
+                escape_text(&s.id)
+            );
+            if s.before == s.now {
+                link
+            } else {
+                format!(
+                    "{link} <span class=\"muted\">({}, now {})</span>",
+                    escape_text(&s.before),
+                    escape_text(&s.now)
+                )
+            }
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "<dt class=\"failed\">still failing <b>{}</b></dt><dd data-change=\"still-failing\">{}</dd>",
+        still.len(),
+        if still.is_empty() {
+            "none".to_owned()
+        } else {
+            still.join(", ")
+        }
+    );
     let _ = writeln!(out, "</dl></div>");
 }
 
@@ -254,6 +337,52 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn a_scenario_failing_under_another_invariant_is_still_failing() {
+        use crate::report::{self, RunContext};
+        use crate::runner::{BuiltinReference, RunOptions, run_suite};
+        use crate::scenario::corpus;
+        use tep_reference::mutant::Mutant;
+        let corpus = corpus().unwrap();
+        let selected: Vec<_> = corpus
+            .iter()
+            .filter(|s| ["pre-deny-skips-body", "allow-runs-body"].contains(&s.id.as_str()))
+            .cloned()
+            .collect();
+        let json = |mutants: Vec<Mutant>| {
+            let mut reference = BuiltinReference::new(mutants);
+            let run = run_suite(&mut reference, &selected, &RunOptions::default()).unwrap();
+            report::json(&run, None, &RunContext::default(), "sha256:0")
+        };
+        let old = json(vec![Mutant::RunBodyAfterDeny]);
+        let mut new = old.clone();
+        // The same failure, now grouped under another invariant.
+        let s = new
+            .scenarios
+            .iter_mut()
+            .find(|s| s.id == "pre-deny-skips-body")
+            .unwrap();
+        assert!(fails(s));
+        s.violations
+            .retain(|v| v.invariant.as_str() != "deny-skips-body");
+        let now = cause(s, false);
+        let c = compare(&old, &new, "old.json");
+        assert!(c.newly_failing.is_empty() && c.fixed.is_empty());
+        assert_eq!(
+            c.still_failing,
+            [StillFailing {
+                id: "pre-deny-skips-body".to_owned(),
+                before: "deny-skips-body".to_owned(),
+                now: now.clone(),
+            }]
+        );
+        assert!(c.lines()[0].ends_with("1 still failing (1 under another invariant)"));
+        assert_eq!(
+            c.lines().last().unwrap(),
+            &format!("  still failing: pre-deny-skips-body (deny-skips-body, now {now})")
+        );
+    }
 
     #[test]
     fn a_newer_or_foreign_file_is_refused_by_name() {

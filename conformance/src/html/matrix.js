@@ -6,6 +6,7 @@
   const rows = all('tr.row');
   const differ = document.getElementById('only-differ');
   const failing = document.getElementById('only-failing');
+  const byName = document.getElementById('by-name');
   const shown = document.getElementById('shown');
   const panel = document.getElementById('cell-panel');
   const body = panel.querySelector('.body');
@@ -13,8 +14,10 @@
 
   function applyFilters() {
     let count = 0;
+    const wanted = byName.value.trim().toLowerCase();
     for (const row of rows) {
-      const visible = (!differ.checked || row.dataset.differ === 'true') && (!failing.checked || row.dataset.failing === 'true');
+      const visible = (!differ.checked || row.dataset.differ === 'true') && (!failing.checked || row.dataset.failing === 'true')
+        && (wanted === '' || row.dataset.id.toLowerCase().includes(wanted));
       row.hidden = !visible;
       if (visible) count += 1;
     }
@@ -22,6 +25,7 @@
   }
   differ.addEventListener('change', applyFilters);
   failing.addEventListener('change', applyFilters);
+  byName.addEventListener('input', applyFilters);
 
   function openCell(id, link) {
     const detail = document.getElementById(id);
@@ -56,7 +60,12 @@
   });
 
   function fromHash() {
-    const hash = decodeURIComponent(location.hash.slice(1));
+    let hash;
+    try {
+      hash = decodeURIComponent(location.hash.slice(1));
+    } catch {
+      return; // not a link this page wrote
+    }
     if (hash.startsWith('cell-')) openCell(hash);
   }
   window.addEventListener('hashchange', fromHash);

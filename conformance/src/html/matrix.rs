@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use tep_check::invariant;
 
 use super::compare::{Comparison, fails};
-use super::results::{first_failing, inline_code};
+use super::results::inline_code;
 use super::{STYLE, escape, escape_text, implementation_line, status_class, status_tag};
 use crate::report::{InvariantCheck, JsonReport, ScenarioReport};
 
@@ -86,6 +86,7 @@ pub fn render(page: &MatrixPage<'_>) -> String {
         "<div class=\"filters\" role=\"group\" aria-label=\"Filter the rows\">\
          <label><input type=\"checkbox\" id=\"only-differ\"> only where they differ</label>\
          <label><input type=\"checkbox\" id=\"only-failing\"> only where one fails</label>\
+         <label>name <input type=\"search\" id=\"by-name\" placeholder=\"filter by name\" autocomplete=\"off\"></label>\
          <output id=\"shown\" aria-live=\"polite\"></output></div>"
     );
     let _ = writeln!(
@@ -98,7 +99,8 @@ pub fn render(page: &MatrixPage<'_>) -> String {
         let _ = writeln!(
             out,
             "<th scope=\"col\" class=\"run\" data-run=\"{k}\"><span class=\"who\">{}</span> <span class=\"verdict {class}\">{text}</span>\
-             <span class=\"muted small\">{} · {} · {} failed, {} errored, {} passed</span><span class=\"muted small file\">{}</span></th>",
+             <span class=\"rate\" data-rate=\"{rate}\">{rate_text}</span>\
+             <span class=\"muted small\">{} · {} · {} failed, {} errored, {} passed</span><span class=\"muted small file\">{}</span>{}</th>",
             escape_text(&implementation_line(run.report)),
             run.report.spec,
             run.report.observation,
@@ -106,6 +108,19 @@ pub fn render(page: &MatrixPage<'_>) -> String {
             c.errored,
             c.passed,
             escape_text(run.file),
+            run.report
+                .command
+                .as_ref()
+                .map(|cmd| format!(
+                    "<code class=\"small command\" title=\"the command this run was made with\">{}</code>",
+                    escape_text(cmd)
+                ))
+                .unwrap_or_default(),
+            rate = pass_rate(c).map_or(String::new(), |r| format!("{r:.1}")),
+            rate_text = match pass_rate(c) {
+                Some(r) => format!("{r:.0}% passed"),
+                None => "nothing ran".to_owned(),
+            },
         );
     }
     let _ = writeln!(out, "</tr></thead>\n<tbody class=\"scenarios\">");
@@ -129,6 +144,13 @@ pub fn render(page: &MatrixPage<'_>) -> String {
         escape(page.version)
     );
     out
+}
+
+/// The share of the scenarios that ran (passed, warned, failed or errored, expected failures
+/// included) that passed, in percent; none when none ran.
+fn pass_rate(c: &crate::report::Counts) -> Option<f64> {
+    let ran = c.passed + c.warned + c.failed + c.errored + c.expected_failures;
+    (ran > 0).then(|| c.passed as f64 * 100.0 / ran as f64)
 }
 
 /// Every scenario id of the runs, in the order the runs list them.
@@ -180,7 +202,8 @@ fn scenario_rows(out: &mut String, runs: &[Run<'_>]) {
                     );
                 }
                 Some(s) => {
-                    let first = first_failing(s, runs[k].report.strict)
+                    let first = s
+                        .first_failing(runs[k].report.strict)
                         .map(|v| format!(" <span class=\"small\">{}</span>", v.invariant.as_str()))
                         .unwrap_or_default();
                     let _ = write!(
@@ -224,7 +247,10 @@ fn invariant_rows(out: &mut String, runs: &[Run<'_>]) {
                 .scenarios
                 .iter()
                 .filter(|s| fails(s))
-                .filter(|s| first_failing(s, run.report.strict).is_some_and(|v| v.invariant == id))
+                .filter(|s| {
+                    s.first_failing(run.report.strict)
+                        .is_some_and(|v| v.invariant == id)
+                })
                 .count();
             cells.push(match (status, failing) {
                 (_, n) if n > 0 => ("failed", format!("FAIL {n}")),

@@ -115,8 +115,11 @@
         // Beside the row the picture keeps its own size (readable labels), scrolled to where
         // the scenario went wrong, else to where its path starts.
         zoom(figure, 'one');
-        const spot = ['.step-line.on-path.refused', '.node.fault', '.node.on-path']
-          .map((selector) => figure.querySelector(selector)).find((el) => el);
+        // Without a fault, where the path starts: its topmost stage.
+        const start = all('.node.on-path', figure)
+          .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)[0];
+        const spot = ['.step-line.on-path.refused', '.node.fault']
+          .map((selector) => figure.querySelector(selector)).find((el) => el) || start;
         if (spot) {
           const viewport = figure.querySelector('.viewport');
           const [box, view] = [spot.getBoundingClientRect(), viewport.getBoundingClientRect()];
@@ -197,36 +200,57 @@
   }
   for (const select of filters) select.addEventListener('change', applyFilters);
 
-  // An edge lists the scenarios that took it.
-  function selectEdge(edge) {
+  // An edge lists the scenarios (or traces) that took it, in a box beside the edge, inside the
+  // window: at the point clicked, or the edge's middle for a key or a deep link.
+  const [one, many] = [panel.dataset.one || 'scenario', panel.dataset.many || 'scenarios'];
+  function placePanel(x, y) {
+    const margin = 8;
+    const [width, height] = [document.documentElement.clientWidth, window.innerHeight];
+    panel.style.left = '0px';
+    panel.style.top = '0px';
+    const box = panel.getBoundingClientRect();
+    let left = x + 16;
+    if (left + box.width > width - margin) left = x - 16 - box.width;
+    left = Math.max(margin, Math.min(left, width - margin - box.width));
+    const top = Math.max(margin, Math.min(y - box.height / 2, height - margin - box.height));
+    panel.style.left = `${left + window.scrollX}px`;
+    panel.style.top = `${top + window.scrollY}px`;
+  }
+  function selectEdge(edge, at) {
     const figure = edge.closest('figure.graph');
     const attribute = figure.dataset.graph === 'pipeline' ? 'edges' : 'codeModeEdges';
     const takers = rows.filter((row) => words(row.dataset[attribute]).includes(edge.dataset.edge));
     for (const other of all('.edge.selected')) other.classList.remove('selected');
     edge.classList.add('selected');
     panel.querySelector('h3').textContent = `${figure.dataset.title}: ${edge.dataset.label}`;
-    panel.querySelector('p').textContent =
-      takers.length === 1 ? 'Taken by 1 scenario:' : `Taken by ${takers.length} scenarios${takers.length ? ':' : '.'}`;
+    const state = edge.getAttribute('aria-label') || '';
+    panel.querySelector('p').textContent = takers.length === 0
+      ? state.slice(state.indexOf(': ') + 2) + '.'
+      : `Taken by ${takers.length} ${takers.length === 1 ? one : many}:`;
     const list = panel.querySelector('ul');
     list.replaceChildren(...takers.map((row) => {
       const item = document.createElement('li');
       const link = document.createElement('a');
-      link.href = `#scenario=${row.dataset.name}`;
+      link.href = `#scenario=${encodeURIComponent(row.dataset.name)}`;
       link.textContent = row.dataset.name;
       link.className = row.dataset.status;
       item.append(link);
       return item;
     }));
     panel.hidden = false;
-    // The panel goes just above the edge's figure, wherever the figure is.
-    figure.before(panel);
+    let point = at;
+    if (!point) {
+      const box = (edge.querySelector('path:not(.hit)') || edge).getBoundingClientRect();
+      point = { x: box.left + box.width / 2, y: box.top + box.height / 2 };
+    }
+    placePanel(point.x, point.y);
   }
   function closePanel() {
     panel.hidden = true;
     for (const other of all('.edge.selected')) other.classList.remove('selected');
   }
   for (const edge of all('.graph .edge')) {
-    edge.addEventListener('click', () => selectEdge(edge));
+    edge.addEventListener('click', (event) => selectEdge(edge, { x: event.clientX, y: event.clientY }));
     edge.addEventListener('keydown', (event) => {
       if (event.key === 'Enter' || event.key === ' ') {
         event.preventDefault();
@@ -235,19 +259,32 @@
     });
   }
   panel.querySelector('button.close').addEventListener('click', closePanel);
+  // Escape closes what is open, and the deep link that opened it goes from the address.
+  const forgetHash = () => {
+    if (location.hash) history.replaceState(null, '', location.pathname + location.search);
+  };
   document.addEventListener('keydown', (event) => {
     if (event.key !== 'Escape') return;
     if (!panel.hidden) closePanel();
     else if (focused) {
       const row = focused;
-      toggle(row, false);
-      row.querySelector('button.expand').focus();
-    }
+      const button = row.querySelector('button.expand');
+      if (button) toggle(row, false);
+      else unfocus();
+      row.classList.remove('selected-row');
+      (button || row).focus({ preventScroll: true });
+    } else return;
+    forgetHash();
   });
 
   // Deep links: #scenario=ID, #invariant=ID, #edge=FROM--TO.
   function fromHash() {
-    const hash = decodeURIComponent(location.hash.slice(1));
+    let hash;
+    try {
+      hash = decodeURIComponent(location.hash.slice(1));
+    } catch {
+      return; // not a link this page wrote
+    }
     const [kind, ...rest] = hash.split('=');
     const value = rest.join('=');
     if (kind === 'scenario') {
@@ -262,6 +299,7 @@
       if (row.querySelector('button.expand')) toggle(row, true);
       else focusOn(row);
       row.scrollIntoView({ block: 'start' });
+      if (!panel.hidden) closePanel();
       (row.querySelector('button.expand') || row).focus({ preventScroll: true });
     } else if (kind === 'invariant') {
       for (const el of all('.selected-invariant')) el.classList.remove('selected-invariant');
@@ -274,11 +312,12 @@
       target.scrollIntoView({ block: 'start' });
     } else if (kind === 'edge') {
       const [from, to] = value.split('--');
+      if (!from || !to) return;
       const edge = document.querySelector(`.graph .edge[data-from="${CSS.escape(from)}"][data-to="${CSS.escape(to)}"]`);
       if (!edge) return;
-      selectEdge(edge);
       edge.scrollIntoView({ block: 'center' });
       edge.focus({ preventScroll: true });
+      selectEdge(edge);
     }
   }
   window.addEventListener('hashchange', fromHash);

@@ -12,17 +12,8 @@ use tep_check::invariants::InvariantId;
 use tep_model::trace::ObservationLevel;
 
 use super::{Page, escape, escape_text, implementation_line, status_class};
-use crate::report::{InvariantCheck, JsonReport, ScenarioReport, ViolationReport};
+use crate::report::{InvariantCheck, JsonReport, ScenarioReport};
 use crate::runner::Status;
-
-/// The violation a scenario is grouped by: its first MUST violation (or first of any level
-/// under `--strict`), else its first.
-pub(super) fn first_failing(s: &ScenarioReport, strict: bool) -> Option<&ViolationReport> {
-    s.violations
-        .iter()
-        .find(|v| v.level.fails(strict))
-        .or_else(|| s.violations.first())
-}
 
 /// The scenarios that make the run fail by a violation, by the invariant each breaks first, in
 /// catalog order.
@@ -30,7 +21,7 @@ pub(super) fn failures(report: &JsonReport) -> Vec<(InvariantId, Vec<&ScenarioRe
     let mut groups: BTreeMap<InvariantId, Vec<&ScenarioReport>> = BTreeMap::new();
     for s in &report.scenarios {
         let counts = status_class(s) == "failed" || (report.strict && status_class(s) == "warned");
-        if let Some(v) = first_failing(s, report.strict).filter(|_| counts) {
+        if let Some(v) = s.first_failing(report.strict).filter(|_| counts) {
             groups.entry(v.invariant).or_default().push(s);
         }
     }
@@ -146,7 +137,7 @@ fn failure_groups(out: &mut String, report: &JsonReport) {
         );
         if let Some((first, v)) = scenarios
             .first()
-            .and_then(|s| first_failing(s, report.strict).map(|v| (s, v)))
+            .and_then(|s| s.first_failing(report.strict).map(|v| (s, v)))
         {
             let line = v
                 .lines
@@ -257,8 +248,14 @@ fn facts(out: &mut String, page: &Page<'_>) {
     if let Some(homepage) = &i.homepage {
         fact("homepage", homepage);
     }
-    if let Some(ctx) = page.rerun {
-        fact("command", &ctx.rerun.join(" "));
+    // Quoted, so that it can be pasted; an older report has no command, only its rerun words.
+    match (&report.command, page.rerun) {
+        (Some(command), _) => fact("command", command),
+        (None, Some(ctx)) => {
+            let words: Vec<String> = ctx.rerun.iter().map(|w| crate::report::quote(w)).collect();
+            fact("command", &words.join(" "));
+        }
+        (None, None) => {}
     }
     let specs: Vec<&str> = i.specs.iter().map(|r| r.as_str()).collect();
     fact(

@@ -157,9 +157,21 @@ fn context() -> RunContext {
         rerun: ["tep", "run", "--mutant", "run-body-after-deny"]
             .map(String::from)
             .to_vec(),
+        command: [
+            "tep",
+            "run",
+            "--mutant",
+            "run-body-after-deny",
+            "--html",
+            "my report.html",
+        ]
+        .map(String::from)
+        .to_vec(),
         traces: BTreeMap::new(),
         run_dir: None,
         excerpts: BTreeMap::new(),
+        subset: true,
+        verbose: false,
     }
 }
 
@@ -198,12 +210,11 @@ fn each_edge_carries_its_count_and_the_failing_steps_are_marked() {
     let ctx = context();
     let html = render(&page(&report, &traces, &corpus, &paths, &ctx));
     let mut untaken = 0;
-    let p = page(&report, &traces, &corpus, &paths, &ctx);
-    let counted = [
-        path_coverage(&p, GraphName::Pipeline).unwrap(),
-        path_coverage(&p, GraphName::CodeMode).unwrap(),
-    ];
-    for (slug, coverage) in [("pipeline", &counted[0]), ("code-mode", &counted[1])] {
+    // The figure's counts are the JSON report's, edge for edge.
+    for (slug, coverage) in [
+        ("pipeline", &report.coverage.edges),
+        ("code-mode", &report.coverage.code_mode_edges),
+    ] {
         for (n, edge) in coverage.edges.iter().enumerate() {
             let tag = edge_tag(&html, slug, n);
             assert!(
@@ -214,6 +225,10 @@ fn each_edge_carries_its_count_and_the_failing_steps_are_marked() {
             assert!(tag.contains("tabindex=\"0\" role=\"button\""), "{tag}");
             untaken += usize::from(edge.scenarios == 0);
         }
+        assert!(html.contains(&format!(
+            "data-taken=\"{}\" data-total=\"{}\"",
+            coverage.taken, coverage.total
+        )));
     }
     assert!(untaken > 0, "a small run leaves edges untaken");
     // model --> toolCall: every scenario that ran took it, the most taken edge.
@@ -230,19 +245,24 @@ fn each_edge_carries_its_count_and_the_failing_steps_are_marked() {
         "<g class=\"step-line refused failing\" data-from=\"denied\" data-to=\"around\">"
     ));
     assert!(!html.contains("<g class=\"node failing\" data-node=\"model\">"));
-    // The path is the detour the call took: around, toolBody, around, post; the checker,
-    // holding the call at `denied`, counts `denied --> post` instead.
+    // The path is the detour the call took: around, toolBody, around, post. The checker holds
+    // the call at `denied`, but counts the edges it really took, never `denied --> post`.
     let graph = StageGraph::of(Revision::Rev2);
     let edge = |from, to| graph.edge(from, to).unwrap().0.0;
     let denied_post = edge(NodeId::Denied, NodeId::Post);
-    let body_around = edge(NodeId::ToolBody, NodeId::Around);
-    assert_eq!(report.coverage.edges.edges[denied_post].scenarios, 2);
-    assert_eq!(counted[0].edges[denied_post].scenarios, 0);
-    assert!(
-        counted[0].edges[body_around].scenarios
-            > report.coverage.edges.edges[body_around].scenarios,
-        "the detours' toolBody --> around is counted"
-    );
+    let around_post = edge(NodeId::Around, NodeId::Post);
+    let pipeline = &report.coverage.edges;
+    assert_eq!(pipeline.edges[denied_post].scenarios, 0);
+    assert!(pipeline.missing.contains(&pipeline.edges[denied_post].edge));
+    // Every scenario that ran: the allowed calls, and the detour of pre-deny-skips-body.
+    assert_eq!(pipeline.edges[around_post].scenarios, 3);
+    let detour = report
+        .scenarios
+        .iter()
+        .find(|s| s.id == "pre-deny-skips-body")
+        .unwrap();
+    assert!(!detour.edges.contains(&denied_post));
+    assert!(detour.edges.contains(&around_post));
     // Only the refused step's boxes are red: no edge, and not the expected-outcome
     // witness (tool/result), which is shown on its call.
     assert!(!html.contains("class=\"edge failing"));

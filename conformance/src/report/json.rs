@@ -61,6 +61,9 @@ pub struct JsonReport {
     /// The directory the failing scenarios' traces were kept in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_directory: Option<String>,
+    /// The command line the run was made with, quoted for a POSIX shell (it can be pasted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// The scenarios, in corpus order.
     pub scenarios: Vec<ScenarioReport>,
     /// Selected scenarios that did not run (interrupted).
@@ -213,6 +216,17 @@ pub struct ScenarioReport {
     /// The edges of the Code Mode graph its sub-calls imply so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub implied_code_mode_edges: Vec<usize>,
+}
+
+impl ScenarioReport {
+    /// The violation a scenario is grouped by: its first that fails the run (MUST, or any level
+    /// under `--strict`: tep-check's `Level::fails`), else its first.
+    pub fn first_failing(&self, strict: bool) -> Option<&ViolationReport> {
+        self.violations
+            .iter()
+            .find(|v| v.level.fails(strict))
+            .or_else(|| self.violations.first())
+    }
 }
 
 /// One broken invariant.
@@ -418,6 +432,7 @@ pub fn json(
             stale: b.stale.clone(),
         }),
         run_directory: ctx.run_dir.as_ref().map(|d| d.display().to_string()),
+        command: Some(ctx.command_line()).filter(|c| !c.is_empty()),
         scenarios,
         not_run: report.not_run.clone(),
     }

@@ -26,6 +26,8 @@ pub struct RunContext {
     pub started_at: String,
     /// The command line that reruns a single scenario, up to (without) `--scenario ID`.
     pub rerun: Vec<String>,
+    /// The command line the run was made with, as given (empty when not known).
+    pub command: Vec<String>,
     /// Where each kept trace was written.
     pub traces: BTreeMap<String, PathBuf>,
     /// The directory the failing scenarios' traces were kept in, when any was.
@@ -33,9 +35,23 @@ pub struct RunContext {
     /// What the reports quote of each failing scenario's trace (the trace itself is not kept
     /// in memory).
     pub excerpts: BTreeMap<String, TraceExcerpt>,
+    /// The run is a deliberate part of the corpus (a selection, scenario files): the text
+    /// report counts the edges it did not take rather than listing them.
+    pub subset: bool,
+    /// List every edge not taken, on a subset too (`--verbose`).
+    pub verbose: bool,
 }
 
 impl RunContext {
+    /// The command the run was made with, quoted for a POSIX shell (empty when not known).
+    pub fn command_line(&self) -> String {
+        self.command
+            .iter()
+            .map(|w| quote(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The shell command that reruns `scenario` alone.
     pub fn rerun_command(&self, scenario: &str) -> String {
         self.rerun
@@ -143,10 +159,10 @@ fn quote_witnesses(out: &mut String, excerpt: &TraceExcerpt, v: &Violation, inde
         }
         previous = Some(n);
         let text = excerpt.line(n).unwrap_or_default();
-        let text: String = if text.chars().count() > QUOTE_WIDTH {
-            text.chars().take(QUOTE_WIDTH).chain(['\u{2026}']).collect()
+        let text: String = if witnesses.contains(&n) {
+            focused_line(text, &v.message)
         } else {
-            text.to_owned()
+            cut(text, QUOTE_WIDTH)
         };
         if witnesses.contains(&n) {
             let _ = writeln!(
@@ -162,6 +178,118 @@ fn quote_witnesses(out: &mut String, excerpt: &TraceExcerpt, v: &Violation, inde
                 paint(DIM, &format!("  {n:>width$} \u{2502} {text}"))
             );
         }
+    }
+}
+
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() > width {
+        text.chars().take(width).chain(['\u{2026}']).collect()
+    } else {
+        text.to_owned()
+    }
+}
+
+/// The longest value a focused witness line quotes, in characters.
+const FIELD_WIDTH: usize = 120;
+
+/// A witness line as the violation needs it: whole when it is short; else what names the
+/// record (`kind`, `node`, `type`, `call`, `outcome`, `reason`) and the fields the message speaks of, by
+/// name or by a value it quotes, each `path=value` (an error result's text with its
+/// `isError`), the rest elided. The field that differs is quoted wherever it sits in the line,
+/// not cut off at [`QUOTE_WIDTH`].
+pub(crate) fn focused_line(text: &str, message: &str) -> String {
+    if text.chars().count() <= QUOTE_WIDTH {
+        return text.to_owned();
+    }
+    let Ok(serde_json::Value::Object(record)) = serde_json::from_str::<serde_json::Value>(text)
+    else {
+        return cut(text, QUOTE_WIDTH);
+    };
+    let words: BTreeSet<&str> = message
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    // The values the message quotes ("hi", "c1 read"): at least two characters, to mean one.
+    let quoted: Vec<&str> = message
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|q| q.chars().count() >= 2)
+        .collect();
+    let mut leaves = Vec::new();
+    for (key, value) in &record {
+        leaves_of(key.clone(), value, &mut leaves);
+    }
+    // What names the record, in this order, then the fields the message speaks of.
+    const NAMING: [&str; 7] = [
+        "kind",
+        "node",
+        "event.type",
+        "call",
+        "outcome",
+        "reason",
+        "event.seq",
+    ];
+    let errored: BTreeSet<String> = leaves
+        .iter()
+        .filter(|(path, v)| path.ends_with("isError") && v == &serde_json::Value::Bool(true))
+        .map(|(path, _)| path.trim_end_matches("isError").to_owned())
+        .collect();
+    let field = |(path, value): &(String, serde_json::Value)| {
+        format!("{path}={}", cut(&value.to_string(), FIELD_WIDTH))
+    };
+    let mut shown: Vec<String> = NAMING
+        .iter()
+        .filter_map(|n| leaves.iter().find(|(path, _)| path == n))
+        .map(field)
+        .collect();
+    let named = shown.len();
+    let spoken: Vec<String> = leaves
+        .iter()
+        .filter(|(path, _)| !NAMING.contains(&path.as_str()))
+        .filter(|(path, value)| {
+            let name = path
+                .rsplit(['.', '['])
+                .next()
+                .unwrap_or(path)
+                .trim_end_matches(']');
+            let by_name = words.contains(name) && !name.chars().all(|c| c.is_ascii_digit());
+            let by_value = value.as_str().is_some_and(|v| {
+                quoted
+                    .iter()
+                    .any(|q| v.contains(q) || (v.chars().count() > 2 && q.contains(v)))
+            });
+            // An error result's reason is its text.
+            let error_text = errored.iter().any(|prefix| {
+                path.starts_with(prefix.as_str())
+                    && (path.ends_with("].text") || path.ends_with(".error"))
+            });
+            by_name || by_value || error_text
+        })
+        .map(field)
+        .collect();
+    if named + spoken.len() < leaves.len() {
+        shown.push("\u{2026}".to_owned());
+    }
+    shown.extend(spoken);
+    shown.join(" ")
+}
+
+/// Every scalar of `value` (and each empty array or object) with its path: `result.isError`,
+/// `content[0].text`.
+fn leaves_of(path: String, value: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+    match value {
+        serde_json::Value::Object(map) if !map.is_empty() => {
+            for (key, v) in map {
+                leaves_of(format!("{path}.{key}"), v, out);
+            }
+        }
+        serde_json::Value::Array(items) if !items.is_empty() => {
+            for (i, v) in items.iter().enumerate() {
+                leaves_of(format!("{path}[{i}]"), v, out);
+            }
+        }
+        _ => out.push((path, value.clone())),
     }
 }
 
@@ -310,7 +438,7 @@ impl<'a> Closing<'a> {
         self.write_errored(out, ctx)?;
         self.write_warnings(out)?;
         out.push('\n');
-        write_coverage(out, report)?;
+        write_coverage(out, report, ctx)?;
         writeln!(out, "{}", invariants_line(report))?;
         let counts = counts(report, baseline);
         if let Some(b) = baseline {
@@ -471,8 +599,10 @@ impl<'a> Closing<'a> {
     }
 }
 
-/// The edge coverage of both graphs, and the edges not taken or not seen.
-fn write_coverage(out: &mut String, report: &RunReport) -> std::fmt::Result {
+/// The edge coverage of both graphs, and the edges not taken or not seen: listed for a whole
+/// run, counted on one line for a subset or an interrupted run (whose untaken edges are
+/// expected), unless `--verbose`.
+fn write_coverage(out: &mut String, report: &RunReport, ctx: &RunContext) -> std::fmt::Result {
     let total = StageGraph::of(report.spec).edges().len();
     writeln!(
         out,
@@ -483,15 +613,17 @@ fn write_coverage(out: &mut String, report: &RunReport) -> std::fmt::Result {
         report.edge_coverage() * 100.0
     )?;
     let c = &report.coverage;
+    let list = ctx.verbose || !(ctx.subset || report.interrupted);
     // With no trace judged, every edge is missing and listing them says nothing.
     if report.tested() {
         below_full(out, report, c.edges.len(), c.implied_edges.len());
-        for missing in report.missing_edges() {
-            writeln!(out, "  not taken: {missing}")?;
-        }
-        for unseen in report.unseen_edges() {
-            writeln!(out, "  not seen at level {}: {unseen}", report.level)?;
-        }
+        untaken(
+            out,
+            report,
+            list,
+            &report.missing_edges(),
+            &report.unseen_edges(),
+        )?;
     }
     if c.code_mode_taken() > 0 {
         writeln!(
@@ -504,14 +636,52 @@ fn write_coverage(out: &mut String, report: &RunReport) -> std::fmt::Result {
         )?;
         let (observed, implied) = (c.code_mode_edges.len(), c.implied_code_mode_edges.len());
         below_full(out, report, observed, implied);
-        for missing in report.missing_code_mode_edges() {
-            writeln!(out, "  not taken: {missing}")?;
-        }
-        for unseen in report.unseen_code_mode_edges() {
-            writeln!(out, "  not seen at level {}: {unseen}", report.level)?;
-        }
+        untaken(
+            out,
+            report,
+            list,
+            &report.missing_code_mode_edges(),
+            &report.unseen_code_mode_edges(),
+        )?;
     }
     Ok(())
+}
+
+/// The edges not taken and not seen: each on its line, or their counts on one.
+fn untaken(
+    out: &mut String,
+    report: &RunReport,
+    list: bool,
+    missing: &[String],
+    unseen: &[String],
+) -> std::fmt::Result {
+    if list {
+        for edge in missing {
+            writeln!(out, "  not taken: {edge}")?;
+        }
+        for edge in unseen {
+            writeln!(out, "  not seen at level {}: {edge}", report.level)?;
+        }
+        return Ok(());
+    }
+    if missing.is_empty() && unseen.is_empty() {
+        return Ok(());
+    }
+    let what = if report.interrupted {
+        "this interrupted run"
+    } else {
+        "this subset"
+    };
+    let unseen = if unseen.is_empty() {
+        String::new()
+    } else {
+        format!(", {} not seen at level {}", unseen.len(), report.level)
+    };
+    writeln!(
+        out,
+        "  {} edge(s) not taken by {what}{unseen} (--verbose lists them, as the JSON and HTML reports do)",
+        missing.len()
+    )
 }
 
 fn write_baseline(out: &mut String, b: &BaselineOutcome, counts: &Counts) -> std::fmt::Result {
@@ -587,5 +757,42 @@ fn below_full(out: &mut String, report: &RunReport, observed: usize, implied: us
             "  at level {}: {observed} observed, {implied} implied by the records around them",
             report.level
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kept trace's line of an un-awaited guard in a kit adapter (newcomer review 2, N-M5):
+    /// the cause sits past the first 160 characters.
+    const LONG: &str = r#"{"kind":"stage","node":"final","call":"c1","identity":{"token":"tok-1","callId":"c1","name":"read","arguments":{"path":"notes.txt","padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}},"result":{"isError":true,"content":[{"type":"text","text":"Error: [object Promise]"}]}}"#;
+
+    #[test]
+    fn a_witness_quotes_the_field_the_message_speaks_of() {
+        assert!(LONG.chars().count() > QUOTE_WIDTH);
+        assert!(!cut(LONG, QUOTE_WIDTH).contains("[object Promise]"));
+        let line = focused_line(LONG, "call c1: isError is true, expected false");
+        assert_eq!(
+            line,
+            "kind=\"stage\" node=\"final\" call=\"c1\" \u{2026} \
+             result.content[0].text=\"Error: [object Promise]\" result.isError=true"
+        );
+        // By a value the message quotes, wherever it is.
+        let line = focused_line(
+            LONG,
+            r#"content[0].text "Error: [object Promise]", announced "hi""#,
+        );
+        assert!(
+            line.contains(r#" result.content[0].text="Error: [object Promise]""#),
+            "{line}"
+        );
+        // A short line is quoted whole; one that is not JSON is cut.
+        assert_eq!(
+            focused_line("{\"kind\":\"stage\"}", "x"),
+            "{\"kind\":\"stage\"}"
+        );
+        let garbage = "x".repeat(200);
+        assert_eq!(focused_line(&garbage, "x").chars().count(), QUOTE_WIDTH + 1);
     }
 }

@@ -203,6 +203,155 @@ test('the report of a run with a mutant, opened from disk', async () => {
   await page.close();
 });
 
+/** The edge coverage a page shows: the results block's, and each figure's. */
+async function pageCoverage(page) {
+  const results = await page.locator('.coverage > div').first().locator('b').textContent();
+  const figure = page.locator('figure#graph-pipeline');
+  return {
+    results,
+    figure: `${await figure.getAttribute('data-taken')} of ${await figure.getAttribute('data-total')}`,
+    caption: (await figure.locator('figcaption .caption').textContent()).match(/(\d+ of \d+) edges taken/)[1],
+    // The edges drawn as taken, implied or not.
+    drawn: await figure.locator('g.edge:not(.untaken):not(.unseen)').count(),
+  };
+}
+
+test('one edge coverage: the page, the JSON and the terminal agree for a failing mutant', async () => {
+  const json = JSON.parse(readFileSync(join(out, 'mutant.json'), 'utf8'));
+  const { taken, total, edges } = json.coverage.edges;
+  // The mutant runs the bodies of denied calls: their detour never counts as `denied --> post`.
+  assert.equal(edges.find((e) => e.from === 'denied' && e.to === 'post').scenarios, 0);
+  const { page, problems } = await open(join(out, 'report.html'));
+  const shown = await pageCoverage(page);
+  assert.deepEqual(shown, { results: `${taken} of ${total}`, figure: `${taken} of ${total}`, caption: `${taken} of ${total}`, drawn: taken });
+  assert.match(await page.locator('figure#graph-pipeline g.edge[data-from="denied"][data-to="post"]').getAttribute('class'), /untaken/);
+  const text = runTep(['run', '--mutant', MUTANT], 1).stdout;
+  assert.match(text, new RegExp(`edge coverage: ${taken}/${total} edges`));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('one edge coverage for a session log: what level events cannot see is drawn apart', async () => {
+  const log = join(root, 'cli/tests/data/deepseek-harness/rc8-session.jsonl');
+  const report = join(out, 'session.html');
+  const text = runTep(['check', '--from', 'deepseek-harness', log, '--html', report], 0).stdout;
+  const { page, problems } = await open(report);
+  const shown = await pageCoverage(page);
+  const [taken, total] = shown.results.split(' of ').map(Number);
+  assert.deepEqual(shown, { results: `${taken} of ${total}`, figure: `${taken} of ${total}`, caption: `${taken} of ${total}`, drawn: taken });
+  // (`tep check` prints no coverage: the page's number is the only one.)
+  assert.match(text, /0 violation\(s\)/);
+  const seen = (await page.locator('.coverage .seen').first().textContent()).match(/(\d+) not seen at this level/);
+  const figure = page.locator('figure#graph-pipeline');
+  // An edge the level cannot see is drawn as such, with its own legend, never as untaken.
+  const unseen = figure.locator('g.edge.unseen');
+  assert.equal(await unseen.count(), Number(seen[1]));
+  assert.ok(Number(seen[1]) > 0);
+  assert.match(await unseen.first().locator('title').textContent(), /not seen at level events/);
+  assert.equal(await figure.locator('g.edge.untaken').count(), total - taken - Number(seen[1]));
+  assert.equal(await page.locator('#graphs .legend .swatch.unseen').count(), 1);
+  // A log has traces, not scenarios.
+  const words = await page.locator('#graphs .legend, #graphs g.edge title').allTextContents();
+  assert.ok(words.every((w) => !/scenario/.test(w)), words.filter((w) => /scenario/.test(w)).join('\n'));
+  const takenEdge = figure.locator('g.edge:not(.untaken):not(.unseen)').first();
+  await takenEdge.focus();
+  await page.keyboard.press('Enter');
+  assert.match(await page.locator('#edge-panel p').textContent(), /^Taken by 1 trace:/);
+  await page.screenshot({ path: join(out, 'session-graph.png') });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+/** Whether the box of `locator` lies inside the window. */
+async function inView(page, locator) {
+  const box = await locator.boundingBox();
+  const { width, height } = page.viewportSize();
+  return box && box.y >= 0 && box.x >= 0 && box.y + box.height <= height && box.x + box.width <= width;
+}
+
+test('an edge\'s list opens in view: after a click and after #edge=', async () => {
+  const report = join(out, 'report.html');
+  for (const viewport of [{ width: 1440, height: 1000 }, { width: 390, height: 844 }]) {
+    const { page, problems } = await open(report, { viewport });
+    const edge = page.locator('figure#graph-pipeline g.edge[data-from="guards"][data-to="denied"]');
+    await edge.scrollIntoViewIfNeeded();
+    // A click on the middle of the edge's line, where a person would click.
+    const { x, y } = await edge.locator('path.hit').evaluate((path) => {
+      const point = path.getPointAtLength(path.getTotalLength() / 2).matrixTransform(path.getScreenCTM());
+      return { x: point.x, y: point.y };
+    });
+    await page.mouse.click(x, y);
+    const panel = page.locator('#edge-panel');
+    assert.equal(await panel.isVisible(), true);
+    assert.ok(await inView(page, panel), `the list is in view after a click (${JSON.stringify(await panel.boundingBox())})`);
+    await page.screenshot({ path: join(out, `edge-click-${viewport.width}.png`) });
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+  const { edges } = JSON.parse(readFileSync(join(out, 'mutant.json'), 'utf8')).coverage.edges;
+  const [first, last] = [edges[0], edges[edges.length - 1]].map((e) => `#edge=${e.from}--${e.to}`);
+  for (const hash of ['#edge=toolBody--around', '#edge=guards--denied', first, last]) {
+    const { page, problems } = await open(report, { hash });
+    const panel = page.locator('#edge-panel');
+    assert.equal(await panel.isVisible(), true, hash);
+    assert.ok(await inView(page, panel), `the list is in view after ${hash} (${JSON.stringify(await panel.boundingBox())})`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
+
+test('a passing scenario can be selected: its path is drawn beside its row', async () => {
+  const report = join(out, 'report.html');
+  const PASSING = 'allow-runs-body';
+  for (const how of ['click', 'link']) {
+    const { page, problems } = await open(report, how === 'link' ? { hash: `#scenario=${PASSING}` } : {});
+    const row = page.locator(`tr.scenario[data-name="${PASSING}"]`);
+    assert.match(await row.getAttribute('class'), /passed/);
+    if (how === 'click') await row.locator('td.why').click();
+    const detail = page.locator(`#${(await row.getAttribute('id')).replace('s-', 'd-')}`);
+    assert.equal(await detail.isVisible(), true, how);
+    const figure = detail.locator('figure#graph-pipeline');
+    assert.equal(await figure.count(), 1, `${how}: the graph is beside the row`);
+    assert.match(await figure.locator('figcaption .caption').textContent(), new RegExp(`the path of ${PASSING}`));
+    assert.ok((await figure.locator('g.edge.on-path').count()) > 3);
+    // Beside its row: the row and its graph both in the first screen.
+    await row.scrollIntoViewIfNeeded();
+    const [rowBox, figureBox] = [await row.boundingBox(), await figure.boundingBox()];
+    assert.ok(figureBox.y >= rowBox.y && figureBox.y - rowBox.y < 200, `${how}: the graph is ${figureBox.y - rowBox.y}px below its row`);
+    await page.screenshot({ path: join(out, `passing-${how}.png`) });
+    // Escape closes it, with no script error.
+    await page.keyboard.press('Escape');
+    assert.equal(await detail.isVisible(), false);
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
+
+test('no deep link form raises a script error, then Escape', async () => {
+  const report = join(out, 'report.html');
+  const hashes = ['#scenario=allow-runs-body', `#scenario=${FAILING}`, '#scenario=no-such-scenario', '#scenario=',
+    '#invariant=deny-skips-body', '#invariant=tool-call-once', '#invariant=nope', '#edge=toolBody--around',
+    '#edge=guards--denied', '#edge=nope--nope', '#edge=toolBody', '#edge=', '#s-0', '#t-1-1', '#results', '#%E0%A4%A',
+    '#scenario=tools-result-is-awaited-in-rev1', '#='];
+  const { page, problems } = await open(report);
+  for (const hash of hashes) {
+    await page.evaluate((h) => { location.hash = h; }, hash);
+    await page.waitForTimeout(50);
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Escape');
+  }
+  for (const hash of hashes) {
+    const opened = await open(report, { hash });
+    await opened.page.keyboard.press('Escape');
+    await opened.page.keyboard.press('Escape');
+    await opened.page.waitForTimeout(50);
+    assert.deepEqual(opened.problems, [], hash);
+    await opened.page.close();
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('the dark colour scheme', async () => {
   const { page, problems } = await open(join(out, 'report.html'), { colorScheme: 'dark' });
   const [r, g, b] = (await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).match(/\d+/g).map(Number);
@@ -356,6 +505,37 @@ test('tep report: the reference, a mutant and the Python kit side by side', asyn
   await page.screenshot({ path: join(out, 'matrix-cell.png') });
   await page.keyboard.press('Escape');
   assert.equal(await panel.isVisible(), false);
+
+  // A tool for many rows: the header row stays in view after scrolling 3,000 px, and so does
+  // the scenario column; each column says its pass rate and the command its run was made with.
+  const scroller = page.locator('.matrix-scroll');
+  await page.locator('#only-differ').uncheck();
+  const header = page.locator('table.matrix thead th.run').first();
+  await scroller.hover();
+  await page.mouse.wheel(0, 3000);
+  await page.waitForFunction(() => document.querySelector('.matrix-scroll').scrollTop + window.scrollY >= 2000);
+  const headerBox = await header.boundingBox();
+  assert.ok(headerBox.y >= 0 && headerBox.y + headerBox.height <= 1000, `the header is in view after scrolling (y = ${headerBox.y})`);
+  const below = await page.locator('tbody tr.row').evaluateAll((rows) => rows
+    .find((r) => r.getBoundingClientRect().top > 300)?.dataset.id);
+  assert.ok(below, 'rows below the header');
+  await page.screenshot({ path: join(out, 'matrix-scrolled.png') });
+  const rates = await page.locator('thead th.run .rate').evaluateAll((els) => els.map((e) => e.dataset.rate));
+  for (const [k, file] of [reference, mutant, python].entries()) {
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    const c = json.summary;
+    const ran = c.passed + c.warned + c.failed + c.errored + c.expectedFailures;
+    assert.equal(Number(rates[k]), Math.round((c.passed * 1000) / ran) / 10, `column ${k}'s pass rate`);
+    assert.match(json.command, /^\S*tep run/, 'the JSON report records the command');
+    assert.equal(await page.locator(`thead th.run[data-run="${k}"] code.command`).textContent(), json.command);
+  }
+  // The command is quoted for a shell: the adapter's command is one word.
+  assert.match(JSON.parse(readFileSync(python, 'utf8')).command, /--adapter 'python3 [^']*adapter\.py'/);
+  // The filter by name.
+  await page.locator('#by-name').fill('deny');
+  const named = await page.locator('tbody.scenarios tr.row:visible').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.ok(named.length > 0 && named.every((id) => id.includes('deny')), named.join(', '));
+  await page.locator('#by-name').fill('');
   assert.deepEqual(problems, []);
   await page.close();
 
@@ -376,6 +556,10 @@ test('--compare: what changed since an earlier run; bad reports are usage errors
   const opened = await open(page);
   const newly = await opened.page.locator('#comparison dd[data-change="newly-failing"] a').allTextContents();
   assert.deepEqual(newly.sort(), failing);
+  assert.equal(await opened.page.locator('#comparison dd[data-change="still-failing"]').textContent(), 'none');
+  // Against itself, every failure is still failing, and listed so.
+  const again = runTep(['run', '--mutant', MUTANT, '--compare', join(out, 'mutant.json')], 1);
+  assert.match(again.stdout, new RegExp(`0 newly failing, 0 fixed, 0 new scenario\\(s\\), 0 gone, ${failing.length} still failing\n`));
   assert.deepEqual(opened.problems, []);
   await opened.page.close();
 
