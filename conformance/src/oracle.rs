@@ -58,13 +58,16 @@ pub fn expectations(scenario: &Scenario, revision: Revision) -> Option<Expectati
     racing.extend(unscripted_work_near_a_deadline(scenario));
     racing.extend(output_revalidated(scenario));
     if retry_wraps_others(scenario) {
-        // What a second `next()` runs is the implementation's: a re-dispatched call is free.
+        // What a second `next()` runs is judged by `redispatch-through-wrappers` (SHOULD), not
+        // here: a re-dispatched call is free. A call of an unknown tool is dispatched again too
+        // (its dispatch fails), though no body runs.
         racing.extend(
             base.0
                 .iter()
                 .filter(|(_, seen)| seen.body_runs > 1)
                 .map(|(id, _)| id.clone()),
         );
+        racing.extend(of_unknown_tools(scenario));
     }
     let literals = literals(scenario);
     let mut expect = Expectation {
@@ -236,6 +239,25 @@ fn deadline_under_a_throw(scenario: &Scenario) -> BTreeSet<CallId> {
         }
     }
     out
+}
+
+/// The calls and sub-calls of a tool no definition has (`run_code` is always defined).
+fn of_unknown_tools(scenario: &Scenario) -> Vec<CallId> {
+    let unknown =
+        |tool: &str| tool != tep_model::RUN_CODE && !scenario.tools.iter().any(|t| t.name == tool);
+    scenario
+        .calls
+        .iter()
+        .filter(|c| unknown(&c.tool))
+        .map(|c| c.call_id.clone())
+        .chain(
+            scenario
+                .all_sub_calls()
+                .into_iter()
+                .filter(|(_, b)| unknown(&b.tool))
+                .map(|(id, _)| id),
+        )
+        .collect()
 }
 
 /// Whether a retry has wrappers inside it. A retry's second `next()` runs them again in the

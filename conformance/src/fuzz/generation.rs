@@ -321,21 +321,10 @@ fn wrappers(p: &Profile) -> BoxedStrategy<Vec<WrapperSpec>> {
             }
             out
         })
-        // Every order of the declared wrappers but one: the retry is innermost. What a second
-        // `next()` runs is the implementation's (the original harness's waterfall reaches the
-        // dispatch directly; the reference runs the inner wrappers again), so no wrapper sits
-        // inside a retry, and a timeout always wraps it (a hanging body always ends).
+        // Every order of the declared wrappers: a retry may have wrappers inside it (what its
+        // second `next()` runs is judged by `redispatch-through-wrappers`, at SHOULD), and a
+        // timeout always wraps the body (a hanging body always ends).
         .prop_flat_map(|out| Just(out).prop_shuffle())
-        .prop_map(|mut out| {
-            if let Some(k) = out
-                .iter()
-                .position(|w| matches!(w, WrapperSpec::Retry { .. }))
-            {
-                let retry = out.remove(k);
-                out.push(retry);
-            }
-            out
-        })
         .boxed()
 }
 

@@ -262,6 +262,7 @@ fn run_one(
         Err(e) => return Verdict::Errored(format!("the trace is malformed: {e}")),
         Ok(violations) => violations,
     };
+    violations.extend(crate::redispatch::check(scenario, &records, options.level));
     if judge.oracle
         && escaped.is_none()
         && let Some(expect) = oracle::expectations(scenario, revision)
