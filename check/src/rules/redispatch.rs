@@ -49,11 +49,11 @@ pub(crate) const REDISPATCH_THROUGH_WRAPPERS: Rule = Rule::new(entry(
     let second = find_after(r, first, &call, |x| is_stage(x, N::ToolBody))?;
     let post = find_after(r, second, &call, |x| is_stage(x, N::Post))?;
     let mut dropped = false;
-    for i in post..r.len() {
-        if call_of(&r[i]) != Some(&call) {
+    for record in r.iter_mut().skip(post) {
+        if call_of(record) != Some(&call) {
             continue;
         }
-        if let Some(result) = stage_mut(&mut r[i]).and_then(|o| o.result.as_mut()) {
+        if let Some(result) = stage_mut(record).and_then(|o| o.result.as_mut()) {
             let before = result.additional_contexts.len();
             result
                 .additional_contexts
