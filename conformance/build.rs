@@ -11,7 +11,10 @@ fn main() {
     // build (cargo keys a package's build directory by name and version, not by where it
     // is): its `rerun-if-changed` watched the first checkout's files and its `include_str!`
     // embedded them (attack run, N12).
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(CORPUS_DIR);
+    // Read when the script runs, not when it was compiled: a script compiled in another
+    // checkout sharing the target directory would list that checkout's corpus.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| ".".into());
+    let dir = Path::new(&manifest).join(CORPUS_DIR);
     let files = match scenario_files(&dir) {
         Ok(files) => files,
         Err(message) => {

@@ -56,6 +56,7 @@ invariant_ids! {
     BodyInsideExecute = "body-inside-execute",
     BodySettlesBeforeCommit = "body-settles-before-commit",
     BodyThrowIsAResult = "body-throw-is-a-result",
+    RedispatchThroughWrappers = "redispatch-through-wrappers",
     FsGateInsideBody = "fs-gate-inside-body",
     ReadBeforeEdit = "read-before-edit",
     OwnedEventsInsideBody = "owned-events-inside-body",

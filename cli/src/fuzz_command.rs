@@ -12,7 +12,9 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
-use tep_conformance::fuzz::{FuzzOptions, FuzzReport, fuzz as run_fuzz, size, to_corpus_json};
+use tep_conformance::fuzz::{
+    CONFIRM_RUNS, FuzzOptions, FuzzReport, fuzz as run_fuzz, size, to_corpus_json,
+};
 use tep_conformance::runner::{BuiltinReference, Implementation};
 use tep_conformance::scenario::Scenario;
 use tep_conformance::terminal::escape_controls as shown;
@@ -135,6 +137,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     if let Some(message) = &report.first_error {
         writeln!(out, "first error: {message}")?;
     }
+    write_flaky(&mut out, &args, &report, seed)?;
     if let Some(code) = stopped_by {
         let judged = report.cases - report.skipped - report.errored;
         writeln!(
@@ -184,6 +187,49 @@ fn write_stats(out: &mut Stdout, report: &FuzzReport) -> Result<()> {
     Ok(())
 }
 
+/// The failures that did not reproduce every time: listed apart, each scenario written beside
+/// where a failure's goes, never a failure of the run.
+fn write_flaky(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u64) -> Result<()> {
+    if report.flaky.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "flaky, not counted as failures ({}): each replayed {CONFIRM_RUNS} times, failed fewer",
+        report.flaky.len()
+    )?;
+    let dir = args
+        .out
+        .as_deref()
+        .and_then(Path::parent)
+        .map_or_else(|| Path::new("target").join("tep-fuzz"), Path::to_path_buf);
+    for flaky in &report.flaky {
+        let path = dir.join(format!("{}.json", flaky.scenario.id));
+        write_atomically(&path, &to_corpus_json(&flaky.scenario))?;
+        let level = flaky
+            .violations
+            .first()
+            .map(|v| format!(" [{}]", v.level))
+            .unwrap_or_default();
+        let how = if flaky.never_reproduced() {
+            "could not be reproduced".to_owned()
+        } else {
+            format!("failed {} of {}", flaky.failed, flaky.runs)
+        };
+        writeln!(
+            out,
+            "  case {} of seed {seed}: {}{level}, {how}: {}",
+            flaky.case,
+            flaky.check,
+            path.display()
+        )?;
+        if let Some(v) = flaky.violations.first() {
+            writeln!(out, "    {}", v.message)?;
+        }
+    }
+    Ok(())
+}
+
 /// Prints the shrunk failure, writes its scenario, and says how to replay it.
 fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u64) -> Result<u8> {
     let Some(failure) = &report.failure else {
@@ -219,7 +265,8 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
     };
     writeln!(
         out,
-        "  shrunk from size {} to {} in {} run(s){dropped}; {}{}",
+        "  failed all {CONFIRM_RUNS} of its runs; shrunk from size {} to {} in {} run(s) (each kept one \
+         replayed {CONFIRM_RUNS} times){dropped}; {}{}",
         failure.original_size,
         size(&failure.scenario),
         failure.shrink_runs,

@@ -35,6 +35,7 @@ pub mod listing;
 pub mod mutants;
 pub mod oracle;
 pub mod protocol;
+pub mod redispatch;
 pub mod report;
 pub mod runner;
 pub mod scenario;

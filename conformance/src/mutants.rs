@@ -59,5 +59,6 @@ pub fn breaks(mutant: Mutant) -> &'static [InvariantId] {
         // No invariant names it (the trace does not say which listener is which in the
         // waterfall's order): the oracle sees the decision that wins.
         Mutant::PreListenersReversed => &[],
+        Mutant::RetrySkipsInnerWrappers => &[I::RedispatchThroughWrappers],
     }
 }

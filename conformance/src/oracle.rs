@@ -9,8 +9,18 @@
 //! - **Stable under timing.** The scenario also runs with every duration it scripts (sleeps,
 //!   slow stops, retry delays, observer work) scaled by [`JITTER`]; a fact that differs between
 //!   the runs depends on timing (a body that ends near its deadline) and is not compared.
+//! - **Deadlines far from the work, or the call is free.** A body the timeout wrapper may end
+//!   while it does work nobody scripted (file steps, a Code Mode program's sub-calls) ends by
+//!   the clock of the machine it runs on: unless its deadline is far from its scripted work
+//!   ([`far_deadline_ms`]: at least ten times it, and at least a second), its call is not
+//!   compared. A body that waits for its cancellation (a hang, a slow stop, after sleeps only)
+//!   ends the same way whenever its deadline fires. `tep fuzz` generates only such deadlines.
 //! - **No parallel file races.** When two concurrency-safe calls of a batch touch files, the
 //!   order of their reads and edits is the implementation's: their outcomes are not compared.
+//! - **What the implementation validates.** A `run_code` call whose value a post-execute
+//!   `accept{value}` may replace is not compared: the implementation revalidates the value
+//!   against `run_code`'s output schema (reference semantics 29, 32) and may answer
+//!   `INVALID_TOOL_OUTPUT`; the reference has no output schemas.
 //! - **No second `next()` through inner wrappers.** When a retry has wrappers inside it, a call it
 //!   re-dispatched is not compared: the doc does not say whether the second dispatch passes
 //!   through them (the reference's does; the original harness's goes straight to the body).
@@ -23,8 +33,8 @@ use tep_model::identity::CallId;
 
 use crate::expectations::{Observed, Seen, observe};
 use crate::scenario::{
-    BodyStep, CallExpectation, CallSpec, Expectation, ExpectedContext, ProgramStep, Scenario,
-    ThrowPhase, Undetermined, WrapperSpec,
+    BodyStep, CallExpectation, CallSpec, Expectation, ExpectedContext, PostAction, ProgramStep,
+    Scenario, ThrowPhase, Undetermined, WrapperSpec,
 };
 use crate::scripted::{ReferenceRun, run_reference_to_the_end};
 
@@ -45,14 +55,19 @@ pub fn expectations(scenario: &Scenario, revision: Revision) -> Option<Expectati
     };
     let mut racing = file_races(scenario);
     racing.extend(deadline_under_a_throw(scenario));
+    racing.extend(unscripted_work_near_a_deadline(scenario));
+    racing.extend(output_revalidated(scenario));
     if retry_wraps_others(scenario) {
-        // What a second `next()` runs is the implementation's: a re-dispatched call is free.
+        // What a second `next()` runs is judged by `redispatch-through-wrappers` (SHOULD), not
+        // here: a re-dispatched call is free. A call of an unknown tool is dispatched again too
+        // (its dispatch fails), though no body runs.
         racing.extend(
             base.0
                 .iter()
                 .filter(|(_, seen)| seen.body_runs > 1)
                 .map(|(id, _)| id.clone()),
         );
+        racing.extend(of_unknown_tools(scenario));
     }
     let literals = literals(scenario);
     let mut expect = Expectation {
@@ -211,31 +226,38 @@ fn deadline_under_a_throw(scenario: &Scenario) -> BTreeSet<CallId> {
     if !throws_after {
         return BTreeSet::new();
     }
-    let deadline = deadline(scenario).unwrap_or(0);
-    let meets =
-        |body: &[BodyStep]| worst_ms(scenario, body).is_none_or(|ms| may_reach(ms, deadline));
+    // A tool without a deadline counts as one that may fire at once: the safe side.
+    let meets = |tool: &str, body: &[BodyStep]| {
+        let deadline = deadline_of(scenario, tool).unwrap_or(0);
+        worst_ms(scenario, body).is_none_or(|ms| may_reach(ms, deadline))
+    };
     let mut out = BTreeSet::new();
-    for call in &scenario.calls {
-        let mut hit = meets(&call.body);
-        for step in call.program.iter().flatten() {
-            hit |= match step {
-                ProgramStep::Call(b) => meets(&b.body),
-                ProgramStep::All(bs) => bs.iter().any(|b| meets(&b.body)),
-                _ => false,
-            };
-        }
-        if hit {
-            out.insert(call.call_id.clone());
-            out.extend(
-                scenario
-                    .all_sub_calls()
-                    .into_iter()
-                    .map(|(id, _)| id)
-                    .filter(|id| id.as_str().starts_with(&format!("{}:", call.call_id))),
-            );
+    for (call, tool, body) in bodies(scenario) {
+        if meets(tool, body) {
+            out.insert(call.clone());
+            out.extend(sub_calls_of(scenario, call));
         }
     }
     out
+}
+
+/// The calls and sub-calls of a tool no definition has (`run_code` is always defined).
+fn of_unknown_tools(scenario: &Scenario) -> Vec<CallId> {
+    let unknown =
+        |tool: &str| tool != tep_model::RUN_CODE && !scenario.tools.iter().any(|t| t.name == tool);
+    scenario
+        .calls
+        .iter()
+        .filter(|c| unknown(&c.tool))
+        .map(|c| c.call_id.clone())
+        .chain(
+            scenario
+                .all_sub_calls()
+                .into_iter()
+                .filter(|(_, b)| unknown(&b.tool))
+                .map(|(id, _)| id),
+        )
+        .collect()
 }
 
 /// Whether a retry has wrappers inside it. A retry's second `next()` runs them again in the
@@ -279,33 +301,147 @@ fn literals(scenario: &Scenario) -> BTreeSet<String> {
 /// stop: those always meet the deadline) and whose scripted time may reach it. Only then can
 /// timing change an outcome, and only then the jittered runs are made.
 fn timing_sensitive(scenario: &Scenario) -> bool {
-    let has_timeout = scenario
-        .wrappers
-        .iter()
-        .any(|w| matches!(w, WrapperSpec::Timeout));
-    let Some(deadline) = deadline(scenario).filter(|_| has_timeout) else {
-        return false;
-    };
-    let bodies = scenario.calls.iter().flat_map(|c| {
-        std::iter::once(c.body.as_slice()).chain(c.program.iter().flatten().flat_map(|s| match s {
-            ProgramStep::Call(b) => vec![b.body.as_slice()],
-            ProgramStep::All(bs) => bs.iter().map(|b| b.body.as_slice()).collect(),
-            _ => vec![],
-        }))
-    });
-    bodies
-        .filter_map(|body| worst_ms(scenario, body))
-        .any(|ms| may_reach(ms, deadline))
+    bodies(scenario).into_iter().any(|(_, tool, body)| {
+        deadline_of(scenario, tool)
+            .zip(worst_ms(scenario, body))
+            .is_some_and(|(deadline, ms)| may_reach(ms, deadline))
+    })
 }
 
-/// The shortest declared timeout.
-fn deadline(scenario: &Scenario) -> Option<u64> {
-    scenario.tools.iter().filter_map(|t| t.timeout_ms).min()
+/// Every body the scenario scripts: the call it belongs to (a sub-call's is its `run_code`
+/// call), the tool it runs as, and its steps.
+fn bodies(scenario: &Scenario) -> Vec<(&CallId, &str, &[BodyStep])> {
+    let mut out = Vec::new();
+    for call in &scenario.calls {
+        out.push((&call.call_id, call.tool.as_str(), call.body.as_slice()));
+        for step in call.program.iter().flatten() {
+            match step {
+                ProgramStep::Call(b) => out.push((&call.call_id, b.tool.as_str(), &b.body)),
+                ProgramStep::All(bs) => {
+                    out.extend(
+                        bs.iter()
+                            .map(|b| (&call.call_id, b.tool.as_str(), &b.body[..])),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The deadline a body of `tool` runs under: the tool's declared timeout, when the scenario
+/// mounts the timeout wrapper.
+pub(crate) fn deadline_of(scenario: &Scenario, tool: &str) -> Option<u64> {
+    scenario
+        .wrappers
+        .iter()
+        .any(|w| matches!(w, WrapperSpec::Timeout))
+        .then(|| scenario.tools.iter().find(|t| t.name == tool)?.timeout_ms)
+        .flatten()
+}
+
+/// The least deadline far from `scripted_ms` of scripted work: ten times it, and at least a
+/// second. Scheduling on a loaded machine adds hundreds of milliseconds to a body's time, never
+/// this much.
+pub(crate) fn far_deadline_ms(scripted_ms: u64) -> u64 {
+    scripted_ms.saturating_mul(10).max(1000)
+}
+
+/// A body that waits for its cancellation after sleeps only: whenever its deadline fires, it
+/// ends the same way (the timeout's result).
+pub(crate) fn waits_for_its_deadline(body: &[BodyStep]) -> bool {
+    match body.split_last() {
+        Some((BodyStep::Hang | BodyStep::SlowStop(_), before)) => {
+            before.iter().all(|s| matches!(s, BodyStep::Sleep(_)))
+        }
+        _ => false,
+    }
+}
+
+/// The calls (with their sub-calls) one of whose bodies does work nobody scripted (file steps,
+/// or it is a program's sub-call) under a deadline not far from its scripted work: whether the
+/// deadline fires first depends on the machine, not on the scripts.
+fn unscripted_work_near_a_deadline(scenario: &Scenario) -> BTreeSet<CallId> {
+    let mut out = BTreeSet::new();
+    for call in &scenario.calls {
+        let own = std::iter::once((false, call.tool.as_str(), call.body.as_slice()));
+        let subs = call.program.iter().flatten().flat_map(|step| match step {
+            ProgramStep::Call(b) => vec![(true, b.tool.as_str(), b.body.as_slice())],
+            ProgramStep::All(bs) => bs
+                .iter()
+                .map(|b| (true, b.tool.as_str(), b.body.as_slice()))
+                .collect(),
+            _ => vec![],
+        });
+        let near = own.chain(subs).any(|(sub_call, tool, body)| {
+            let unscripted = sub_call || body.iter().any(touches_files);
+            let Some(deadline) = deadline_of(scenario, tool) else {
+                return false;
+            };
+            let scripted = scripted_ms(scenario, body);
+            unscripted && !waits_for_its_deadline(body) && deadline < far_deadline_ms(scripted)
+        });
+        if near {
+            out.insert(call.call_id.clone());
+            out.extend(sub_calls_of(scenario, &call.call_id));
+        }
+    }
+    out
+}
+
+/// The `run_code` calls whose value a post-execute listener may replace (`accept{value}`, for
+/// the call or for every call): the implementation revalidates it against `run_code`'s output
+/// schema (reference semantics 29, 32), which the reference does not have, so the outcome is the
+/// implementation's.
+fn output_revalidated(scenario: &Scenario) -> BTreeSet<CallId> {
+    let replaces = |key: &str| {
+        scenario
+            .post
+            .iter()
+            .any(|l| matches!(l.decide.get(key), Some(PostAction::Accept(a)) if a.value.is_some()))
+    };
+    let mut out = BTreeSet::new();
+    for call in &scenario.calls {
+        if call.tool == tep_model::RUN_CODE && (replaces(call.call_id.as_str()) || replaces("*")) {
+            out.insert(call.call_id.clone());
+        }
+    }
+    for (id, binding) in scenario.all_sub_calls() {
+        if binding.tool == tep_model::RUN_CODE && (replaces(id.as_str()) || replaces("*")) {
+            out.insert(id);
+        }
+    }
+    out
+}
+
+/// The sub-calls of the `run_code` call `parent`, as the scenario names them.
+fn sub_calls_of(scenario: &Scenario, parent: &CallId) -> Vec<CallId> {
+    scenario
+        .calls
+        .iter()
+        .filter(|c| &c.call_id == parent)
+        .filter_map(|c| c.program.as_deref())
+        .flat_map(|p| crate::scenario::sub_calls(parent, p))
+        .map(|(id, _)| id)
+        .collect()
 }
 
 /// A body's scripted time over every attempt a retry may make, or `None` if it waits for its
 /// cancellation (a hang, a slow stop).
 fn worst_ms(scenario: &Scenario, body: &[BodyStep]) -> Option<u64> {
+    if body
+        .iter()
+        .any(|s| matches!(s, BodyStep::Hang | BodyStep::SlowStop(_)))
+    {
+        return None;
+    }
+    Some(scripted_ms(scenario, body))
+}
+
+/// The time a body's steps script over every attempt a retry may make, with the retries'
+/// delays: its sleeps (and a slow stop's time after its cancellation).
+pub(crate) fn scripted_ms(scenario: &Scenario, body: &[BodyStep]) -> u64 {
     let (attempts, delay) = scenario
         .wrappers
         .iter()
@@ -313,16 +449,20 @@ fn worst_ms(scenario: &Scenario, body: &[BodyStep]) -> Option<u64> {
             WrapperSpec::Retry { attempts, delay_ms } => Some((u64::from(*attempts), *delay_ms)),
             _ => None,
         })
-        .fold((1u64, 0u64), |(a, d), (n, ms)| (a * n.max(1), d + ms * n));
-    let mut total = 0u64;
-    for step in body {
-        match step {
-            BodyStep::Hang | BodyStep::SlowStop(_) => return None,
-            BodyStep::Sleep(ms) => total += ms,
-            _ => {}
-        }
-    }
-    Some(total * attempts + delay)
+        .fold((1u64, 0u64), |(a, d), (n, ms)| {
+            (
+                a.saturating_mul(n.max(1)),
+                d.saturating_add(ms.saturating_mul(n)),
+            )
+        });
+    let once: u64 = body
+        .iter()
+        .map(|s| match s {
+            BodyStep::Sleep(ms) | BodyStep::SlowStop(ms) => *ms,
+            _ => 0,
+        })
+        .sum();
+    once.saturating_mul(attempts).saturating_add(delay)
 }
 
 /// Whether `ms` of scripted time, stretched by the largest jitter plus a little scheduling,

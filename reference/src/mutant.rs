@@ -105,6 +105,8 @@ mutants! {
     ApprovalAnswerReused = "approval-answer-reused",
     /// Pre-execute listeners run last registered first.
     PreListenersReversed = "pre-listeners-reversed",
+    /// A retry's second `next()` goes straight to the body, past the wrappers inside the retry.
+    RetrySkipsInnerWrappers = "retry-skips-inner-wrappers",
 }
 
 impl fmt::Display for Mutant {

@@ -23,6 +23,7 @@ pub const TABLE: &[super::Row] = &[
     ("body-inside-execute", [N, C, C]),
     ("body-settles-before-commit", [N, C, C]),
     ("body-throw-is-a-result", [N, C, C]),
+    ("redispatch-through-wrappers", [N, C, C]),
     ("fs-gate-inside-body", [N, C, C]),
     ("read-before-edit", [N, C, C]),
     ("owned-events-inside-body", [N, C, C]),

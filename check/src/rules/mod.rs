@@ -29,6 +29,7 @@ mod identity;
 mod notification;
 mod order;
 mod plant;
+mod redispatch;
 mod shapes;
 mod throws;
 mod walk;
@@ -289,6 +290,7 @@ pub(crate) const RULES: &[&Rule] = &[
     &execute::BODY_INSIDE_EXECUTE,
     &execute::BODY_SETTLES_BEFORE_COMMIT,
     &execute::BODY_THROW_IS_A_RESULT,
+    &redispatch::REDISPATCH_THROUGH_WRAPPERS,
     &execute::FS_GATE_INSIDE_BODY,
     &execute::READ_BEFORE_EDIT,
     &execute::OWNED_EVENTS_INSIDE_BODY,

@@ -13,6 +13,7 @@ use tep_model::session::{Todo, TodoStatus};
 use tep_model::trace::Capability;
 
 use super::FuzzError;
+use crate::oracle;
 use crate::scenario::versions::versions;
 use crate::scenario::{
     AcceptSpec, ApprovalAnswer, ApprovalSpec, BindingCall, BlockSpec, BodyStep, CallExpectation,
@@ -320,21 +321,10 @@ fn wrappers(p: &Profile) -> BoxedStrategy<Vec<WrapperSpec>> {
             }
             out
         })
-        // Every order of the declared wrappers but one: the retry is innermost. What a second
-        // `next()` runs is the implementation's (the original harness's waterfall reaches the
-        // dispatch directly; the reference runs the inner wrappers again), so no wrapper sits
-        // inside a retry, and a timeout always wraps it (a hanging body always ends).
+        // Every order of the declared wrappers: a retry may have wrappers inside it (what its
+        // second `next()` runs is judged by `redispatch-through-wrappers`, at SHOULD), and a
+        // timeout always wraps the body (a hanging body always ends).
         .prop_flat_map(|out| Just(out).prop_shuffle())
-        .prop_map(|mut out| {
-            if let Some(k) = out
-                .iter()
-                .position(|w| matches!(w, WrapperSpec::Retry { .. }))
-            {
-                let retry = out.remove(k);
-                out.push(retry);
-            }
-            out
-        })
         .boxed()
 }
 
@@ -479,7 +469,8 @@ fn batch(calls: &[GeneratedCall]) -> (Vec<ToolSpec>, Vec<CallSpec>) {
         .map(|(i, (_, safe, finalize, _))| ToolSpec {
             name: format!("t{}", i + 1),
             concurrency_safe: *safe,
-            timeout_ms: Some(80),
+            // Set once the scenario is whole: `deadlines`.
+            timeout_ms: Some(HANG_DEADLINE_MS),
             finalize: finalize.clone(),
         })
         .collect();
@@ -628,12 +619,56 @@ pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
                 scenario.approval = approval.map(|d| ApprovalSpec {
                     answers: decide(n, &d, &subs),
                 });
+                deadlines(&mut scenario);
                 scenario.requires = scenario.used_capabilities().into_iter().collect();
                 scenario.expect = placeholder_expectations(&scenario);
                 scenario
             },
         )
         .boxed()
+}
+
+/// The deadline of a tool whose every body waits for its cancellation (a hang, a slow stop, after
+/// sleeps only): it ends the same way whenever the deadline fires, so the deadline can be short.
+const HANG_DEADLINE_MS: u64 = 80;
+
+/// Each tool's deadline, far from the work its bodies script: the time of the machine the
+/// implementation runs on (a file step, a scheduler stall on a loaded machine) never decides
+/// whether a body ends first. At least ten times the longest scripted work of the tool's
+/// bodies (over every attempt) and at least a second ([`oracle::far_deadline_ms`]), rounded up
+/// to 100 ms; the short [`HANG_DEADLINE_MS`] only where every body of the tool waits for its
+/// cancellation, the shapes that test the timeout itself.
+fn deadlines(scenario: &mut Scenario) {
+    let mut bodies: BTreeMap<String, Vec<Vec<BodyStep>>> = BTreeMap::new();
+    for call in &scenario.calls {
+        bodies
+            .entry(call.tool.clone())
+            .or_default()
+            .push(call.body.clone());
+    }
+    for (_, binding) in scenario.all_sub_calls() {
+        bodies.entry(binding.tool).or_default().push(binding.body);
+    }
+    let deadline_of = |tool: &str| {
+        let of_tool = bodies.get(tool).map(Vec::as_slice).unwrap_or_default();
+        if !of_tool.is_empty() && of_tool.iter().all(|b| oracle::waits_for_its_deadline(b)) {
+            return HANG_DEADLINE_MS;
+        }
+        let scripted = of_tool
+            .iter()
+            .map(|b| oracle::scripted_ms(scenario, b))
+            .max()
+            .unwrap_or(0);
+        oracle::far_deadline_ms(scripted).div_ceil(100) * 100
+    };
+    let deadlines: Vec<u64> = scenario
+        .tools
+        .iter()
+        .map(|t| deadline_of(&t.name))
+        .collect();
+    for (tool, ms) in scenario.tools.iter_mut().zip(deadlines) {
+        tool.timeout_ms = Some(ms);
+    }
 }
 
 /// One expectation per call and sub-call, as scenario validation requires; a generated

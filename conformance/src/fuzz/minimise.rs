@@ -4,7 +4,7 @@
 //! pass removes whole parts (a wrapper, a file, a listener, a guard, an observer, the approval,
 //! a tool no call names, a call) until none can go.
 
-use super::{Judge, Verdict, check_of, run_one};
+use super::{CONFIRM_RUNS, Judge, Verdict, check_of, replays_failing, run_one};
 use crate::runner::Implementation;
 use crate::scenario::Scenario;
 use crate::scenario::versions::versions;
@@ -56,9 +56,19 @@ impl Minimising<'_> {
                 }
                 done.runs += 1;
                 *self.seq += 1;
+                // Kept only if it fails on every replay too, as the shrinker keeps its
+                // reductions: a flaky failure must not choose what is dropped.
                 if let Verdict::Fails(v) =
                     run_one(&mut *self.implementation, self.judge, *self.seq, &candidate)
                     && v.iter().any(|x| check_of(x) == check)
+                    && replays_failing(
+                        &mut *self.implementation,
+                        self.judge,
+                        self.seq,
+                        &candidate,
+                        check,
+                        self.stopped,
+                    ) == Some(CONFIRM_RUNS - 1)
                 {
                     done.dropped.push(part);
                     best = (candidate, v);

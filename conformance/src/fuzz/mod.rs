@@ -10,6 +10,13 @@
 //! case's RNG) while a scenario uses a construct newer than the implementation's protocol; a failing scenario is shrunk with proptest's value
 //! trees (fewer calls, fewer listeners, simpler steps) while the same invariant still fails.
 //!
+//! A failure is a verdict only if it reproduces: the failing scenario is replayed until it has
+//! run [`CONFIRM_RUNS`] times, and one that does not fail every time is reported apart as
+//! [`Flaky`] (failed k of n), never as the run's failure; fuzzing goes on. Shrinking keeps only
+//! the simplifications that fail every time too. What decides such a failure is time nobody
+//! scripted (a machine under load), which is the implementation's to spend, not the suite's to
+//! judge.
+//!
 //! The invariants judge every trace, and so does the built-in reference (the differential
 //! oracle, [`crate::oracle`]): each scenario runs on it first, in process, and its outcome, where
 //! the spec determines it, is the scenario's expected outcome. `--oracle none` leaves the
@@ -67,6 +74,10 @@ pub struct FuzzOptions {
     pub stop: Option<Arc<AtomicBool>>,
 }
 
+/// How many times a failure runs before it is a verdict: the run that failed and the replays
+/// that confirm it. A scenario that fails fewer times is [`Flaky`].
+pub const CONFIRM_RUNS: usize = 5;
+
 /// The longest a shrink may take, whatever `time` is: five minutes.
 pub const MAX_SHRINK_TIME: Duration = Duration::from_secs(300);
 /// Shrinking gives up after this many errored runs in a row (an adapter that hangs or crashes
@@ -111,6 +122,31 @@ pub struct Failure {
     pub minimised: Minimised,
 }
 
+/// A failure that did not reproduce every time: not a verdict on the implementation.
+#[derive(Debug, Clone)]
+pub struct Flaky {
+    /// The case and the seed of the run.
+    pub case: usize,
+    pub seed: u64,
+    pub invariant: InvariantId,
+    /// The check that failed, as [`Failure::check`].
+    pub check: String,
+    /// How many of its runs failed with that check, and how many ran.
+    pub failed: usize,
+    pub runs: usize,
+    /// The scenario as generated (not shrunk), ready to replay.
+    pub scenario: Scenario,
+    /// The violations of the run that failed first.
+    pub violations: Vec<Violation>,
+}
+
+impl Flaky {
+    /// Only the run that found it failed: the failure could not be reproduced at all.
+    pub fn never_reproduced(&self) -> bool {
+        self.failed <= 1
+    }
+}
+
 /// Why shrinking stopped: at the smallest scenario it could reach, or at one of its budgets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShrinkStop {
@@ -151,6 +187,9 @@ pub struct FuzzReport {
     pub first_error: Option<String>,
     pub elapsed: Duration,
     pub failure: Option<Failure>,
+    /// Failures that did not reproduce every time, in case order: reported apart, never a
+    /// failure of the run.
+    pub flaky: Vec<Flaky>,
     /// With [`FuzzOptions::stats`]: how many generated scenarios used each construct.
     pub constructs: BTreeMap<String, usize>,
     /// Stopped by [`FuzzOptions::stop`]: the counts cover the cases judged before.
@@ -225,6 +264,7 @@ fn run_one(
             Err(e) => return Verdict::Errored(format!("the trace is malformed: {e}")),
             Ok(report) => report.violations,
         };
+    violations.extend(crate::redispatch::check(scenario, &records, options.level));
     if judge.oracle
         && escaped.is_none()
         && let Some(expect) = oracle::expectations(scenario, revision)
@@ -352,7 +392,36 @@ pub fn fuzz(
             continue;
         };
         let (invariant, check) = (first.invariant, check_of(first));
-        let original_size = size(&tree.current());
+        let scenario = tree.current();
+        let Some(failed) = replays_failing(
+            &mut *implementation,
+            &judge,
+            &mut seq,
+            &scenario,
+            &check,
+            &stopped,
+        ) else {
+            report.interrupted = true;
+            break;
+        };
+        if failed + 1 < CONFIRM_RUNS {
+            let scenario = for_the_corpus(scenario, options, case, invariant, &check);
+            report.flaky.push(Flaky {
+                case,
+                seed: options.seed,
+                invariant,
+                check: check.clone(),
+                failed: failed + 1,
+                runs: CONFIRM_RUNS,
+                scenario,
+                violations: violations
+                    .into_iter()
+                    .filter(|v| check_of(v) == check)
+                    .collect(),
+            });
+            continue;
+        }
+        let original_size = size(&scenario);
         let mut shrinking = Shrinking {
             implementation: &mut *implementation,
             judge: &judge,
@@ -393,6 +462,31 @@ pub fn fuzz(
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Replays `scenario` (which just failed with `check`) until it has run [`CONFIRM_RUNS`] times:
+/// how many of the replays failed with `check` again, or `None` if a stop cut them short. A
+/// replay that errors does not fail: it confirms nothing.
+fn replays_failing(
+    implementation: &mut dyn Implementation,
+    judge: &Judge,
+    seq: &mut u64,
+    scenario: &Scenario,
+    check: &str,
+    stopped: &dyn Fn() -> bool,
+) -> Option<usize> {
+    let mut failed = 0;
+    for _ in 1..CONFIRM_RUNS {
+        *seq += 1;
+        let verdict = run_one(implementation, judge, *seq, scenario);
+        if stopped() {
+            return None;
+        }
+        if matches!(&verdict, Verdict::Fails(v) if v.iter().any(|x| check_of(x) == check)) {
+            failed += 1;
+        }
+    }
+    Some(failed)
 }
 
 /// The shrunk scenario of case `case`, ready to join a corpus: named for its seed and case,

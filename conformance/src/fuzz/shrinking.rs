@@ -1,12 +1,13 @@
-//! Shrinking a failing scenario while the same check still fails.
+//! Shrinking a failing scenario while the same check still fails, every time: a simpler
+//! candidate is kept only if its replays (up to [`super::CONFIRM_RUNS`] runs in all) fail too.
 
 use std::time::Instant;
 
 use proptest::strategy::ValueTree;
 
 use super::{
-    FuzzOptions, FuzzReport, Judge, MAX_SHRINK_ERRORS_IN_A_ROW, MAX_SHRINK_TIME, ShrinkStop,
-    Verdict, check_of, run_one,
+    CONFIRM_RUNS, FuzzOptions, FuzzReport, Judge, MAX_SHRINK_ERRORS_IN_A_ROW, MAX_SHRINK_TIME,
+    ShrinkStop, Verdict, check_of, replays_failing, run_one,
 };
 use crate::runner::Implementation;
 use crate::scenario::Scenario;
@@ -72,7 +73,10 @@ impl Shrinking<'_> {
                     errors_in_a_row = 0;
                 }
                 let kept = match verdict {
-                    Some(Verdict::Fails(v)) if v.iter().any(|x| check_of(x) == check) => {
+                    Some(Verdict::Fails(v))
+                        if v.iter().any(|x| check_of(x) == check)
+                            && self.fails_every_time(&candidate, check) =>
+                    {
                         best = (candidate, v);
                         true
                     }
@@ -96,5 +100,18 @@ impl Shrinking<'_> {
             ShrinkStop::Smallest
         };
         (best, runs, why)
+    }
+
+    /// Whether `candidate`, which just failed with `check`, fails with it on every replay.
+    fn fails_every_time(&mut self, candidate: &Scenario, check: &str) -> bool {
+        let replays = replays_failing(
+            &mut *self.implementation,
+            self.judge,
+            self.seq,
+            candidate,
+            check,
+            self.stopped,
+        );
+        replays == Some(CONFIRM_RUNS - 1)
     }
 }

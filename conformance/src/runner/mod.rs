@@ -735,7 +735,8 @@ pub fn judge(
             result.edges = Coverage::of(&check);
             coverage.extend(&result.edges);
             result.violations = check.violations;
-            let (violations, notes) = check_expectations(scenario, &records, options.level);
+            let (mut violations, notes) = check_expectations(scenario, &records, options.level);
+            violations.extend(crate::redispatch::check(scenario, &records, options.level));
             // Cut as the checker's own are: an expectation's message may quote a content.
             // (Their number is bounded by the scenario's calls.)
             result

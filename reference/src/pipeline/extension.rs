@@ -238,6 +238,9 @@ pub struct ExecuteNext<'a> {
     exec: &'a Execution,
     declared_timeout: Option<Duration>,
     dispatcher: &'a dyn Dispatch,
+    /// Set once `rest` ran (`retry-skips-inner-wrappers`: then only the body runs).
+    #[cfg(feature = "mutants")]
+    ran_once: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl<'a> ExecuteNext<'a> {
@@ -252,6 +255,18 @@ impl<'a> ExecuteNext<'a> {
             exec,
             declared_timeout,
             dispatcher,
+            #[cfg(feature = "mutants")]
+            ran_once: None,
+        }
+    }
+
+    /// This `next()`, broken (`retry-skips-inner-wrappers`): its first run goes through the
+    /// wrappers after this one, every later run straight to the body.
+    #[cfg(feature = "mutants")]
+    pub(crate) fn inner_wrappers_once(self) -> Self {
+        ExecuteNext {
+            ran_once: Some(Arc::default()),
+            ..self
         }
     }
 
@@ -259,11 +274,19 @@ impl<'a> ExecuteNext<'a> {
     pub fn run(&self, cancel: CancellationToken) -> BoxFuture<'a, Result<ToolResult, Failure>> {
         let this = self.clone();
         Box::pin(async move {
+            #[cfg(feature = "mutants")]
+            if let Some(ran) = &this.ran_once
+                && ran.swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                return this.dispatcher.dispatch(cancel).await;
+            }
             match this.rest.split_first() {
                 None => this.dispatcher.dispatch(cancel).await,
                 Some((wrapper, rest)) => {
                     let next = ExecuteNext {
                         rest,
+                        #[cfg(feature = "mutants")]
+                        ran_once: None,
                         ..this.clone()
                     };
                     let call = DispatchCall {

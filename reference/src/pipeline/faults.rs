@@ -12,6 +12,7 @@
 //! | `pre-listeners-reversed` | decorator | [`pre_listeners`] | `registry/builder.rs` |
 //! | `approval-asked-twice` | decorator | [`approval`] | `registry/builder.rs` |
 //! | `timeout-abandons-body` | decorator | `TimeoutWrapper::abandoning` | `wrappers.rs` |
+//! | `retry-skips-inner-wrappers` | decorator | [`execute_wrappers`] | `registry/builder.rs` |
 //! | `exclusive-in-pool` | seam | [`joins_pool`] | `registry/batch.rs` |
 //! | `pool-cap-ignored` | seam | [`pool_cap`] | `registry/batch.rs` |
 //! | `run-body-after-deny` | seam | [`runs_body`] | `registry/batch.rs` |
@@ -54,14 +55,17 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::extension::{Approval, PreDecision, PreExecute, ResultObserver};
+use super::extension::{Approval, ExecuteWrapper, PreDecision, PreExecute, ResultObserver};
 use super::registry::types::{CallOutcome, Prepared};
 use crate::execution::Execution;
 use crate::recorder::Recorder;
 use tep_model::result::{AdditionalContext, ContentBlock, Failure, ToolResult};
 #[cfg(feature = "mutants")]
 use {
-    super::extension::{ApprovalOutcome, ApprovalRequest, BoxFuture, guarded, guarded_sync},
+    super::extension::{
+        ApprovalOutcome, ApprovalRequest, BoxFuture, DispatchCall, ExecuteNext, Named, guarded,
+        guarded_sync,
+    },
     crate::mutant::Mutant,
     std::collections::BTreeSet,
     std::sync::{Mutex, PoisonError},
@@ -174,6 +178,51 @@ impl Approval for AskedTwice {
             );
             self.inner.request(request).await
         })
+    }
+}
+
+/// The `tools/execute` wrappers, outermost first (`retry-skips-inner-wrappers`: each retry's
+/// `next()` reaches the wrappers inside it the first time only, then the body directly, as a
+/// waterfall that keeps one index per run does).
+pub(super) fn execute_wrappers(
+    faults: &Faults,
+    wrappers: Vec<Arc<dyn ExecuteWrapper>>,
+) -> Vec<Arc<dyn ExecuteWrapper>> {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::RetrySkipsInnerWrappers) {
+        return wrappers
+            .into_iter()
+            .map(|w| {
+                if w.id() == "retry" {
+                    Arc::new(SkipsInnerOnRedispatch(w)) as Arc<dyn ExecuteWrapper>
+                } else {
+                    w
+                }
+            })
+            .collect();
+    }
+    wrappers
+}
+
+/// A retry handed a `next()` that runs the wrappers inside it once, then only the body.
+#[cfg(feature = "mutants")]
+struct SkipsInnerOnRedispatch(Arc<dyn ExecuteWrapper>);
+
+#[cfg(feature = "mutants")]
+impl Named for SkipsInnerOnRedispatch {
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+}
+
+#[cfg(feature = "mutants")]
+impl ExecuteWrapper for SkipsInnerOnRedispatch {
+    fn wrap<'a>(
+        &'a self,
+        call: DispatchCall<'a>,
+        next: ExecuteNext<'a>,
+    ) -> BoxFuture<'a, Result<ToolResult, Failure>> {
+        self.0.wrap(call, next.inner_wrappers_once())
     }
 }
 

@@ -460,6 +460,12 @@ class Recorder:
         else:
             self._append(self._stage("around", call, result=self._result(result)))
 
+    def on_unprobed_return(self, call: Any) -> None:
+        """A dispatch no probe saw (recorded by `on_dispatch` when its body started) returned to
+        the wrappers: its body settled. The record says no more (no outcome, no result): what
+        the harness made of the body's end only a probe would know."""
+        self._append(self._stage("around", call))
+
     def on_execute_end(self, call: Any, *, error: BaseException | None = None) -> None:
         """The `tools/execute` waterfall ends (third `around` moment); `error` if a wrapper threw."""
         if error is not None:

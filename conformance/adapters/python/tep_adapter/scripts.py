@@ -223,6 +223,9 @@ class Run:
         self._programs = scenario.programs()
         self._background: set[asyncio.Future[Any]] = set()
         self._depth: Counter[tuple[str, str]] = Counter()
+        # Per call: dispatch probes running, and bodies started by a dispatch no probe saw.
+        self._probed: Counter[str] = Counter()
+        self._unprobed: Counter[str] = Counter()
         """How many of the kit's listeners (or wrappers) of a call are running, by waterfall."""
         self._script_ids: dict[str, str] = {}
         self._trace_ids: dict[str, str] = {}
@@ -529,12 +532,19 @@ class Run:
         """Innermost wrapper: records control entering the dispatch and returning from it."""
 
         async def probe(handed: Any, next: ExecuteNext, call: Any, signal: Any, limit: int | None) -> Any:
+            call_id = self._rec.call_id(call)
             self._rec.on_dispatch(call)
+            self._probed[call_id] += 1
             try:
                 result = await self._next(next, handed, signal)
             except Exception as error:
+                self._probed[call_id] -= 1
                 self._rec.on_body_return(call, error=error)
                 raise
+            except BaseException:
+                self._probed[call_id] -= 1
+                raise
+            self._probed[call_id] -= 1
             self._rec.on_body_return(call, result)
             return result
 
@@ -606,10 +616,25 @@ class Run:
     def _body_starts(self, call: Any) -> None:
         """Records a body starting. Inside `tools/execute` (one of the kit's wrappers of the call
         is running), a body dispatched again without passing the dispatch probe (a wrapper below
-        it re-dispatched) first records that dispatch."""
-        if self._depth[("execute", self._rec.call_id(call))] > 0 and not self._rec.dispatch_pending(call):
+        it re-dispatched) first records that dispatch. When no dispatch probe of the call is
+        running at all (a waterfall whose second `next()` goes straight to the dispatch), that
+        dispatch's return is recorded when the body settles (`_body_settled`)."""
+        call_id = self._rec.call_id(call)
+        if self._depth[("execute", call_id)] > 0 and not self._rec.dispatch_pending(call):
             self._rec.on_dispatch(call)
+            if self._probed[call_id] == 0:
+                self._unprobed[call_id] += 1
         self._rec.on_body_start(call)
+
+    def _body_settled(self, call: Any, *, by: str = "body") -> None:
+        """Records a body's end and, for a dispatch no probe saw, that dispatch's return: with no
+        outcome and no result, which only a probe knows (a wrapper's later throw is then not read
+        as the body's)."""
+        self._rec.on_body_settled(call, by=by)
+        call_id = self._rec.call_id(call)
+        if self._unprobed[call_id] > 0:
+            self._unprobed[call_id] -= 1
+            self._rec.on_unprobed_return(call)
 
     async def body(self, ctx: Any) -> Any:
         """Every scripted tool's body: runs the steps of the call it was dispatched for and
@@ -633,7 +658,7 @@ class Run:
             raise
         finally:
             if not abandoned:
-                self._rec.on_body_settled(call)
+                self._body_settled(call)
 
     async def _cancelled_within(self, signal: Any, ms: float) -> bool:
         """Waits `ms` milliseconds or until `signal` is set, whichever comes first: True if it was."""
@@ -911,7 +936,7 @@ class CodeRun:
         self._run.recorder.on_binding(sub_call, found)
 
     def end(self) -> None:
-        self._run.recorder.on_body_settled(self.call, by="program")
+        self._run._body_settled(self.call, by="program")
 
     def __enter__(self) -> CodeRun:
         self.start()

@@ -107,6 +107,45 @@ class DispatchTest(unittest.IsolatedAsyncioTestCase):
             + ["around@c1", "around@c1"],
         )
 
+    async def test_a_stateful_waterfalls_second_dispatch_records_its_return_claiming_nothing(self) -> None:
+        # A waterfall keeping one index per run (the original harness's): the retry's second
+        # next() reaches the dispatch directly, past the dispatch probe. A wrapper outside the
+        # retry then throws: its throw is the waterfall's, never read as the body's.
+        body = [{"throw": "the body failed"}]
+        run = run_of(
+            wrappers=[{"kind": "throw", "message": "the wrapper crashed", "phase": "after"}, {"kind": "retry", "attempts": 2}],
+            calls=[{"callId": "c1", "tool": "tool", "body": body}],
+        )
+        wrappers = run.wrappers()
+
+        async def dispatch(signal: Any) -> Any:
+            try:
+                return await run.body(FakeCtx(C1, signal))
+            except ScriptedError:
+                return {"isError": True, "content": [{"type": "text", "text": "Error: the body failed"}]}
+
+        index = 0
+
+        async def next_(signal: Any) -> Any:
+            nonlocal index
+            if index == len(wrappers):
+                return await dispatch(signal)
+            index += 1
+            return await wrappers[index - 1](FakeDispatch(C1, signal), next_)
+
+        with self.assertRaises(ScriptedError):
+            await next_(asyncio.Event())
+        self.assertEqual(
+            shape(run),
+            ["around@c1", "toolBody@c1", "body-settled@c1", "around@c1"]
+            + ["around@c1", "toolBody@c1", "body-settled@c1", "around@c1", "around@c1"],
+        )
+        arounds = records(run, node="around")
+        probed, unprobed, end = arounds[1], arounds[3], arounds[4]
+        self.assertTrue(probed["result"]["isError"], "the probe saw the normalized result")
+        self.assertEqual((unprobed.get("outcome"), unprobed.get("result")), (None, None))
+        self.assertEqual((end["outcome"], end["reason"]), ("throw", "the wrapper crashed"))
+
     async def test_wrappers_run_in_reverse_still_record_one_visit(self) -> None:
         body = [{"failUntilAttempt": 2}]
         run = run_of(

@@ -14,7 +14,10 @@
 //    verdict given, in order: a guard consulted after a deny is in it;
 //  - `fsGate` is followed by `toolBody` when the gated body is running (it resumes);
 //  - a body that starts inside `tools/execute` with no dispatch probe around it (a wrapper
-//    re-dispatched past the innermost probe) is preceded by the `around` of its dispatch;
+//    re-dispatched past the innermost probe) is preceded by the `around` of its dispatch, and
+//    its settle is followed by that dispatch's return (an `around` with no outcome and no
+//    result: the body ended and control left it; what the harness made of its end no probe saw,
+//    so nothing is claimed about it, and a wrapper's later throw is not read as the body's);
 //  - the `approval` stage ends the approval stage, so a prompt's answer recorded before the
 //    harness logs `approval/decided` waits for that event (or the call's next record);
 //  - a body's end (`body-settled`) is recorded in a `finally`, by `runBody`.
@@ -150,6 +153,7 @@ export class Recorder {
   #running = new Map();
   #executing = new Map();
   #dispatching = new Map();
+  #reconstructed = new Map();
   #awaitingCommit = new Map();
   #sideWork = new Set();
   #bodies = new AsyncLocalStorage();
@@ -638,17 +642,28 @@ export class Recorder {
    */
   onBodyStart(call) {
     const id = this.callIdOf(call);
-    if (!this.#dispatching.has(id) && this.#executing.has(id)) this.#stage('around', call, {}, { identity: true });
+    if (!this.#dispatching.has(id) && this.#executing.has(id)) {
+      this.#stage('around', call, {}, { identity: true });
+      this.#count(this.#reconstructed, id, 1);
+    }
     this.#count(this.#running, id, 1);
     return this.#stage('toolBody', call, {}, { identity: true });
   }
 
-  /** Mark `body-settled`: the body's steps ended (`by`: `body`, or `program` for `run_code`). */
+  /**
+   * Mark `body-settled`: the body's steps ended (`by`: `body`, or `program` for `run_code`).
+   * A body whose dispatch `onBodyStart` reconstructed (no dispatch probe saw it) is followed by
+   * that dispatch's return, with no outcome and no result: only the probe knows those.
+   */
   onBodySettled(call, by = 'body') {
     const id = this.callIdOf(call);
     this.#count(this.#running, id, -1);
     const record = { kind: 'mark', call: id, mark: 'body-settled', by };
     this.#append(record);
+    if (this.#reconstructed.has(id)) {
+      this.#count(this.#reconstructed, id, -1);
+      this.#stage('around', call, {}, { identity: typeof call === 'object' });
+    }
     return record;
   }
 

@@ -117,7 +117,25 @@ describe('execute: a re-dispatch past the innermost probe', () => {
     const c1 = exec('c1');
     const body = () => scripts.body(c1).then(ok, (e) => failure(e.message));
     await statefulAround([recorder.probes.executeEnd, ...scripts.wrappers, recorder.probes.dispatch], c1, body);
-    assert.deepEqual(shape(recorder.records()), ['around', 'toolBody', 'body-settled', 'around', 'around', 'toolBody', 'body-settled', 'around']);
+    assert.deepEqual(shape(recorder.records()), ['around', 'toolBody', 'body-settled', 'around', 'around', 'toolBody', 'body-settled', 'around', 'around']);
+  });
+
+  test("the reconstructed dispatch's return is recorded at the body's settle, claiming no outcome", async () => {
+    // A wrapper outside the retry throws after it: its throw is the waterfall's, not the body's.
+    const wrappers = [
+      { kind: 'throw', message: 'the wrapper crashed', phase: 'after' },
+      { kind: 'retry', attempts: 2 },
+    ];
+    const { recorder, scripts } = setup({ wrappers, calls: [{ callId: 'c1', tool: 'read', body: [{ throw: 'the body failed' }] }] });
+    const c1 = exec('c1');
+    const body = () => scripts.body(c1).then(ok, (e) => failure(e.message));
+    await assert.rejects(statefulAround([recorder.probes.executeEnd, ...scripts.wrappers, recorder.probes.dispatch], c1, body), /the wrapper crashed/);
+    const records = recorder.records();
+    assert.deepEqual(shape(records), ['around', 'toolBody', 'body-settled', 'around', 'around', 'toolBody', 'body-settled', 'around', 'around']);
+    const [probed, reconstructed, end] = [records[3], records[7], records[8]];
+    assert.equal(probed.result.isError, true, 'the probe saw the normalized result');
+    assert.deepEqual([reconstructed.outcome, reconstructed.result], [undefined, undefined], 'no probe saw the second return');
+    assert.deepEqual([end.outcome, end.reason], ['throw', 'the wrapper crashed']);
   });
 
   test('a body started twice inside one dispatch gets no invented around', async () => {

@@ -163,7 +163,7 @@ impl RegistryBuilder {
             pre: faults::pre_listeners(&faults, self.pre),
             approval: faults::approval(&faults, self.approval, &recorder),
             guards: self.guards,
-            wrappers: self.wrappers,
+            wrappers: faults::execute_wrappers(&faults, self.wrappers),
             post: self.post,
             observers: self.observers,
             presenter: self.presenter,
