@@ -276,10 +276,13 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
         Some(c) => c.finish(),
         None => Ok(CheckReport::default()),
     });
-    let report = report.with_context(|| match &from {
+    let mut report = report.with_context(|| match &from {
         Some(from) => format!("{name} is not a valid {} session log", from.source.name()),
         None => format!("{name} is not a valid trace"),
     })?;
+    if let (Some(from), Some(summary)) = (&from, &log_summary) {
+        from.add_breaches(&mut report, summary);
+    }
     let failing = report
         .violations
         .iter()
