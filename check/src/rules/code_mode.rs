@@ -251,7 +251,8 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
         let (p, m) = id.as_str().rsplit_once(":code:")?;
         (p == parent.id.as_str()).then(|| m.parse().ok()).flatten()
     };
-    // Numbers going on across runs: at least the run's, and above the previous sub-call's.
+    // Numbers going on across runs: at least the run's, at most how many sub-calls the
+    // program started in all its runs, and above the previous sub-call's.
     let subs = &parent.code.sub_calls;
     let previous = subs
         .len()
@@ -259,7 +260,8 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
         .and_then(|k| subs.get(k))
         .and_then(|&k| number(&cx.call(k).id))
         .unwrap_or(0);
-    let continued = number(&call.id).is_some_and(|m| m >= n && m > previous);
+    let continued =
+        number(&call.id).is_some_and(|m| m >= n && m <= subs.len() && m > previous);
     if call.id != expected && !continued {
         let message = format!(
             "line {}: sub-call {} is the {n}th sub-call of {} to start; the reference semantics number it {expected}",
