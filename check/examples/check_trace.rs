@@ -1,14 +1,11 @@
-//! Checks a JSON Lines trace file against rev2, as a harness's own test would, in process.
+//! Checks a JSON Lines trace file as `tep check FILE` does, in process: the options come from
+//! the trace's header, the verdict from tep-check.
 //!
 //! `cargo run -p tep-check --example check_trace -- check/examples/denied-call-whose-body-ran.jsonl`
 
 use std::fs::File;
 use std::io::BufReader;
 use std::process::ExitCode;
-
-use tep_check::checker::CheckOptions;
-use tep_check::trace_io::check_reader;
-use tep_model::graph::Revision;
 
 fn main() -> ExitCode {
     let Some(path) = std::env::args().nth(1) else {
@@ -22,16 +19,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match check_reader(&CheckOptions::new(Revision::Rev2), BufReader::new(file)) {
-        Ok(report) if report.violations.is_empty() => {
-            println!("{path}: {} records, no violation", report.records);
-            ExitCode::SUCCESS
-        }
+    match tep_check::check(BufReader::new(file)) {
         Ok(report) => {
             for violation in &report.violations {
                 println!("{path}: {violation}");
             }
-            ExitCode::FAILURE
+            let verdict = report.verdict(false);
+            println!("{path}: {} records, {verdict}", report.records);
+            if verdict.passes() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Err(e) => {
             eprintln!("{path}: {e}");

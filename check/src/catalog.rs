@@ -5,8 +5,8 @@
 
 use crate::invariants::{Invariant, InvariantId};
 
-/// Every invariant, in the order the docs list them: the entries of the rules in
-/// [`crate::rules::RULES`].
+/// Every invariant, in the order the docs list them: each rule's own entry, written beside its
+/// check.
 pub const CATALOG: &[Invariant] = &crate::rules::CATALOG;
 
 /// The catalog entry of `id`.

@@ -42,6 +42,7 @@ use serde_json::{Map, Value};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::SessionEvent;
+use tep_model::strict_json;
 use tep_model::trace::TraceRecord;
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
 
@@ -328,7 +329,8 @@ impl Converter {
             return Ok(None);
         }
         self.summary.lines += 1;
-        let value: Value = serde_json::from_str(text).map_err(|e| LogError::NotAnEvent {
+        // Strict: a key named twice (a forged `type`, `callId`) is refused, not the last kept.
+        let value: Value = strict_json::value_from_str(text).map_err(|e| LogError::NotAnEvent {
             line,
             why: format!("invalid JSON ({e})"),
         })?;

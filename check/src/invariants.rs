@@ -17,6 +17,10 @@ macro_rules! invariant_ids {
     ($( $variant:ident = $id:literal, )*) => {
         /// The stable id of an invariant.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+        // Each variant's documentation is its catalog entry (`crate::invariant`); a doc comment
+        // here would also change the published JSON Schemas.
+        #[allow(missing_docs)]
+        #[non_exhaustive]
         pub enum InvariantId {
             $( #[serde(rename = $id)] $variant, )*
         }
@@ -25,6 +29,7 @@ macro_rules! invariant_ids {
             /// Every id, in catalog order.
             pub const ALL: &'static [InvariantId] = &[$(InvariantId::$variant),*];
 
+            /// The id as the docs and reports write it.
             pub fn as_str(self) -> &'static str {
                 match self { $(InvariantId::$variant => $id,)* }
             }
@@ -140,6 +145,7 @@ impl FromStr for InvariantId {
     schemars::JsonSchema,
 )]
 #[serde(rename_all = "UPPERCASE")]
+#[non_exhaustive]
 pub enum Level {
     /// Stated by the doc (its words or its flowchart). A violation fails conformance.
     Must,
@@ -159,6 +165,8 @@ impl fmt::Display for Level {
 
 /// Where an invariant comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Exhaustive on purpose: the docs generator matches every kind of source, and a new kind must
+// make it fail to build until the clause coverage knows it.
 pub enum Source {
     /// Words of the doc, verbatim, from the latest revision the invariant applies to (a test
     /// checks they occur there).
@@ -187,6 +195,7 @@ impl fmt::Display for Source {
 
 /// When in a trace an invariant is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CheckKind {
     /// At each stage visit of a call: a transition the graph does not allow, classified.
     Step,
@@ -201,6 +210,7 @@ pub enum CheckKind {
 }
 
 impl CheckKind {
+    /// When the check runs, in words.
     pub fn describe(self) -> &'static str {
         match self {
             CheckKind::Step => {
@@ -216,10 +226,15 @@ impl CheckKind {
 
 /// One documented invariant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Invariant {
+    /// Its stable id.
     pub id: InvariantId,
+    /// MUST or SHOULD.
     pub level: Level,
+    /// What it says, in one sentence (Markdown code spans allowed).
     pub statement: &'static str,
+    /// Where the spec (or the reference semantics) says it.
     pub sources: &'static [Source],
     /// The first revision the invariant applies to.
     pub since: Revision,
@@ -227,6 +242,7 @@ pub struct Invariant {
     pub until: Option<Revision>,
     /// The capability an implementation needs for the invariant to apply.
     pub requires: Option<Capability>,
+    /// When its rule runs.
     pub check: CheckKind,
     /// The lowest observation level whose traces hold the records the check reads; below it
     /// the invariant is reported as not checkable.
@@ -237,6 +253,7 @@ pub struct Invariant {
 
 /// A record a check reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Read {
     /// Visits of a stage-graph node (stage records, or the session events that observe it).
     Node(NodeId),
@@ -263,6 +280,7 @@ impl fmt::Display for Read {
 }
 
 impl Invariant {
+    /// Whether it is part of `revision`.
     pub fn applies_to(&self, revision: Revision) -> bool {
         revision >= self.since && self.until.is_none_or(|u| revision <= u)
     }

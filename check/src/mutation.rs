@@ -35,6 +35,7 @@ pub enum Structural {
 }
 
 impl Structural {
+    /// The records with this mutation applied.
     pub fn apply(self, records: &[TraceRecord]) -> Vec<TraceRecord> {
         let mut r = records.to_vec();
         match self {

@@ -324,11 +324,14 @@ pub struct CallFacts {
 /// Which records a trace of a given level must hold for a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expectations {
+    /// The trace's level.
     pub level: ObservationLevel,
+    /// Whether the implementation has a UI (its cards are then expected).
     pub ui: bool,
 }
 
 impl Expectations {
+    /// The expectations at `level` for an implementation with `capabilities`.
     pub fn new(level: ObservationLevel, capabilities: impl Fn(Capability) -> bool) -> Self {
         Expectations {
             level,

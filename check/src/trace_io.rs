@@ -13,6 +13,7 @@ use crate::checker::{CheckOptions, CheckReport, Checker, TraceError};
 /// events name) renumbered so the log stays increasing; a header line is dropped. Call ids may
 /// repeat from one batch to the next, as they may in a real session. For load tests and
 /// benchmarks of the streaming checker.
+#[cfg(any(test, feature = "testing"))]
 pub fn repeat_batches(records: &[TraceRecord], times: usize) -> Vec<TraceRecord> {
     let one: Vec<&TraceRecord> = records
         .iter()

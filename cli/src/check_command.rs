@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use tep_check::catalog::invariant;
-use tep_check::checker::{CheckOptions, CheckReport, Checker, InvariantStatus, TraceError};
-use tep_check::invariants::{InvariantId, Level};
-use tep_check::trace_io::{for_each_record_parallel, parsing_workers};
+use tep_check::{
+    CheckOptions, CheckReport, Checkable, InvariantId, InvariantStatus, Level, TraceCheck, Verdict,
+    for_each_record_parallel, invariant, parsing_workers,
+};
 use tep_conformance::html::{self, TraceExcerpt};
 use tep_conformance::listing;
 use tep_conformance::report;
@@ -41,7 +41,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub strict: bool,
     /// Also write the HTML report here: the trace drawn on the stage graph, its witness
-    /// lines marked (from stdin, the trace is held in memory for it).
+    /// lines marked (a trace from stdin or a pipe is copied to a temporary file for it).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// How many threads parse the trace while one checks it; 1 reads, parses and checks
@@ -91,7 +91,8 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
-/// Where standard input is copied for the HTML report; removed when dropped.
+/// Where standard input, or a trace that cannot be read twice (a FIFO, `<(zstd -dc …)`), is
+/// copied for the HTML report; removed when dropped, or by the signal handler.
 struct StdinCopy(PathBuf);
 
 impl StdinCopy {
@@ -100,18 +101,15 @@ impl StdinCopy {
     fn create() -> Result<(StdinCopy, std::fs::File)> {
         let path =
             std::env::temp_dir().join(format!("tep-check-stdin-{}.jsonl", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .with_context(|| format!("cannot keep a copy of stdin in {}", path.display()))?;
+        let file = output::create_temporary(&path)
+            .with_context(|| format!("cannot keep a copy of the trace in {}", path.display()))?;
         Ok((StdinCopy(path), file))
     }
 }
 
 impl Drop for StdinCopy {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        output::remove_temporary(&self.0);
     }
 }
 
@@ -126,16 +124,11 @@ struct Checked {
     statuses: Vec<(InvariantId, InvariantStatus)>,
     from: Option<from_log::FromLog>,
     log_summary: Option<tep_check::deepseek_harness::Summary>,
-    /// The violations that fail the check (SHOULD ones too with `--strict`).
-    failing: usize,
+    /// What the check says ([`tep_check::Verdict`]; SHOULD violations fail with `--strict`).
+    verdict: Verdict,
 }
 
 impl Checked {
-    /// A trace with no batch checks nothing: it is not conformant.
-    fn tested(&self) -> bool {
-        self.report.batches > 0
-    }
-
     fn with_status(
         &self,
         wanted: fn(&InvariantStatus) -> Option<String>,
@@ -175,17 +168,20 @@ pub fn check(args: CheckArgs) -> Result<u8> {
     if args.from.is_some() && args.observed.is_some_and(|l| l != ObservationLevel::Events) {
         anyhow::bail!("--from reads a session log, which holds level `events`: drop --observed");
     }
+    // A signal removes the temporary files (the page being written, the trace's copy) and exits.
+    let _signals = crate::signals::Signals::install_exiting()?;
     if let Some(out) = &args.html {
         output::check_writable(out, "HTML report")?;
     }
-    let (stdin_copy, copy_file) = if args.trace == Path::new("-") && args.html.is_some() {
+    // The page quotes the trace read again: what cannot be read twice is copied as it is read.
+    let (stdin_copy, copy_file) = if trace_bytes(&args.trace).is_none() && args.html.is_some() {
         let (copy, file) = StdinCopy::create()?;
         (Some(copy), Some(file))
     } else {
         (None, None)
     };
     let checked = read_and_check(&args, copy_file)?;
-    let code = u8::from(checked.failing > 0 || !checked.tested());
+    let code = u8::from(!checked.verdict.passes());
     match args.format {
         Format::Json => write_json(&checked)?,
         Format::Text => write_text(&checked)?,
@@ -217,49 +213,34 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
             copy,
         })),
         (true, None) => Box::new(BufReader::new(std::io::stdin())),
-        (false, _) => {
+        (false, copy) => {
             let file =
                 std::fs::File::open(&args.trace).with_context(|| format!("cannot open {name}"))?;
-            Box::new(BufReader::new(file))
+            match copy {
+                Some(copy) => Box::new(BufReader::new(Tee { inner: file, copy })),
+                None => Box::new(BufReader::new(file)),
+            }
         }
     };
-    let mut checker: Option<Checker> = None;
-    let mut header_spec = None;
-    let mut header_implementation = None;
-    let options_for = |header: Option<&TraceHeader>| CheckOptions {
-        revision: args
-            .spec
-            .or(header.map(|h| h.spec))
-            .unwrap_or(Revision::CURRENT),
-        capabilities: args
-            .capabilities
-            .clone()
-            .or_else(|| header.and_then(|h| h.capabilities.clone()))
-            .map(|c| c.into_iter().collect::<BTreeSet<_>>()),
-        level: args
-            .observed
-            .or_else(|| header.and_then(|h| h.observation))
-            .unwrap_or(ObservationLevel::Hooks),
-        facts: None,
-        body_marks: true,
-    };
-    let mut feed = |line, record: &TraceRecord| {
-        let checker = checker.get_or_insert_with(|| {
-            let header = match record {
-                TraceRecord::Header(h) => Some(h),
-                _ => None,
-            };
-            header_spec = header.map(|h| h.spec);
-            header_implementation = header.and_then(|h| h.implementation.clone());
-            let checker = Checker::new(options_for(header));
-            if args.html.is_some() {
-                checker.keep_steps()
-            } else {
-                checker
-            }
-        });
-        checker.feed(line, record)
-    };
+    // The trace's header decides the options (tep-check's rule); the command line overrides it.
+    let (spec, capabilities, observed) = (args.spec, args.capabilities.clone(), args.observed);
+    let mut check = TraceCheck::new(Box::new(move |header: Option<&TraceHeader>| {
+        let mut options = CheckOptions::from_header(header);
+        if let Some(spec) = spec {
+            options = options.with_revision(spec);
+        }
+        if let Some(caps) = &capabilities {
+            options = options.with_capabilities(caps.iter().copied());
+        }
+        if let Some(level) = observed {
+            options = options.observed(level);
+        }
+        options
+    }));
+    if args.html.is_some() {
+        check = check.keep_steps();
+    }
+    let mut feed = |line, record: &TraceRecord| check.feed(line, record);
     let mut log_summary = None;
     let result = match &from {
         Some(from) => from.read(reader, &mut feed).map(|s| {
@@ -268,26 +249,17 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
         // Parsing is most of the work: the other cores parse while this thread checks.
         None => for_each_record_parallel(reader, workers, &mut feed),
     };
-    let options = match &checker {
-        Some(c) => c.options().clone(),
-        None => options_for(None),
-    };
-    let report: Result<CheckReport, TraceError> = result.and_then(|()| match checker {
-        Some(c) => c.finish(),
-        None => Ok(CheckReport::default()),
-    });
-    let mut report = report.with_context(|| match &from {
+    let header_spec = check.header().map(|h| h.spec);
+    let header_implementation = check.header().and_then(|h| h.implementation.clone());
+    let checked = result.and_then(|()| check.finish());
+    let (options, mut report) = checked.with_context(|| match &from {
         Some(from) => format!("{name} is not a valid {} session log", from.source.name()),
         None => format!("{name} is not a valid trace"),
     })?;
     if let (Some(from), Some(summary)) = (&from, &log_summary) {
         from.add_breaches(&mut report, summary);
     }
-    let failing = report
-        .violations
-        .iter()
-        .filter(|v| args.strict || v.level == Level::Must)
-        .count();
+    let verdict = report.verdict(args.strict);
     let statuses = match &from {
         Some(from) => from.statuses(options.statuses()),
         None => options.statuses(),
@@ -301,7 +273,7 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
         statuses,
         from,
         log_summary,
-        failing,
+        verdict,
     })
 }
 
@@ -312,7 +284,9 @@ fn write_json(c: &Checked) -> Result<()> {
         observation: c.options.level,
         records: c.report.records,
         batches: c.report.batches,
-        conformant: c.failing == 0 && c.tested(),
+        conformant: c.verdict.passes(),
+        verdict: c.verdict.to_string(),
+        summary: c.verdict.describe(Checkable::of(&c.statuses)),
         violations: c.report.violations.clone(),
         omitted: c.report.omitted,
         checked: c.checked(),
@@ -383,22 +357,23 @@ fn write_text(c: &Checked) -> Result<()> {
             options.level
         )?;
     }
-    if !c.tested() {
+    if c.verdict == Verdict::NothingChecked {
         writeln!(
             out,
             "nothing was checked: the trace holds no batch (no `model` record)"
         )?;
     }
-    let must = report
-        .violations
-        .iter()
-        .filter(|v| v.level == Level::Must)
-        .count();
+    let must = report.count_at(Level::Must);
     writeln!(
         out,
         "{} violation(s): {must} MUST, {} SHOULD",
         report.violations.len(),
         report.violations.len() - must
+    )?;
+    writeln!(
+        out,
+        "verdict: {}",
+        c.verdict.describe(Checkable::of(&c.statuses))
     )?;
     Ok(())
 }

@@ -4,9 +4,10 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 
 use clap::ValueEnum;
-use tep_check::checker::{CheckReport, InvariantStatus, MAX_VIOLATIONS, TraceError};
 use tep_check::deepseek_harness::{self, Options, Summary};
 use tep_check::invariants::InvariantId;
+use tep_check::{CheckReport, MAX_VIOLATIONS};
+use tep_check::{InvariantStatus, TraceError};
 use tep_conformance::listing::{SessionLogJson, UnknownType};
 use tep_model::trace::TraceRecord;
 

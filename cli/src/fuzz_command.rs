@@ -193,7 +193,9 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
             .join(format!("{}.json", failure.scenario.id))
     });
     let json = to_corpus_json(&failure.scenario);
-    write_atomically(&path, &json)?;
+    // The failure is printed whether or not its file can be written: a read-only checkout
+    // must not lose what the fuzzing found.
+    let written = write_atomically(&path, &json);
     let level = failure
         .violations
         .first()
@@ -222,10 +224,21 @@ fn write_failure(out: &mut Stdout, args: &FuzzArgs, report: &FuzzReport, seed: u
             failure.violations.len() - SHOWN_VIOLATIONS
         )?;
     }
+    writeln!(out, "  docs/invariants.md#{}", failure.invariant)?;
+    if let Err(e) = written {
+        writeln!(out, "\nthe shrunk scenario (not written: {e:#}):\n{json}")?;
+        writeln!(
+            out,
+            "replay: save it to a file and run {}",
+            replay_command(args, Path::new("FILE"))
+        )?;
+        note(format_args!("tep: error: {e:#}"));
+        // The verdict stands, but an output was lost: as `tep run` does, exit 2.
+        return Ok(2);
+    }
     writeln!(
         out,
-        "  docs/invariants.md#{}\n\nthe shrunk scenario, written to {}:\n{json}",
-        failure.invariant,
+        "\nthe shrunk scenario, written to {}:\n{json}",
         path.display()
     )?;
     writeln!(out, "replay: {}", replay_command(args, &path))?;

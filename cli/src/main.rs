@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use tep_check::catalog::{CATALOG, invariant};
 use tep_check::invariants::InvariantId;
+use tep_check::{CATALOG, invariant};
 use tep_conformance::adapter::{MAX_TIMEOUT, MIN_TIMEOUT};
 use tep_conformance::listing;
 use tep_conformance::scenario::{Scenario, corpus, corpus_files};
@@ -25,6 +25,7 @@ mod args;
 mod check_command;
 mod from_log;
 mod fuzz_command;
+mod harness_command;
 mod output;
 mod progress;
 mod report_command;
@@ -81,6 +82,12 @@ enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(tep_conformance::protocol::PROTOCOL_VERSION)))]
         protocol: Option<u32>,
     },
+    /// The scenario's tools over MCP, for a harness `tep run --harness` drives.
+    #[command(hide = true)]
+    HarnessMcp { run: PathBuf },
+    /// The hook command of a harness `tep run --harness` drives.
+    #[command(hide = true)]
+    HarnessHook { run: PathBuf },
 }
 
 #[derive(Debug, Subcommand)]
@@ -213,6 +220,8 @@ fn dispatch(command: Command) -> Result<u8> {
             writeln!(Stdout::new(), "{}", serde_json::to_string_pretty(&schema)?)?;
             Ok(0)
         }
+        Command::HarnessMcp { run } => harness_command::mcp(run),
+        Command::HarnessHook { run } => harness_command::hook(run),
         Command::ReferenceAdapter { mutant, protocol } => {
             let stdin = std::io::stdin();
             let stdout = std::io::stdout();
@@ -304,15 +313,22 @@ fn scenarios(action: ScenariosAction) -> Result<u8> {
             }
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
-            for (file, text) in corpus_files() {
-                let path = dir.join(file);
-                std::fs::write(&path, text)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
             let schema =
-                serde_json::to_string_pretty(&tep_conformance::scenario::versions::schema())?;
-            std::fs::write(dir.join("scenario.schema.json"), schema + "\n")
-                .with_context(|| format!("cannot write the schema into {}", dir.display()))?;
+                serde_json::to_string_pretty(&tep_conformance::scenario::versions::schema())?
+                    + "\n";
+            // Each file whole or not at all; one that cannot be written does not stop the rest.
+            let unwritten: Vec<anyhow::Error> = corpus_files()
+                .iter()
+                .map(|(file, text)| (*file, *text))
+                .chain([("scenario.schema.json", schema.as_str())])
+                .filter_map(|(file, text)| output::write_atomically(&dir.join(file), text).err())
+                .collect();
+            if let Some((last, others)) = unwritten.split_last() {
+                for e in others {
+                    note(format_args!("tep: error: {e:#}"));
+                }
+                return Err(anyhow::anyhow!("{last:#}"));
+            }
             note(format_args!(
                 "wrote {} scenarios and scenario.schema.json to {}",
                 corpus.len(),

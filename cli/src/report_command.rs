@@ -9,7 +9,7 @@ use tep_conformance::html::compare::{self, Comparison};
 use tep_conformance::html::matrix::{self, MatrixPage, Run};
 use tep_conformance::report::JsonReport;
 
-use crate::output::check_writable;
+use crate::output::{check_writable, write_atomically};
 
 /// The options of `tep report`.
 #[derive(Debug, Args)]
@@ -47,7 +47,8 @@ pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
-/// Reads a JSON run report; a file that is not one, or a newer tep's, is a usage error naming it.
+/// Reads a JSON run report, bounded (`input::MAX_REPORT_BYTES`); a file that is not one, or a
+/// newer tep's, is a usage error naming it.
 pub fn read(path: &Path) -> Result<JsonReport> {
     Ok(compare::read_report(path, version())?)
 }
@@ -58,6 +59,8 @@ pub fn comparison(old: Option<&(PathBuf, JsonReport)>, new: &JsonReport) -> Opti
 }
 
 pub fn report(args: ReportArgs) -> Result<u8> {
+    // A signal removes the page's temporary file and exits 128 + the signal.
+    let _signals = crate::signals::Signals::install_exiting()?;
     if let Some(path) = &args.html {
         check_writable(path, "HTML report")?;
     }
@@ -116,8 +119,8 @@ pub fn report(args: ReportArgs) -> Result<u8> {
             compare: comparison.as_ref(),
             version: version(),
         };
-        // Not run_command's writer: run_command reads reports through this module.
-        std::fs::write(path, matrix::render(&page))
+        // Whole or not at all: a full disk or a signal leaves the old page, never half of one.
+        write_atomically(path, &matrix::render(&page))
             .with_context(|| format!("cannot write the HTML report {}", path.display()))?;
     }
     Ok(0)

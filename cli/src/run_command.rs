@@ -96,6 +96,8 @@ pub struct RunArgs {
     pub docs_url: report_command::DocsUrlArg,
     #[command(flatten)]
     pub compare: report_command::CompareArg,
+    #[command(flatten)]
+    pub harness: crate::harness_command::HarnessArgs,
 }
 
 impl RunArgs {
@@ -319,6 +321,18 @@ fn start_implementations(
         options.timeout = args.timeout;
         options
     });
+    if let Some(name) = &args.harness.harness {
+        let mut drivers = crate::harness_command::drivers(&args.harness, name, args.timeout, jobs)?;
+        let first = drivers.remove(0);
+        let ready = first.ready().clone();
+        let plan = Plan::new(&ready, selected, options)?;
+        let wanted = jobs.min(plan.runnable()).max(1);
+        let workers: Vec<Worker> = std::iter::once(first)
+            .chain(drivers.into_iter().take(wanted - 1))
+            .map(|d| Box::new(d) as Worker)
+            .collect();
+        return Ok((workers, ready, plan));
+    }
     let first: Worker = match &adapter_options {
         Some(options) => Box::new(ProcessAdapter::start(options.clone())?),
         None => Box::new(BuiltinReference::new(args.mutant.clone())),
@@ -391,8 +405,12 @@ fn tally(result: &ScenarioResult, verdict: report::Verdict) -> (bool, Tallied) {
 fn read_scenario_files(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
     let mut scenarios: Vec<Scenario> = Vec::with_capacity(paths.len());
     for path in paths {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the scenario file {}", path.display()))?;
+        let text = tep_conformance::input::read_bounded(
+            path,
+            "scenario file",
+            tep_conformance::input::MAX_SCENARIO_FILE_BYTES,
+        )
+        .with_context(|| format!("cannot read the scenario file {}", path.display()))?;
         let scenario = Scenario::from_json(&text)
             .with_context(|| format!("{} is not a valid scenario", path.display()))?;
         if scenarios.iter().any(|s| s.id == scenario.id) {
@@ -528,6 +546,7 @@ fn rerun_prefix(args: &RunArgs) -> Vec<String> {
     if let Some(adapter) = &args.adapter {
         words.extend(["--adapter".to_owned(), adapter.clone()]);
     }
+    words.extend(crate::harness_command::rerun_words(&args.harness));
     if args.spec != Revision::Rev2 {
         words.extend(["--spec".to_owned(), args.spec.to_string()]);
     }

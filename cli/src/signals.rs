@@ -7,8 +7,11 @@
 //! | adapters starting (handshakes) | adapters killed, exit 130 | killed, exit 143 / 129 |
 //! | `tep run` running | first: no new scenario; second: abandon | abandon at once |
 //! | `tep fuzz` running | the case running is abandoned and the report printed | the same |
+//! | `tep check`, `tep report` | temporary files removed, exit 130 | the same, 143 / 129 |
 //!
 //! A run that was stopped writes its reports, marked interrupted, and exits 128 + the signal.
+//! Whatever stops, no temporary file is left: a signal that exits removes the ones being
+//! written (`output::remove_temporaries`) first.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,10 +19,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::{Context, Result};
 use tep_conformance::runner::Interrupter;
 
-use crate::output::note;
+use crate::output::{note, remove_temporaries};
 
 /// What a signal stops.
 enum Target {
+    /// A command with nothing to report when stopped (`tep check`, `tep report`): exit.
+    Exit,
     /// Adapters are starting: nothing to report yet; kill them and exit.
     Starting,
     /// A `tep run`: interrupt it (SIGINT) or abandon it (SIGTERM, SIGHUP).
@@ -43,7 +48,17 @@ impl Signals {
     /// Takes the three signals from now on: until [`Signals::run`] or [`Signals::fuzz`], a
     /// signal kills the adapters being started and exits.
     pub fn install() -> Result<Signals> {
-        let target = Arc::new(Mutex::new(Target::Starting));
+        Signals::install_with(Target::Starting)
+    }
+
+    /// Takes the three signals for a command that has nothing to write when stopped: a signal
+    /// removes the temporary files being written and exits 128 + the signal.
+    pub fn install_exiting() -> Result<Signals> {
+        Signals::install_with(Target::Exit)
+    }
+
+    fn install_with(first: Target) -> Result<Signals> {
+        let target = Arc::new(Mutex::new(first));
         let caught = Arc::new(AtomicI32::new(0));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -128,7 +143,18 @@ impl Signals {
 fn handle(target: &Mutex<Target>, number: i32) -> bool {
     let target = target.lock().unwrap_or_else(PoisonError::into_inner);
     match &*target {
+        Target::Exit => {
+            let _held = remove_temporaries();
+            let name = match number {
+                SIGINT => "SIGINT",
+                SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
+            };
+            note(format_args!("tep: stopped by {name}"));
+            std::process::exit(128 + number);
+        }
         Target::Starting => {
+            let _held = remove_temporaries();
             note(format_args!(
                 "tep: stopped while starting the adapters; nothing ran"
             ));

@@ -223,7 +223,7 @@ fn the_verdict_does_not_depend_on_how_many_threads_parse() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     // Long enough that several chunks are parsed at once.
-    let trace = to_jsonl(&tep_check::trace_io::repeat_batches(&records, 400));
+    let trace = to_jsonl(&tep_check::repeat_batches(&records, 400));
     assert!(trace.len() > 4 * 64 * 1024, "{} bytes", trace.len());
     let broken = format!("{trace}{{oops\n{trace}");
     let dir = std::env::temp_dir().join(format!("tep-check-jobs-{}", std::process::id()));
@@ -274,8 +274,8 @@ fn a_report_past_the_cap_says_how_many_violations_it_left_out() {
         .collect();
     // At least one fault per batch: the batch never settles.
     records.retain(|r| r.node() != Some(tep_model::graph::NodeId::AllResults));
-    let cap = tep_check::checker::MAX_VIOLATIONS;
-    let trace = to_jsonl(&tep_check::trace_io::repeat_batches(&records, cap + 50));
+    let cap = tep_check::MAX_VIOLATIONS;
+    let trace = to_jsonl(&tep_check::repeat_batches(&records, cap + 50));
     let json = check(&trace, &["--format", "json"]);
     assert_eq!(json.status.code(), Some(1), "{}", out(&json));
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();

@@ -106,6 +106,15 @@ fn the_real_log_passes_at_events_and_the_report_says_how_it_was_read() {
     assert!(text.contains("0 violation(s)"), "{text}");
     let report = json(REAL, &["--safe", "read_file,list_dir"]);
     assert_eq!(report["conformant"], true);
+    // A log sees few invariants: a pass says how few, never a plain "conformant".
+    let of = |k: &str| report[k].as_array().unwrap().len();
+    let judged = of("checked") + of("partlyCheckable");
+    let applicable = judged + of("notCheckable");
+    let summary = format!("{judged} of {applicable} invariants checkable, no violation");
+    assert!(2 * judged < applicable, "{report}");
+    assert_eq!(report["verdict"], "conformant");
+    assert_eq!(report["summary"], summary.as_str());
+    assert!(text.contains(&format!("verdict: {summary}\n")), "{text}");
     assert_eq!(report["observation"], "events");
     assert_eq!(report["sessionLog"]["lines"], 73);
     assert_eq!(report["sessionLog"]["unknownTypes"], serde_json::json!([]));

@@ -194,3 +194,64 @@ fn tep_run_keeps_no_failing_trace_in_memory() {
         std::fs::read_to_string(dir.join("runs").join(format!("{}.jsonl", ids[15]))).unwrap();
     assert_eq!(kept.lines().count(), 4 + repeats);
 }
+
+/// `tep report --html` and `tep run --compare` hold a report once, typed, and what reading
+/// it costs stays within docs/limits.md's formulas: 30 MB + 40 × the report's bytes for the
+/// page, + 20 × for `--compare`. The report is the one that costs the most per byte: many
+/// tiny scenarios, each a row of the page. `/dev/zero` is refused holding the bound and no
+/// more (the buffer was grown by doubling: 3 × the bound).
+#[test]
+fn reports_are_read_within_their_formula() {
+    let dir = temp_dir("report");
+    let o = Command::new(TEP)
+        .args([
+            "run",
+            "--scenario",
+            "allow-runs-body",
+            "--json",
+            "base.json",
+        ])
+        .current_dir(&dir)
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("base.json")).unwrap()).unwrap();
+    let tiny: Vec<serde_json::Value> = (0..40_000)
+        .map(|i| serde_json::json!({"id": format!("s{i:07}"), "status": "passed", "durationSeconds": 0}))
+        .collect();
+    report["scenarios"] = serde_json::Value::from(tiny);
+    let text = report.to_string();
+    std::fs::write(dir.join("tiny.json"), &text).unwrap();
+    let bytes = text.len() as u64;
+    let (code, used) = peak(&dir, &["report", "--html", "page.html", "tiny.json"]);
+    assert_eq!(code, 0);
+    assert!(
+        used <= 30 * MIB + 40 * bytes,
+        "tep report: {used} bytes for a report of {bytes}"
+    );
+    let (code, used) = peak(
+        &dir,
+        &[
+            "run",
+            "--scenario",
+            "allow-runs-body",
+            "--compare",
+            "tiny.json",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        used <= 30 * MIB + 20 * bytes,
+        "tep run --compare: {used} bytes for a report of {bytes}"
+    );
+    let bound = tep_conformance::input::MAX_REPORT_BYTES;
+    let (code, used) = peak(&dir, &["report", "/dev/zero"]);
+    assert_eq!(code, 2);
+    assert!(
+        used <= 30 * MIB + bound + bound / 4,
+        "tep report /dev/zero: {used} bytes for a bound of {bound}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

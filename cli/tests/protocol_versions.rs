@@ -222,3 +222,48 @@ fn the_reference_adapter_refuses_a_construct_newer_than_it_declares() {
     let o = tep_in(&dir, &["reference-adapter", "--protocol", "4"]);
     assert_eq!(o.status.code(), Some(2), "no protocol 4 to declare");
 }
+
+#[test]
+fn a_run_on_an_older_protocol_names_what_it_could_not_send() {
+    for protocol in [2, 3] {
+        let dir = scratch(&format!("gap-{protocol}"));
+        let adapter = logged_adapter(protocol, &dir.join("requests.jsonl"));
+        let json = tep_in(&dir, &["run", "--adapter", &adapter, "--format", "json"]);
+        let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+        let held_back: Vec<&Value> = report["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| {
+                s["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("the adapter declares protocol"))
+            })
+            .collect();
+        let text = tep_in(&dir, &["run", "--adapter", &adapter, "--color", "never"]);
+        let stdout = String::from_utf8_lossy(&text.stdout);
+        let line = stdout.lines().find(|l| l.starts_with("older protocol:"));
+        if protocol == 3 {
+            assert!(held_back.is_empty() && line.is_none(), "{stdout}");
+            continue;
+        }
+        assert!(!held_back.is_empty());
+        let line = line.unwrap_or_else(|| panic!("no older-protocol line:\n{stdout}"));
+        assert!(
+            line.contains(&format!(
+                "the adapter declares protocol 2: {} scenario(s) use newer constructs and were not sent",
+                held_back.len()
+            )),
+            "{line}"
+        );
+        // The invariants those scenarios exercise are named.
+        for s in &held_back {
+            let id = s["id"].as_str().unwrap();
+            let scenario = tep_in(&dir, &["scenarios", "show", id]);
+            let scenario: Value = serde_json::from_slice(&scenario.stdout).unwrap();
+            for inv in scenario["exercises"].as_array().unwrap() {
+                assert!(line.contains(inv.as_str().unwrap()), "{inv} in {line}");
+            }
+        }
+    }
+}

@@ -425,7 +425,6 @@ fn an_answer_over_the_size_limit_is_refused_unparsed() {
 
 #[test]
 fn docs_state_the_limits_in_force() {
-    use tep_check::{checker, trace_io};
     use tep_conformance::{adapter, limits, scripted, serve};
     let page = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/limits.md"),
@@ -435,8 +434,8 @@ fn docs_state_the_limits_in_force() {
     let defaults = adapter::AdapterOptions::new("x");
     let expected = [
         format!(
-            "| {} MiB | `trace_io::MAX_LINE_BYTES` |",
-            mib(trace_io::MAX_LINE_BYTES)
+            "| {} MiB | `tep_check::MAX_LINE_BYTES` |",
+            mib(tep_check::MAX_LINE_BYTES)
         ),
         format!(
             "| {} MiB | `adapter::MAX_ANSWER_BYTES` |",
@@ -448,8 +447,8 @@ fn docs_state_the_limits_in_force() {
             mib(serve::MAX_REQUEST_BYTES)
         ),
         format!(
-            "| {} | `checker::MAX_VIOLATIONS` |",
-            checker::MAX_VIOLATIONS
+            "| {} | `tep_check::MAX_VIOLATIONS` |",
+            tep_check::MAX_VIOLATIONS
         ),
         format!("the last {} KiB", adapter::STDERR_TAIL_BYTES / 1024),
         format!(
@@ -479,13 +478,13 @@ fn docs_state_the_limits_in_force() {
             limits::MAX_RUNNABLE_BYTES / 1024
         ),
         format!(
-            "| {} | `checker::MAX_MESSAGE_BYTES` |",
-            checker::MAX_MESSAGE_BYTES
+            "| {} | `tep_check::MAX_MESSAGE_BYTES` |",
+            tep_check::MAX_MESSAGE_BYTES
         ),
-        format!("| {} | `checker::MAX_STEPS` |", checker::MAX_STEPS),
+        format!("| {} | `tep_check::MAX_STEPS` |", tep_check::MAX_STEPS),
         format!(
-            "| {} MiB | `trace_io::MAX_IN_FLIGHT_BYTES` |",
-            mib(trace_io::MAX_IN_FLIGHT_BYTES)
+            "| {} MiB | `tep_check::MAX_IN_FLIGHT_BYTES` |",
+            mib(tep_check::MAX_IN_FLIGHT_BYTES)
         ),
         format!(
             "| {} bytes | `excerpt::MAX_LINE_SHOWN` |",
@@ -494,6 +493,18 @@ fn docs_state_the_limits_in_force() {
         format!(
             "`RetryWrapper::MAX_ATTEMPTS` ({})",
             tep_reference::wrappers::RetryWrapper::MAX_ATTEMPTS
+        ),
+        format!(
+            "| {} MiB | `input::MAX_REPORT_BYTES` |",
+            tep_conformance::input::MAX_REPORT_BYTES / (1024 * 1024)
+        ),
+        format!(
+            "| {} MiB | `input::MAX_BASELINE_BYTES` |",
+            tep_conformance::input::MAX_BASELINE_BYTES / (1024 * 1024)
+        ),
+        format!(
+            "| {} MiB | `input::MAX_SCENARIO_FILE_BYTES` |",
+            tep_conformance::input::MAX_SCENARIO_FILE_BYTES / (1024 * 1024)
         ),
     ];
     for row in expected {

@@ -405,7 +405,7 @@ fn invariants_list_as_json() {
     assert_eq!(code(&o), 0);
     let rows = json(&o);
     let rows = rows.as_array().unwrap();
-    assert_eq!(rows.len(), tep_check::catalog::CATALOG.len());
+    assert_eq!(rows.len(), tep_check::CATALOG.len());
     let deny = rows.iter().find(|r| r["id"] == "deny-skips-body").unwrap();
     assert_eq!(deny["level"], "MUST");
     assert_eq!(deny["doc"], "docs/invariants.md#deny-skips-body");
@@ -1220,16 +1220,42 @@ fn run_steps(workflow: &str) -> Vec<(String, String)> {
 
 #[test]
 fn the_ci_templates_run_against_the_reference() {
-    // From source (cargo install), and from the packages (the wheel brings tep).
+    // From source (cargo install of the package with the binary), and from the packages (the
+    // wheel brings tep). Every step of these files runs in .ci/ci-jobs.py (a .ci/run step).
     for (file, install) in [
-        ("docs/ci/conformance.yml", "cargo install --locked"),
+        (
+            "docs/ci/conformance.yml",
+            "cargo install --locked --git \"$TEP_GIT\" --branch \"$TEP_BRANCH\" tep\n",
+        ),
         (
             "docs/ci/conformance-packages.yml",
-            "python3 -m pip install \"$TEP_PACKAGE\"",
+            "python3 -m pip install \"$TEP_WHEEL\"",
         ),
     ] {
         ci_template_runs_against_the_reference(file, install);
     }
+}
+
+#[test]
+fn docs_ci_shows_every_workflow_of_docs_ci_verbatim_and_no_other() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let page = std::fs::read_to_string(root.join("docs/ci.md")).unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(root.join("docs/ci"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yml"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    files.sort();
+    let mut shown: Vec<String> = page
+        .split("```yaml\n")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap().to_owned())
+        .collect();
+    shown.sort();
+    // .ci/ci-jobs.py runs the files; a block on the page that is not one of them runs nowhere.
+    assert_eq!(shown, files);
+    assert_eq!(files.len(), 3, "the two jobs and the release workflow");
 }
 
 fn ci_template_runs_against_the_reference(file: &str, install: &str) {
@@ -1243,7 +1269,9 @@ fn ci_template_runs_against_the_reference(file: &str, install: &str) {
     );
     let steps = run_steps(&workflow);
     assert!(
-        steps.iter().any(|(_, s)| s.contains(install)),
+        steps
+            .iter()
+            .any(|(_, s)| format!("{s}\n").contains(install)),
         "{file}: {steps:?}"
     );
     let suite: Vec<&(String, String)> = steps

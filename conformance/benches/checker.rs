@@ -41,8 +41,8 @@ use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput
 type Group<'c> = BenchmarkGroup<'c, WallTime>;
 type BenchGroup = fn(&mut Criterion);
 use serde::de::IgnoredAny;
-use tep_check::checker::CheckOptions;
-use tep_check::trace_io::{check_reader, check_reader_parallel, for_each_record, parsing_workers};
+use tep_check::CheckOptions;
+use tep_check::{check_reader, check_reader_parallel, for_each_record, parsing_workers};
 use tep_conformance::generate::{Shape, jsonl};
 use tep_model::graph::Revision;
 

@@ -121,7 +121,8 @@ impl Baseline {
             path: path.display().to_string(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let text = crate::input::read_bounded(path, "baseline", crate::input::MAX_BASELINE_BYTES)
+            .map_err(|e| err(e.to_string()))?;
         let file: BaselineFile =
             serde_json::from_str(&text).map_err(|e| err(format!("invalid: {e}")))?;
         let mut baseline = Self::from_file(file, corpus).map_err(err)?;

@@ -7,17 +7,17 @@
 //! ([`tep_check::checkability`]), and a test recomputes it and fails when the two differ.
 
 pub use tep_check::checkability::*;
-use tep_check::checker::{CheckOptions, ScenarioFacts, check_records};
 use tep_check::invariants::{InvariantId, Read};
+use tep_check::{CheckOptions, ScenarioFacts, check_records};
 use tep_model::graph::Revision;
 use tep_model::trace::{ObservationLevel, TraceRecord};
 
 use crate::runner::{Coverage, judge};
 use crate::scenario::Scenario;
 use crate::scripted::run_reference;
-use tep_check::catalog::{CATALOG, invariant};
 use tep_check::observation::thin;
 use tep_check::teeth::breaches;
+use tep_check::{CATALOG, invariant};
 
 /// One planted breach, thinned to one level.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,10 +65,7 @@ fn caught(
         || check_records(&options, &records)
             .map(|r| r.violations.iter().any(|v| v.invariant == id))
             .unwrap_or(false);
-    let drive = CheckOptions {
-        facts: Some(ScenarioFacts::from(scenario)),
-        ..options
-    };
+    let drive = options.with_facts(ScenarioFacts::from(scenario));
     let mut coverage = Coverage::default();
     let judged = judge(scenario, &drive, records, None, &mut coverage);
     replay && judged.violations.iter().any(|v| v.invariant == id)

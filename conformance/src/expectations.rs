@@ -8,8 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
-use tep_check::catalog::invariant;
-use tep_check::checker::Violation;
+use tep_check::Violation;
 use tep_check::invariants::InvariantId as I;
 use tep_model::graph::NodeId;
 use tep_model::identity::CallId;
@@ -166,13 +165,8 @@ struct Verdicts {
 
 impl Verdicts {
     fn fail(&mut self, id: I, lines: Vec<usize>, call: Option<&CallId>, message: String) {
-        self.violations.push(Violation {
-            invariant: id,
-            level: invariant(id).level,
-            lines,
-            call: call.cloned(),
-            message,
-        });
+        self.violations
+            .push(Violation::new(id, lines, call.cloned(), message));
     }
 
     /// A value that differs: the corpus says "expected"; the oracle names its check (the rows of

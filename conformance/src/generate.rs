@@ -538,15 +538,15 @@ impl<'g, 's, 'a> Batch<'g, 's, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tep_check::checker::{CheckOptions, check_records};
-    use tep_check::trace_io::read_records;
+    use tep_check::read_records;
+    use tep_check::{CheckOptions, check_records};
 
     fn clean(shape: Shape) {
         let records = records(shape).unwrap_or_else(|e| panic!("{e}"));
         let report = check_records(&CheckOptions::new(shape.revision()), &records)
             .unwrap_or_else(|e| panic!("{}: {e}", shape.name()));
         assert!(
-            report.is_clean(),
+            report.violations.is_empty(),
             "{}: {:?}",
             shape.name(),
             report.violations.first()
@@ -585,7 +585,11 @@ mod tests {
         assert_eq!(records.len(), 1 + 4 * one.len());
         let report = check_records(&CheckOptions::new(Revision::Rev2), &records)
             .unwrap_or_else(|e| panic!("{e}"));
-        assert!(report.is_clean(), "{:?}", report.violations.first());
+        assert!(
+            report.violations.is_empty(),
+            "{:?}",
+            report.violations.first()
+        );
         assert_eq!(report.batches, 4);
     }
 }

@@ -25,8 +25,8 @@ use crate::report::{
 };
 use crate::runner::Status;
 use crate::scenario::Scenario;
-use tep_check::catalog::invariant;
-use tep_check::checker::StepRecord;
+use tep_check::StepRecord;
+use tep_check::invariant;
 use tep_check::invariants::{CheckKind, InvariantId};
 
 pub mod compare;

@@ -13,6 +13,7 @@
 //!   scenario's expectations, expected-failure baselines, terminal/JSON/JUnit reports;
 //!   [`html`]: the HTML report, the run drawn on the docs' pictures of the graphs; [`suite`]:
 //!   the version and corpus hash; [`terminal`]: text an implementation controls, shown escaped.
+//! - [`input`]: the one bounded reader of a whole JSON file (reports, baselines, scenario files).
 //! - [`listing`]: the typed JSON of `tep check`, `tep scenarios list` and `tep invariants list`.
 //! - [`mutants`]: what each mutant of the reference breaks.
 //! - [`fuzz`]: random scenarios through an implementation, the first failure shrunk.
@@ -21,6 +22,7 @@
 
 pub mod adapter;
 pub mod baseline;
+#[cfg(feature = "checkability")]
 pub mod checkability;
 pub mod excerpt;
 pub mod expectations;
@@ -28,6 +30,7 @@ pub mod fuzz;
 pub mod fuzz_stats;
 pub mod generate;
 pub mod html;
+pub mod input;
 pub mod listing;
 pub mod mutants;
 pub mod oracle;

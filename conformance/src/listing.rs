@@ -9,8 +9,8 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use tep_check::catalog::CATALOG;
-use tep_check::checker::Violation;
+use tep_check::CATALOG;
+use tep_check::Violation;
 use tep_check::invariants::{Invariant, InvariantId, Level};
 use tep_model::graph::Revision;
 use tep_model::trace::{Capability, ObservationLevel};
@@ -30,6 +30,11 @@ pub struct CheckJson {
     pub batches: usize,
     /// No MUST violation (no violation at all with `--strict`), and the trace holds a batch.
     pub conformant: bool,
+    /// tep-check's verdict: `conformant`, `warned`, `violated` or `nothing-checked`.
+    pub verdict: String,
+    /// The verdict in words, saying how many invariants were checkable when few were
+    /// ("13 of 61 invariants checkable, no violation").
+    pub summary: String,
     pub violations: Vec<Violation>,
     /// Violations past the first 1000, not listed.
     pub omitted: usize,

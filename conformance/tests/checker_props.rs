@@ -13,10 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use serde_json::json;
-use tep_check::checker::{CheckOptions, ScenarioFacts, check_records};
 use tep_check::invariants::InvariantId;
 use tep_check::mutation::Structural;
 use tep_check::observation::thin;
+use tep_check::{CheckOptions, ScenarioFacts, check_records};
 use tep_conformance::scenario::{
     AcceptSpec, ApprovalAnswer, ApprovalSpec, BlockSpec, BodyStep, CallExpectation, CallSpec,
     EditSpec, Expectation, FinalizeAction, GuardAction, Listener, ObserverSpec, PostAction,
@@ -276,10 +276,9 @@ fn violations_at(
     scenario: &Scenario,
     records: &[TraceRecord],
 ) -> Result<BTreeSet<InvariantId>, String> {
-    let options = CheckOptions {
-        facts: Some(ScenarioFacts::from(scenario)),
-        ..CheckOptions::new(revision).observed(level)
-    };
+    let options = CheckOptions::new(revision)
+        .observed(level)
+        .with_facts(ScenarioFacts::from(scenario));
     check_records(&options, records)
         .map(|r| r.invariants())
         .map_err(|e| e.to_string())

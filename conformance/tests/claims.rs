@@ -15,7 +15,7 @@ use common::{
     drive_options, findings, is_binding_settled, is_event, is_stage, move_record, options,
     position, scenario, trace, violations,
 };
-use tep_check::checker::Violation;
+use tep_check::Violation;
 use tep_check::invariants::InvariantId;
 use tep_check::observation::thin;
 use tep_conformance::scripted::run_reference;
@@ -32,7 +32,7 @@ fn said(found: &[Violation], id: InvariantId) -> Vec<&str> {
     of(found, id).iter().map(|v| v.message.as_str()).collect()
 }
 
-fn full(id: &str) -> tep_check::checker::CheckOptions {
+fn full(id: &str) -> tep_check::CheckOptions {
     options(id, ObservationLevel::Full)
 }
 

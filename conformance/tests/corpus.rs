@@ -11,8 +11,8 @@
 
 use std::collections::BTreeSet;
 
-use tep_check::catalog::CATALOG;
-use tep_check::checker::CheckOptions;
+use tep_check::CATALOG;
+use tep_check::CheckOptions;
 use tep_check::invariants::InvariantId;
 use tep_check::mutation::plant;
 use tep_conformance::mutants::breaks;
@@ -105,7 +105,7 @@ fn every_claimed_breach_is_caught_with_its_id() {
             let trace = run_reference(scenario, revision, &[]).unwrap();
             let options = CheckOptions::new(revision);
             for &id in &scenario.exercises {
-                if !tep_check::catalog::invariant(id).applies_to(revision) {
+                if !tep_check::invariant(id).applies_to(revision) {
                     continue;
                 }
                 let Some(mutated) = plant(id, &trace) else {

@@ -147,8 +147,27 @@ fn the_largest_scenarios_answer_within_the_answer_limit() {
         ]
     };
     let each = |call: fn(usize) -> Value| move |n: usize| (0..n).map(call).collect::<Vec<_>>();
-    let shapes = vec![
-        largest("deferring", sequential.clone(), &full, each(deferring)),
+    // Shorter bodies, more calls: the trade the runnable-bytes limit allows (the third attack
+    // run's `gen-max4.py` answered 1.46 MB with 64 calls of short bodies, past the 0.9 MB the
+    // full bodies reach). Every body length, each with as many calls as fit.
+    let short_bodies = (1..=MAX_BODY_STEPS).map(|steps| {
+        let call = move |i: usize| {
+            let mut body: Vec<Value> = (1..steps)
+                .map(|k| json!({"deferContext": format!("{i}.{k}")}))
+                .collect();
+            body.push(json!({"throw": "b"}));
+            json!({"callId": format!("c{i}"), "tool": "t", "arguments": {}, "body": body})
+        };
+        largest(
+            &format!("deferring-{steps}-steps"),
+            sequential.clone(),
+            &full,
+            move |n| (0..n).map(call).collect(),
+        )
+    });
+    let mut shapes: Vec<Scenario> = short_bodies.collect();
+    shapes.extend([
+        // (`deferring-16-steps` above is the full-body shape.)
         largest("deferring-bare", sequential.clone(), &none, each(deferring)),
         largest("deferring-parallel", parallel, &full, each(deferring)),
         largest(
@@ -158,7 +177,7 @@ fn the_largest_scenarios_answer_within_the_answer_limit() {
             each(long_arguments),
         ),
         largest("program", sequential, &full, program),
-    ];
+    ]);
     let mut sizes = Vec::new();
     for s in &shapes {
         let bytes = answer_bytes(s);
@@ -171,5 +190,11 @@ fn the_largest_scenarios_answer_within_the_answer_limit() {
     }
     // The shapes are at the limits, not trivially small.
     assert!(shapes.iter().any(|s| s.calls.len() > 8), "{sizes:?}");
+    // docs/limits.md states the largest (1.5 MB); the sweep must reach past what it replaced.
+    let most = shapes.iter().map(answer_bytes).max().unwrap_or(0);
+    assert!(
+        (1_000_000..1_500_000).contains(&most),
+        "the largest answer is {most} bytes: update docs/limits.md"
+    );
     eprintln!("{}", sizes.join("\n"));
 }

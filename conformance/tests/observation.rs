@@ -15,9 +15,9 @@ use common::{
 
 use std::collections::BTreeSet;
 
-use tep_check::checker::{CheckOptions, Checker, InvariantStatus, check_records};
 use tep_check::invariants::InvariantId;
 use tep_check::observation::thin;
+use tep_check::{CheckOptions, Checker, InvariantStatus, check_records};
 use tep_conformance::runner::{Coverage, judge};
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
@@ -402,7 +402,7 @@ fn session_log() -> Vec<TraceRecord> {
     lines
         .iter()
         .enumerate()
-        .map(|(i, l)| tep_check::trace_io::parse_record(i + 1, l).unwrap())
+        .map(|(i, l)| tep_check::parse_record(i + 1, l).unwrap())
         .collect()
 }
 
@@ -414,7 +414,7 @@ fn events() -> CheckOptions {
 fn a_session_log_is_checked_at_level_events() {
     let log = session_log();
     let report = check_records(&events(), &log).unwrap();
-    assert!(report.is_clean(), "{:#?}", report.violations);
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
     assert_eq!(report.batches, 1);
     let status = |id| events().status(id);
     for id in [
@@ -719,15 +719,8 @@ fn an_implementation_without_a_ui_records_no_cards_and_is_not_failed_for_it() {
         |r: &TraceRecord| matches!(r.node(), Some(NodeId::PresentCall | NodeId::PresentResult));
     assert_eq!(records.iter().filter(|r| cards(r)).count(), 2);
     records.retain(|r| !cards(r));
-    let without_ui = CheckOptions {
-        capabilities: Some(
-            Capability::ALL
-                .into_iter()
-                .filter(|&c| c != Capability::Ui)
-                .collect(),
-        ),
-        ..options(id, ObservationLevel::Full)
-    };
+    let without_ui = options(id, ObservationLevel::Full)
+        .with_capabilities(Capability::ALL.into_iter().filter(|&c| c != Capability::Ui));
     assert!(matches!(
         without_ui.status(InvariantId::UiPresentsEachCall),
         InvariantStatus::NotApplicable(why) if why.contains("does not declare ui")
@@ -743,7 +736,7 @@ fn an_implementation_without_a_ui_records_no_cards_and_is_not_failed_for_it() {
 #[test]
 fn every_invariant_about_a_part_is_not_applicable_without_it() {
     for capability in Capability::ALL {
-        let about_it: Vec<_> = tep_check::catalog::CATALOG
+        let about_it: Vec<_> = tep_check::CATALOG
             .iter()
             .filter(|i| i.requires == Some(capability))
             .collect();
@@ -753,9 +746,9 @@ fn every_invariant_about_a_part_is_not_applicable_without_it() {
                 .into_iter()
                 .find(|&r| invariant.applies_to(r))
                 .unwrap();
-            let with = |capabilities| CheckOptions {
-                capabilities,
-                ..CheckOptions::new(revision)
+            let with = |capabilities: Option<BTreeSet<Capability>>| match capabilities {
+                Some(caps) => CheckOptions::new(revision).with_capabilities(caps),
+                None => CheckOptions::new(revision),
             };
             let without = with(Some(BTreeSet::new())).status(invariant.id);
             assert_eq!(
@@ -794,7 +787,7 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
                 let options = drive_options(&s, revision, level);
                 let report = check_records(&options, &thin(&records, level)).unwrap();
                 assert!(
-                    report.is_clean(),
+                    report.violations.is_empty(),
                     "{} {revision} at {level}: {:#?}",
                     s.id,
                     report.violations
@@ -812,7 +805,7 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
     };
     assert!(not_checkable(ObservationLevel::Events) > not_checkable(ObservationLevel::Hooks));
     // Without a scenario, only what reads the scenario cannot be checked at full.
-    let read_the_scenario = tep_check::catalog::CATALOG
+    let read_the_scenario = tep_check::CATALOG
         .iter()
         .filter(|i| i.reads.contains(&tep_check::invariants::Read::Scenario))
         .count();
@@ -825,7 +818,7 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
 
 #[test]
 fn a_trace_thinned_to_hooks_takes_the_same_edges_observed_or_implied() {
-    let taken = |r: &tep_check::checker::CheckReport| {
+    let taken = |r: &tep_check::CheckReport| {
         let pipeline: BTreeSet<_> = r.edges.union(&r.implied_edges).copied().collect();
         let code_mode: BTreeSet<_> = r
             .code_mode_edges

@@ -17,8 +17,8 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, Read};
 
-use tep_check::checker::{CheckOptions, Checker, check_records};
-use tep_check::trace_io::{check_reader, check_reader_parallel, for_each_record, parse_record};
+use tep_check::{CheckOptions, Checker, check_records};
+use tep_check::{check_reader, check_reader_parallel, for_each_record, parse_record};
 use tep_conformance::protocol::{Ready, RunAnswer, RunOutcome};
 use tep_conformance::scenario::Scenario;
 use tep_conformance::scripted::run_reference;
@@ -93,11 +93,10 @@ fn trace(input: &[u8]) -> Result<String, Broken> {
     let lines = line_count(input);
     let mut signature = Vec::new();
     for revision in Revision::ALL {
-        let options = CheckOptions {
-            capabilities: capabilities(input),
-            level: level(input),
-            ..CheckOptions::new(revision)
-        };
+        let options = with_capabilities(
+            CheckOptions::new(revision).observed(level(input)),
+            capabilities(input),
+        );
         let report = check_reader(&options, input);
         if check_reader_parallel(&options, input, 2) != report {
             return Err(format!(
@@ -246,11 +245,10 @@ fn protocol(input: &[u8]) -> Result<String, Broken> {
             continue;
         };
         if let RunOutcome::Trace(records) = answer.outcome {
-            let options = CheckOptions {
-                capabilities: capabilities(line),
-                level: level(line),
-                ..CheckOptions::new(Revision::Rev2)
-            };
+            let options = with_capabilities(
+                CheckOptions::new(Revision::Rev2).observed(level(line)),
+                capabilities(line),
+            );
             signature.push(match check_records(&options, &records) {
                 Ok(report) => format!("checked, {} violations", report.violations.len().min(3)),
                 Err(e) => shape(&e.message),
@@ -373,4 +371,15 @@ fn readable_body(chunk: &[u8]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// `options` for an implementation with `capabilities` (`None`: every part).
+fn with_capabilities(
+    options: CheckOptions,
+    capabilities: Option<std::collections::BTreeSet<tep_model::trace::Capability>>,
+) -> CheckOptions {
+    match capabilities {
+        Some(caps) => options.with_capabilities(caps),
+        None => options.with_every_capability(),
+    }
 }

@@ -11,6 +11,7 @@
 //! - [`trace`]: trace records (stage observations, session events, marks) and their reader.
 //! - [`vocabulary`]: the names the docs may use.
 //! - [`suggest`]: "did you mean" for mistyped names.
+//! - [`strict_json`]: JSON read with a key named twice refused (reports, session logs).
 //!
 //! Architecture invariant: this crate depends on serde, serde_json, schemars, thiserror and
 //! strsim (a string distance) only
@@ -20,6 +21,7 @@ pub mod graph;
 pub mod identity;
 pub mod result;
 pub mod session;
+pub mod strict_json;
 pub mod suggest;
 pub mod trace;
 pub mod vocabulary;

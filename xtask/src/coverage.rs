@@ -15,7 +15,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use serde::Deserialize;
-use tep_check::catalog::CATALOG;
+use tep_check::CATALOG;
 use tep_check::invariants::{Invariant, InvariantId, Source};
 use tep_model::graph::{NodeId, Revision, StageGraph};
 
@@ -343,7 +343,7 @@ impl<'a> Coverage<'a> {
             for name in &clause.invariants {
                 match InvariantId::from_str(name) {
                     Ok(id) => {
-                        let inv = tep_check::catalog::invariant(id);
+                        let inv = tep_check::invariant(id);
                         if cited.iter().any(|c| c.id == id) {
                             problems.push(Problem(format!(
                                 "{}: `{name}` already cites this clause; list only invariants that do not",

@@ -205,6 +205,17 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
         )
         .map_err(DocsError::Generate)?,
     });
+    for (file, capabilities) in crate::readme::KIT_READMES {
+        out.push(Generated {
+            path: file.into(),
+            contents: crate::readme::rewrite_file(
+                file,
+                &read(root, file)?,
+                &crate::readme::quick_start_counts(&corpus, capabilities),
+            )
+            .map_err(DocsError::Generate)?,
+        });
+    }
     out.push(Generated {
         path: "docs/stage-graph.md".into(),
         contents: pages::stage_graph_page(&corpus).map_err(DocsError::Generate)?,

@@ -2,9 +2,10 @@
 //! each number sits between `<!-- count:NAME -->` and `<!-- /count -->` and is rewritten from the
 //! corpus, the invariant catalog and the mutant list. The rest of the README is hand-written.
 
-use tep_check::catalog::CATALOG;
+use tep_check::CATALOG;
 use tep_conformance::scenario::Scenario;
 use tep_model::graph::Revision;
+use tep_model::trace::Capability;
 use tep_reference::mutant::Mutant;
 
 const END: &str = "<!-- /count -->";
@@ -39,9 +40,44 @@ pub fn counts(corpus: &[Scenario]) -> Vec<(&'static str, usize)> {
     ]
 }
 
+/// The adapter kits' READMEs, with the capabilities their quick start declares: each quotes what
+/// its quick start's `tep run --strict` prints (the kits' quick-start tests check the run says so).
+pub const KIT_READMES: [(&str, &[Capability]); 2] = [
+    (
+        "conformance/adapters/python/README.md",
+        &[Capability::Approval],
+    ),
+    (
+        "conformance/adapters/typescript/README.md",
+        &[Capability::Approval, Capability::Ui],
+    ),
+];
+
+/// What a kit's quick start prints under `tep run --strict` (rev2): the scenarios its declared
+/// capabilities allow pass, the others (and the rev1-only ones) are skipped as N/A.
+pub fn quick_start_counts(
+    corpus: &[Scenario],
+    capabilities: &[Capability],
+) -> Vec<(&'static str, usize)> {
+    let passed = corpus
+        .iter()
+        .filter(|s| s.applies_to(Revision::Rev2))
+        .filter(|s| s.requires.iter().all(|c| capabilities.contains(c)))
+        .count();
+    vec![
+        ("quickstart-passed", passed),
+        ("quickstart-skipped", corpus.len() - passed),
+    ]
+}
+
 /// `text` with every marked count rewritten; an error names a count with no marker (each must
 /// appear at least once, so a README edit cannot drop one silently) or a marker left open.
 pub fn rewrite(text: &str, counts: &[(&str, usize)]) -> Result<String, String> {
+    rewrite_file("README.md", text, counts)
+}
+
+/// `rewrite` for the file `file` (named in its errors).
+pub fn rewrite_file(file: &str, text: &str, counts: &[(&str, usize)]) -> Result<String, String> {
     let mut out = text.to_owned();
     for (name, value) in counts {
         let start = format!("<!-- count:{name} -->");
@@ -50,7 +86,7 @@ pub fn rewrite(text: &str, counts: &[(&str, usize)]) -> Result<String, String> {
         while let Some(at) = out[from..].find(&start) {
             let body = from + at + start.len();
             let Some(len) = out[body..].find(END) else {
-                return Err(format!("README.md: `{start}` has no `{END}` after it"));
+                return Err(format!("{file}: `{start}` has no `{END}` after it"));
             };
             out.replace_range(body..body + len, &value.to_string());
             from = body;
@@ -58,7 +94,7 @@ pub fn rewrite(text: &str, counts: &[(&str, usize)]) -> Result<String, String> {
         }
         if !seen {
             return Err(format!(
-                "README.md has no `{start}…{END}` marker for the {name} count"
+                "{file} has no `{start}…{END}` marker for the {name} count"
             ));
         }
     }

@@ -18,6 +18,7 @@ const CRATES: &[&str] = &[
     "reference",
     "check",
     "conformance",
+    "harness",
     "cli",
     "xtask",
     "fuzz",
@@ -95,6 +96,18 @@ fn the_reference_never_depends_on_its_judge() {
     let deps = dependencies(&manifest("reference"));
     for judge in ["tep-check", "tep-conformance"] {
         assert!(!deps.contains(judge), "reference/Cargo.toml names {judge}");
+    }
+}
+
+#[test]
+fn the_suite_never_depends_on_the_harness_driver() {
+    // tep-harness drives a harness with the suite's runner; the suite knows no harness.
+    for krate in ["model", "reference", "check", "conformance"] {
+        let deps = dependencies(&manifest(krate));
+        assert!(
+            !deps.contains("tep-harness"),
+            "{krate}/Cargo.toml names tep-harness"
+        );
     }
 }
 
@@ -306,5 +319,365 @@ fn the_scan_sees_every_form_of_a_crate_path_and_finds_a_cycle() {
     assert_eq!(
         a_cycle(&graph(&[("a", "b"), ("b", "c"), ("c", "a")])),
         Some(["a", "b", "c", "a"].map(String::from).to_vec())
+    );
+}
+
+/// The module path of a source file: `a/b.rs` and `a/b/mod.rs` are `a::b`; `lib.rs`, `main.rs`
+/// are the root.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every path a source text names through `crate::`, `super::` or `self::`, groups expanded,
+/// resolved against `module` (the file's own module path): the segments from the crate root.
+fn paths_named(code: &str, module: &[String], is_mod_file: bool) -> Vec<Vec<String>> {
+    fn ident(s: &str) -> &str {
+        let end = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        &s[..end]
+    }
+    /// The segments after `prefix` in `rest`, expanding `{a, b::c}` groups.
+    fn expand(prefix: Vec<String>, rest: &str, out: &mut Vec<Vec<String>>) {
+        let rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut start = 0;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        expand(prefix.clone(), &group[start..i], out);
+                        return;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        expand(prefix.clone(), &group[start..i], out);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            return;
+        }
+        let name = ident(rest);
+        if name.is_empty() || name == "self" {
+            out.push(prefix);
+            return;
+        }
+        let mut next = prefix;
+        next.push(name.to_owned());
+        match rest[name.len()..].strip_prefix("::") {
+            Some(more) => expand(next, more, out),
+            None => out.push(next),
+        }
+    }
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    for (at, _) in code.match_indices("::") {
+        // The path's first segment: the identifier just before `::`.
+        let start = code[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        if start > 1 && &bytes[start - 2..start] == b"::" {
+            continue; // not the first segment
+        }
+        let mut base: Vec<String> = match &code[start..at] {
+            "crate" => Vec::new(),
+            "self" => module.to_vec(),
+            "super" => {
+                // `super` of `a/b.rs` (module a::b) is `a`; of `a/b/mod.rs` (a::b) also `a`.
+                let _ = is_mod_file;
+                module[..module.len().saturating_sub(1)].to_vec()
+            }
+            _ => continue,
+        };
+        let mut rest = &code[at + 2..];
+        while let Some(more) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = more;
+        }
+        expand(base, rest, &mut out);
+    }
+    out
+}
+
+/// The file that defines the deepest module on `path` (relative to `src`), if any but the root.
+fn file_of(src: &Path, path: &[String]) -> Option<PathBuf> {
+    let mut found = None;
+    for depth in 1..=path.len() {
+        let dir: PathBuf = path[..depth].iter().collect();
+        let file = src.join(&dir).with_extension("rs");
+        let module = src.join(&dir).join("mod.rs");
+        if file.is_file() {
+            found = Some(file);
+        } else if module.is_file() {
+            found = Some(module);
+        } else {
+            break;
+        }
+    }
+    found
+}
+
+/// A crate's file graph: each source file and the files it imports from. A file declaring a
+/// module contains it: its references down into its own submodules are containment, not
+/// imports, and are left out (a child using its parent's items is an import).
+fn file_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(src).unwrap_or_else(|e| panic!("{e}"));
+            let module = module_of(rel);
+            let is_mod = rel.file_name().is_some_and(|n| n == "mod.rs");
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let me = rel.display().to_string();
+            let node = graph.entry(me.clone()).or_default();
+            for named in paths_named(&code(&text), &module, is_mod) {
+                if named.starts_with(&module) && named.len() >= module.len() {
+                    continue; // itself, or its own submodules
+                }
+                if let Some(file) = file_of(src, &named) {
+                    let target = file
+                        .strip_prefix(src)
+                        .unwrap_or_else(|e| panic!("{e}"))
+                        .display()
+                        .to_string();
+                    if target != me {
+                        node.insert(target);
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The groups of files that reach each other (strongly connected, two files or more), each
+/// sorted, in order.
+fn tangles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_owned()];
+        while let Some(n) = stack.pop() {
+            for next in graph.get(&n).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&String, BTreeSet<String>> =
+        graph.keys().map(|k| (k, reach(k))).collect();
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for (file, from) in &reaches {
+        let group: Vec<String> = from
+            .iter()
+            .filter(|other| reaches.get(other).is_some_and(|r| r.contains(*file)))
+            .cloned()
+            .collect();
+        if group.len() > 1 && !out.contains(&group) {
+            out.push(group);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_crate_has_a_cycle_between_its_files() {
+    let mut found = Vec::new();
+    for krate in CRATES {
+        let graph = file_graph(&root().join(krate).join("src"));
+        for group in tangles(&graph) {
+            found.push(format!("{krate}/src: {}", group.join(", ")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files that import each other (move what they share into a file both may use):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_file_scan_resolves_crate_super_and_self_paths_and_finds_a_cycle() {
+    let dir = std::env::temp_dir().join(format!("tep-arch-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(src.join(rel), text).unwrap();
+    write("lib.rs", "mod a;\nmod b;\nuse crate::a::X;\n");
+    write("a/mod.rs", "mod c;\npub use c::Y;\nuse self::c::Z;\n");
+    // A child reaching its parent and a sibling of the parent: imports.
+    write("a/c.rs", "use super::X;\nuse crate::{b::{B, D}};\n");
+    write("b.rs", "fn f() { super::a::c::g(); }\n");
+    let graph = file_graph(&src);
+    let edges = |f: &str| graph[f].iter().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        edges("lib.rs"),
+        Vec::<String>::new(),
+        "containment is no import"
+    );
+    assert_eq!(edges("a/mod.rs"), Vec::<String>::new());
+    assert_eq!(edges("a/c.rs"), ["a/mod.rs", "b.rs"]);
+    assert_eq!(edges("b.rs"), ["a/c.rs"]);
+    assert_eq!(
+        a_cycle(&graph),
+        Some(["a/c.rs", "b.rs", "a/c.rs"].map(String::from).to_vec())
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Paths that once re-exported another crate's types: an import names the crate that owns its
+/// type, and tep-check's interior is private.
+const OLD_PATHS: &[&str] = &[
+    "tep_reference::graph",
+    "tep_reference::result",
+    "tep_reference::session",
+    "tep_reference::vocabulary",
+    "tep_reference::trace",
+    "tep_reference::identity",
+    "tep_reference::code_mode",
+    "tep_reference::RUN_CODE",
+    "tep_reference::pipeline::RUN_CODE",
+    "tep_conformance::checker",
+    "tep_conformance::invariants",
+    "tep_conformance::catalog",
+    "tep_conformance::observation",
+    "tep_conformance::trace_io",
+    "tep_conformance::mutation",
+    "tep_conformance::teeth",
+    "tep_conformance::rules",
+    "tep_check::checker",
+    "tep_check::catalog",
+    "tep_check::trace_io",
+    "tep_check::facts",
+    "tep_check::rules",
+];
+
+/// How a caller would decide pass or fail itself: the policy is tep-check's (`Verdict`,
+/// `Violation::fails`, `Level::fails`), written nowhere else.
+const VERDICT_POLICY: &[&str] = &[
+    "== Level::Must",
+    "!= Level::Must",
+    "== Level::Should",
+    "!= Level::Should",
+    "strict ||",
+    "|| strict",
+    "batches > 0",
+    "batches == 0",
+];
+
+/// Every `.rs` file of the workspace under `dirs` (sources, tests, benches, examples).
+fn rust_files(dirs: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| root().join(d)).collect();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if path.is_dir() {
+                if name != "target" && name != "node_modules" {
+                    stack.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The lines of `code` that contain one of `needles`, as `needle (line N)`.
+fn mentions(code: &str, needles: &[&str]) -> Vec<String> {
+    code.lines()
+        .enumerate()
+        .flat_map(|(i, line)| {
+            needles
+                .iter()
+                .filter(move |n| line.contains(**n))
+                .map(move |n| format!("{n} (line {})", i + 1))
+        })
+        .collect()
+}
+
+#[test]
+fn no_import_takes_an_old_path_and_no_file_outside_check_decides_the_verdict() {
+    let mut found = Vec::new();
+    let everything = [
+        "model",
+        "reference",
+        "check",
+        "conformance",
+        "cli",
+        "xtask",
+        "fuzz",
+    ];
+    for path in rust_files(&everything) {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        // Comments and strings may name anything; this test's own lists are data.
+        if path.ends_with("xtask/tests/architecture.rs") {
+            continue;
+        }
+        let code = code(&text);
+        let rel = path
+            .strip_prefix(root())
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        for hit in mentions(&code, OLD_PATHS) {
+            found.push(format!("{rel}: old path {hit}"));
+        }
+        if !path.starts_with(root().join("check")) {
+            for hit in mentions(&code, VERDICT_POLICY) {
+                found.push(format!("{rel}: decides the verdict itself: {hit}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "import from the owning crate's root, and ask tep-check for the verdict \
+         (CheckReport::verdict, Violation::fails):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_path_and_policy_scan_sees_what_it_forbids() {
+    let text = "use tep_reference::graph::Revision;\n// tep_check::checker in a comment\n\
+                let fails = strict || v.level == Level::Must;\nlet s = \"batches > 0\";\n";
+    let code = code(text);
+    assert_eq!(
+        mentions(&code, OLD_PATHS),
+        ["tep_reference::graph (line 1)"]
+    );
+    assert_eq!(
+        mentions(&code, VERDICT_POLICY),
+        ["== Level::Must (line 3)", "strict || (line 3)"]
     );
 }

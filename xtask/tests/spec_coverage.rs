@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tep_check::catalog::CATALOG;
+use tep_check::CATALOG;
 use tep_check::invariants::InvariantId;
 use xtask::coverage::{self, ClauseFile, Coverage, SpecTexts, cited_clauses, exempt};
 

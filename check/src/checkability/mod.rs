@@ -1,5 +1,5 @@
 //! What each observation level lets the checker catch, as measured: for every invariant and
-//! every level, whether the invariant's breach (the teeth, [`crate::mutation::plant`]), planted
+//! every level, whether the invariant's breach (the teeth, `mutation::plant`), planted
 //! in the reference's traces of the scenarios that exercise it and thinned to that level, is
 //! caught.
 //!
@@ -20,6 +20,7 @@ pub use table::TABLE;
 
 /// Whether a level's traces let the checker catch an invariant's breach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+// Exhaustive on purpose: the generated catalog draws every value.
 pub enum Checkability {
     /// Every planted breach, thinned to the level, was caught.
     Checked,
@@ -30,6 +31,7 @@ pub enum Checkability {
 }
 
 impl Checkability {
+    /// As the generated table writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Checkability::Checked => "checked",

@@ -24,10 +24,11 @@ use tep_model::trace::{EventRecord, Mark, MarkKind, Observation, ObservationLeve
 
 use crate::catalog::invariant;
 use crate::checkability::{self, Checkability};
+#[cfg(any(test, feature = "testing"))]
 pub use crate::facts::state::scanned;
 use crate::facts::state::{Batch, Call, Section};
 use crate::facts::walk::{Step, Walker, bit};
-pub use crate::facts::{CheckOptions, InvariantStatus, ScenarioFacts};
+pub use crate::facts::{CheckOptions, InvariantStatus};
 use crate::facts::{FsSeen, context_text};
 use crate::invariants::{InvariantId, Level};
 use crate::observation::{Expectations, level_of};
@@ -58,15 +59,45 @@ pub const MAX_STEPS: usize = 20_000;
 /// One broken invariant, with the lines that witness it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Violation {
+    /// The invariant broken.
     pub invariant: InvariantId,
+    /// Its level in the catalog: MUST or SHOULD.
     pub level: Level,
     /// Witness lines (1-based), the offending one first.
     pub lines: Vec<usize>,
+    /// The call it is about, when it is about one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call: Option<CallId>,
     /// One plain sentence.
     pub message: String,
+}
+
+impl Violation {
+    /// A violation of `invariant` at its catalog level, witnessed by `lines` (the offending one
+    /// first).
+    pub fn new(
+        invariant: InvariantId,
+        lines: Vec<usize>,
+        call: Option<CallId>,
+        message: impl Into<String>,
+    ) -> Self {
+        Violation {
+            invariant,
+            level: crate::catalog::invariant(invariant).level,
+            lines,
+            call,
+            message: message.into(),
+        }
+    }
+
+    /// The same violation at another level (a test's planted SHOULD, say).
+    #[cfg(test)]
+    pub(crate) fn at_level(mut self, level: Level) -> Self {
+        self.level = level;
+        self
+    }
 }
 
 impl fmt::Display for Violation {
@@ -78,12 +109,16 @@ impl fmt::Display for Violation {
 /// Why a trace could not be read. Always names the line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {message}")]
+#[non_exhaustive]
 pub struct TraceError {
+    /// The line (1-based).
     pub line: usize,
+    /// What is wrong, in words.
     pub message: String,
 }
 
 impl TraceError {
+    /// An error at `line`.
     pub fn new(line: usize, message: impl Into<String>) -> Self {
         TraceError {
             line,
@@ -94,6 +129,7 @@ impl TraceError {
 
 /// What the catalog says of an invariant under these options.
 impl CheckOptions {
+    /// Whether `id` is checked under these options, and if not, why.
     pub fn status(&self, id: InvariantId) -> InvariantStatus {
         let inv = invariant(id);
         if !inv.applies_to(self.revision) {
@@ -152,9 +188,11 @@ impl CheckOptions {
     }
 }
 
-/// The outcome of checking a whole trace.
+/// The outcome of checking a whole trace; [`CheckReport::verdict`] says what it means.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CheckReport {
+    /// Every violation found (MUST and SHOULD), in trace order; at most [`MAX_VIOLATIONS`].
     pub violations: Vec<Violation>,
     /// Violations beyond [`MAX_VIOLATIONS`], not kept.
     pub omitted: usize,
@@ -198,10 +236,6 @@ pub struct StepRecord {
 }
 
 impl CheckReport {
-    pub fn is_clean(&self) -> bool {
-        self.violations.is_empty()
-    }
-
     /// The distinct invariants violated.
     pub fn invariants(&self) -> BTreeSet<InvariantId> {
         self.violations.iter().map(|v| v.invariant).collect()
@@ -356,6 +390,7 @@ fn graph_index(kind: GraphKind) -> usize {
 }
 
 impl Checker {
+    /// A checker for one trace under `options`.
     pub fn new(options: CheckOptions) -> Self {
         let expect = Expectations::new(options.level, |c| options.has(c));
         let graph = StageGraph::of(options.revision);
@@ -389,6 +424,7 @@ impl Checker {
         self
     }
 
+    /// The options it checks with.
     pub fn options(&self) -> &CheckOptions {
         &self.options
     }
@@ -440,9 +476,22 @@ impl Checker {
     }
 
     /// Feeds records already in memory (record `i` is line `i + 1`), then finishes.
-    pub fn check(mut self, records: &[TraceRecord]) -> Result<CheckReport, TraceError> {
+    pub fn check(self, records: &[TraceRecord]) -> Result<CheckReport, TraceError> {
+        self.check_escaped(records, None)
+    }
+
+    /// [`Checker::check`] of a run that ended with `escaped` escaping the pipeline after the
+    /// records (an adapter says so in drive mode): see [`Checker::escape`].
+    pub fn check_escaped(
+        mut self,
+        records: &[TraceRecord],
+        escaped: Option<&str>,
+    ) -> Result<CheckReport, TraceError> {
         for (i, record) in records.iter().enumerate() {
             self.feed(i + 1, record)?;
+        }
+        if let Some(message) = escaped {
+            self.escape(records.len() + 1, message);
         }
         self.finish()
     }
@@ -480,13 +529,12 @@ impl Checker {
                 self.report.omitted += 1;
                 continue;
             }
-            self.report.violations.push(Violation {
-                invariant: finding.invariant,
-                level: invariant(finding.invariant).level,
-                lines: finding.lines,
+            self.report.violations.push(Violation::new(
+                finding.invariant,
+                finding.lines,
                 call,
-                message: cut_message(finding.message),
-            });
+                cut_message(finding.message),
+            ));
         }
     }
 }

@@ -11,12 +11,17 @@ pub(crate) mod walk;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
-use tep_model::graph::{Outcome, Revision};
+use tep_model::graph::{NodeId, Outcome, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::EventBody;
-use tep_model::trace::{Capability, ObservationLevel};
+use tep_model::trace::{Capability, ObservationLevel, TraceHeader};
 
 use crate::observation::CallFacts;
+
+/// Bit `n` stands for the node `NodeId::ALL[n]`.
+pub(crate) fn bit(node: NodeId) -> u32 {
+    1 << (node as u32)
+}
 
 /// What a scenario says that a trace does not: which definitions have `finalizeContent`, and
 /// whether an approval prompt is mounted (drive mode knows; replay mode does not).
@@ -24,6 +29,7 @@ use crate::observation::CallFacts;
 pub struct ScenarioFacts {
     /// The tools whose definition has `finalizeContent`; every other call has none.
     pub finalizers: BTreeSet<String>,
+    /// Whether an approval prompt is mounted.
     pub prompt: bool,
     /// What the mounted prompt answers each call (`"*"`: every other call); empty with no
     /// prompt.
@@ -32,15 +38,19 @@ pub struct ScenarioFacts {
     pub max_parallel: Option<usize>,
 }
 
-/// What to check a trace against.
+/// What to check a trace against. Build it with [`CheckOptions::from_header`] (what `tep check`
+/// does) or [`CheckOptions::new`], then the `with_*` methods.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CheckOptions {
+    /// The spec revision the trace is held to.
     pub revision: Revision,
     /// The parts the implementation has; `None` means all. Invariants needing an absent part are
     /// not applicable.
     pub capabilities: Option<BTreeSet<Capability>>,
     /// Which records the trace holds.
     pub level: ObservationLevel,
+    /// What the scenario says that the trace does not (drive mode only).
     pub facts: Option<ScenarioFacts>,
     /// Whether bodies record `body-settled` marks (protocol 1 adapters did not); at level
     /// `hooks` and above they are then required.
@@ -50,7 +60,9 @@ pub struct CheckOptions {
 /// Whether an invariant is checked on a trace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", content = "why", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum InvariantStatus {
+    /// Its rule runs and its breaches are recorded at this level.
     Checked,
     /// Some of its breaches are caught at this level: what it still catches.
     PartlyCheckable(String),
@@ -73,12 +85,61 @@ impl CheckOptions {
         }
     }
 
+    /// What `tep check` holds a trace to: what its header says (the revision, the
+    /// implementation's capabilities, the observation level), else rev2, every part, and level
+    /// `hooks` (what a harness records without the suite's scripts).
+    pub fn from_header(header: Option<&TraceHeader>) -> Self {
+        CheckOptions {
+            revision: header.map_or(Revision::CURRENT, |h| h.spec),
+            capabilities: header
+                .and_then(|h| h.capabilities.clone())
+                .map(|c| c.into_iter().collect()),
+            level: header
+                .and_then(|h| h.observation)
+                .unwrap_or(ObservationLevel::Hooks),
+            facts: None,
+            body_marks: true,
+        }
+    }
+
     /// The same options at another observation level.
     pub fn observed(mut self, level: ObservationLevel) -> Self {
         self.level = level;
         self
     }
 
+    /// The same options for another revision.
+    pub fn with_revision(mut self, revision: Revision) -> Self {
+        self.revision = revision;
+        self
+    }
+
+    /// The same options for an implementation with exactly these parts.
+    pub fn with_capabilities(mut self, capabilities: impl IntoIterator<Item = Capability>) -> Self {
+        self.capabilities = Some(capabilities.into_iter().collect());
+        self
+    }
+
+    /// The same options with every part present.
+    pub fn with_every_capability(mut self) -> Self {
+        self.capabilities = None;
+        self
+    }
+
+    /// The same options knowing what the scenario says (drive mode).
+    pub fn with_facts(mut self, facts: ScenarioFacts) -> Self {
+        self.facts = Some(facts);
+        self
+    }
+
+    /// The same options with or without `body-settled` marks expected (protocol 1 adapters
+    /// recorded none).
+    pub fn with_body_marks(mut self, body_marks: bool) -> Self {
+        self.body_marks = body_marks;
+        self
+    }
+
+    /// Whether the implementation has `capability`.
     pub fn has(&self, capability: Capability) -> bool {
         self.capabilities
             .as_ref()

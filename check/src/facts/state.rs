@@ -13,7 +13,7 @@ use tep_model::result::ToolResult;
 use crate::invariants::InvariantId;
 use crate::observation::CallFacts;
 
-use super::walk::bit;
+use super::bit;
 
 thread_local! {
     static SCANNED: Cell<u64> = const { Cell::new(0) };
@@ -22,6 +22,7 @@ thread_local! {
 /// How many call states, sub-call ids and queued contexts the checks have scanned on this
 /// thread so far. Looking a call up is not a scan; walking a list is. A per-record step that
 /// scans makes this grow faster than the records as batches widen: the tests count it.
+#[cfg(any(test, feature = "testing"))]
 pub fn scanned() -> u64 {
     SCANNED.with(Cell::get)
 }

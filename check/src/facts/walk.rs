@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use tep_model::graph::{EdgeId, NodeId, NodeKind, Outcome, Phase, Scope, StageGraph, StepError};
 
+pub(crate) use super::bit;
 use super::state::Section;
 use crate::observation::{CallFacts, Expectations, has_hook, level_of};
 
@@ -36,11 +37,6 @@ impl Step {
     pub fn is_refused(&self) -> bool {
         matches!(self, Step::Refused { .. })
     }
-}
-
-/// Bit `n` stands for the node `NodeId::ALL[n]`.
-pub(crate) fn bit(node: NodeId) -> u32 {
-    1 << (node as u32)
 }
 
 const NODES: usize = NodeId::ALL.len();

@@ -357,6 +357,12 @@ export class Scripts<C = any, S extends boolean = false> {
   wrapper(spec: WrapperSpec): Wrapper<C>;
   /** How many times a call's body was dispatched. */
   attempts(callId: string): number;
+  /**
+   * What the pipeline called without awaiting: one message per asynchronous hook (a listener,
+   * guard or the approval answerer) whose promise nobody took. `runScenario` answers `errored`
+   * with them.
+   */
+  unawaited(): string[];
 }
 
 /** A program's steps as JavaScript source (see `Scripts.programSource`). */
@@ -604,6 +610,11 @@ export type Answer =
   | { errored: { message: string; context?: string } }
   | { escaped: { message: string; trace: TraceRecord[] } };
 
+/**
+ * Throw (or `session.skip(reason)`) when your pipeline cannot express a scenario. Made during a
+ * scenario, it is answered skipped whatever your pipeline does with the exception (a catch-all
+ * that turns it into an error result included).
+ */
 export class Skip extends Error {
   constructor(reason: string);
 }

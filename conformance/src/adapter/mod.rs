@@ -28,7 +28,7 @@ use crate::runner::{Answer, Implementation};
 use crate::scenario::Scenario;
 
 /// The longest protocol line accepted from an adapter: the same bound as a trace line
-/// ([`tep_check::trace_io::MAX_LINE_BYTES`]), a thousand times the corpus's largest answer (about
+/// ([`tep_check::MAX_LINE_BYTES`]), a thousand times the corpus's largest answer (about
 /// 15 KiB). Reading, parsing and checking an answer this big took 130 MB and 1 s (debug build).
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 /// The shortest per-scenario timeout `tep run --timeout` accepts. Below it the verdict measures

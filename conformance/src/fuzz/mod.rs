@@ -27,15 +27,14 @@ use std::time::{Duration, Instant};
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 use tep_model::graph::Revision;
-use tep_model::trace::TraceRecord;
 
 use crate::expectations::{self, Source};
 use crate::protocol::Ready;
 use crate::runner::{Answer, Implementation};
 use crate::scenario::Scenario;
 use crate::{fuzz_stats, oracle};
-use tep_check::checker::{CheckOptions, Checker, ScenarioFacts, TraceError, Violation};
-use tep_check::invariants::{InvariantId, Level};
+use tep_check::invariants::InvariantId;
+use tep_check::{CheckOptions, Checker, ScenarioFacts, Violation};
 
 mod generation;
 mod shrinking;
@@ -187,13 +186,10 @@ impl Judge {
     /// How a run of `options` judges an implementation with this handshake and `profile`.
     fn new(options: &FuzzOptions, ready: &Ready, profile: &Profile) -> Judge {
         Judge {
-            check: CheckOptions {
-                revision: options.spec,
-                capabilities: Some(profile.capabilities.clone()),
-                level: ready.level(),
-                facts: None,
-                body_marks: ready.protocol >= 2,
-            },
+            check: CheckOptions::new(options.spec)
+                .with_capabilities(profile.capabilities.iter().copied())
+                .observed(ready.level())
+                .with_body_marks(ready.protocol >= 2),
             strict: options.strict,
             oracle: options.oracle,
         }
@@ -215,14 +211,15 @@ fn run_one(
         Answer::Skipped(_) => return Verdict::Skipped,
         Answer::Errored { message, .. } => return Verdict::Errored(message),
     };
-    let options = CheckOptions {
-        facts: Some(ScenarioFacts::from(scenario)),
-        ..judge.check.clone()
-    };
-    let mut violations = match judge_records(&options, &records, escaped.as_deref()) {
-        Err(e) => return Verdict::Errored(format!("the trace is malformed: {e}")),
-        Ok(violations) => violations,
-    };
+    let options = judge
+        .check
+        .clone()
+        .with_facts(ScenarioFacts::from(scenario));
+    let mut violations =
+        match Checker::new(options.clone()).check_escaped(&records, escaped.as_deref()) {
+            Err(e) => return Verdict::Errored(format!("the trace is malformed: {e}")),
+            Ok(report) => report.violations,
+        };
     if judge.oracle
         && escaped.is_none()
         && let Some(expect) = oracle::expectations(scenario, revision)
@@ -236,28 +233,13 @@ fn run_one(
     }
     let failing: Vec<Violation> = violations
         .into_iter()
-        .filter(|v| judge.strict || v.level == Level::Must)
+        .filter(|v| v.fails(judge.strict))
         .collect();
     if failing.is_empty() {
         Verdict::Clean
     } else {
         Verdict::Fails(failing)
     }
-}
-
-fn judge_records(
-    options: &CheckOptions,
-    records: &[TraceRecord],
-    escaped: Option<&str>,
-) -> Result<Vec<Violation>, TraceError> {
-    let mut checker = Checker::new(options.clone());
-    for (i, record) in records.iter().enumerate() {
-        checker.feed(i + 1, record)?;
-    }
-    if let Some(message) = escaped {
-        checker.escape(records.len() + 1, message);
-    }
-    Ok(checker.finish()?.violations)
 }
 
 /// The check a violation fails: its invariant, and for the oracle's, the named comparison
@@ -282,7 +264,8 @@ fn primary(violations: &[Violation]) -> Option<&Violation> {
                 v.invariant,
                 InvariantId::ExpectedOutcome | InvariantId::ExpectedContent
             ),
-            v.level != Level::Must,
+            // Among failures, those that fail without --strict (MUST) first.
+            !v.fails(false),
             v.invariant == InvariantId::StageGraphWalk,
             v.invariant,
         )

@@ -11,7 +11,7 @@ use super::{
 use crate::runner::Implementation;
 use crate::scenario::Scenario;
 use crate::scenario::versions::versions;
-use tep_check::checker::Violation;
+use tep_check::Violation;
 
 /// What shrinking a failure needs: the implementation and how to judge it, the run's options
 /// and its stop, and the counters it shares with the run.

@@ -10,16 +10,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{escape, escape_text, status_class};
+use crate::input::{InputError, MAX_REPORT_BYTES, read_bounded};
 use crate::report::{JsonReport, ScenarioReport};
 
 /// Why a file is not a run report this tep can read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadReportError {
-    #[error("cannot read {file}: {source}")]
-    Io {
-        file: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("{file} is not a JSON run report of tep run (--json FILE): {why}")]
     NotAReport { file: String, why: String },
     #[error(
@@ -32,53 +30,71 @@ pub enum ReadReportError {
     },
 }
 
-/// The numeric parts of a version (`0.1.0-dev` is 0, 1, 0).
-fn version_parts(version: &str) -> Vec<u64> {
-    version
-        .split(['-', '+'])
-        .next()
-        .unwrap_or_default()
-        .split('.')
-        .map(|p| p.parse().unwrap_or(0))
-        .collect()
+/// The part of a report read first: who wrote it, and which version of tep.
+#[derive(serde::Deserialize)]
+struct Head {
+    tool: Option<String>,
+    version: Option<String>,
+    scenarios: Option<serde::de::IgnoredAny>,
 }
 
 /// Parses a JSON run report, named `file` in errors. `ours` is this tep's version: a report of
-/// a newer one is refused (its schema is newer), before its fields are.
+/// a newer one is refused (its schema is newer), before its fields are. Strict where a forged
+/// value could mislead: a field named twice is refused with its line (serde's derive does it,
+/// so the report is parsed typed, never through a `Value`, which keeps the last), and so is
+/// a version that is not a semantic version, and a scenario id given twice.
 pub fn parse_report(text: &str, file: &str, ours: &str) -> Result<JsonReport, ReadReportError> {
     let not = |why: String| ReadReportError::NotAReport {
         file: file.to_owned(),
         why,
     };
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| not(format!("not JSON ({e})")))?;
-    let tool = value.get("tool").and_then(|t| t.as_str());
-    if tool != Some("tep") || value.get("scenarios").is_none() {
+    let head: Head = serde_json::from_str(text).map_err(|e| {
+        not(if e.is_data() {
+            e.to_string()
+        } else {
+            format!("not JSON ({e})")
+        })
+    })?;
+    if head.tool.as_deref() != Some("tep") || head.scenarios.is_none() {
         return Err(not(
             "it has no \"tool\": \"tep\" and \"scenarios\"".to_owned()
         ));
     }
-    let theirs = value
-        .get("version")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
-    if version_parts(theirs) > version_parts(ours) {
+    let theirs = head.version.unwrap_or_default();
+    let parsed = semver::Version::parse(&theirs).map_err(|e| {
+        not(format!(
+            "its version {theirs:?} is not a semantic version like 0.1.0 ({e})"
+        ))
+    })?;
+    // Pre-releases of one version read the same reports: only the numbers are compared.
+    let numbers = |v: &semver::Version| (v.major, v.minor, v.patch);
+    let newer = match semver::Version::parse(ours) {
+        Ok(ours) => numbers(&parsed) > numbers(&ours),
+        Err(_) => false,
+    };
+    if newer {
         return Err(ReadReportError::Newer {
             file: file.to_owned(),
-            theirs: theirs.to_owned(),
+            theirs,
             ours: ours.to_owned(),
         });
     }
-    serde_json::from_value(value).map_err(|e| not(e.to_string()))
+    let report: JsonReport = serde_json::from_str(text).map_err(|e| not(e.to_string()))?;
+    let mut ids = std::collections::BTreeSet::new();
+    if let Some(twice) = report.scenarios.iter().find(|s| !ids.insert(s.id.as_str())) {
+        return Err(not(format!(
+            "scenario {} is listed twice: which of its results is the run's cannot be told",
+            twice.id
+        )));
+    }
+    Ok(report)
 }
 
-/// Reads and parses a JSON run report ([`parse_report`]).
+/// Reads and parses a JSON run report ([`parse_report`]), refusing one longer than
+/// [`MAX_REPORT_BYTES`] (a device that never ends included) before parsing it.
 pub fn read_report(path: &Path, ours: &str) -> Result<JsonReport, ReadReportError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ReadReportError::Io {
-        file: file.clone(),
-        source,
-    })?;
+    let text = read_bounded(path, "run report", MAX_REPORT_BYTES)?;
     parse_report(&text, &file, ours)
 }
 
@@ -264,6 +280,33 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, ReadReportError::NotAReport { .. }), "{err}");
-        assert!(version_parts("0.10.0") > version_parts("0.9.9"));
+        let v10 = "{\"tool\":\"tep\",\"version\":\"0.10.0\",\"scenarios\":[]}";
+        let err = parse_report(v10, "v.json", "0.9.9").unwrap_err();
+        assert!(matches!(err, ReadReportError::Newer { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_version_that_is_not_semver_is_refused() {
+        for version in [
+            "18446744073709551616.0.0",
+            " 9.0.0",
+            "v9.0.0",
+            "",
+            "9",
+            "9.0",
+        ] {
+            let text = serde_json::json!({"tool": "tep", "version": version, "scenarios": []});
+            let err = parse_report(&text.to_string(), "f.json", "0.1.0").unwrap_err();
+            assert!(
+                err.to_string().contains("is not a semantic version"),
+                "{version:?}: {err}"
+            );
+        }
+        let missing = "{\"tool\":\"tep\",\"scenarios\":[]}";
+        let err = parse_report(missing, "f.json", "0.1.0").unwrap_err();
+        assert!(
+            err.to_string().contains("is not a semantic version"),
+            "{err}"
+        );
     }
 }

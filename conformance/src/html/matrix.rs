@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
-use tep_check::catalog::invariant;
+use tep_check::invariant;
 
 use super::compare::{Comparison, fails};
 use super::results::{first_failing, inline_code};

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tep_check::checker::StepRecord;
+use tep_check::StepRecord;
 use tep_model::graph::{GraphKind, NodeId, Revision, StageGraph};
 
 use super::Page;

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use tep_check::catalog::invariant;
-use tep_check::invariants::{InvariantId, Level};
+use tep_check::invariant;
+use tep_check::invariants::InvariantId;
 use tep_model::trace::ObservationLevel;
 
 use super::{Page, escape, escape_text, implementation_line, status_class};
@@ -20,7 +20,7 @@ use crate::runner::Status;
 pub(super) fn first_failing(s: &ScenarioReport, strict: bool) -> Option<&ViolationReport> {
     s.violations
         .iter()
-        .find(|v| strict || v.level == Level::Must)
+        .find(|v| v.level.fails(strict))
         .or_else(|| s.violations.first())
 }
 

@@ -4,8 +4,7 @@ use tep_model::trace::Capability;
 
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
 use crate::runner::{Coverage, RunReport, ScenarioResult, Status};
-use tep_check::checker::{CheckOptions, CheckReport};
-use tep_check::invariants::Level;
+use tep_check::{CheckOptions, CheckReport};
 
 /// One checked trace (`tep check`) as a run of one scenario, the trace itself, so that a check
 /// has the reports of a run (the HTML report): the trace passes, warns (SHOULD violations only)
@@ -18,15 +17,7 @@ pub fn run_of_check(
     check: CheckReport,
     strict: bool,
 ) -> RunReport {
-    let status = if check.batches == 0 {
-        Status::Skipped
-    } else if check.violations.iter().any(|v| v.level == Level::Must) {
-        Status::Failed
-    } else if check.violations.is_empty() {
-        Status::Passed
-    } else {
-        Status::Warned
-    };
+    let status = Status::of(check.verdict(false));
     let edges = Coverage::of(&check);
     let steps = check.steps;
     let result = ScenarioResult {
@@ -72,5 +63,6 @@ pub fn run_of_check(
         interrupted: false,
         not_run: Vec::new(),
         duration: std::time::Duration::ZERO,
+        protocol_gap: Default::default(),
     }
 }

@@ -10,9 +10,9 @@ use tep_model::trace::{Capability, ObservationLevel};
 use crate::baseline::{BaselineOutcome, StaleEntry};
 use crate::protocol::{PROTOCOL_VERSION, Ready};
 use crate::runner::{RunReport, ScenarioResult, Status};
-use tep_check::catalog::invariant;
-use tep_check::checker::{InvariantStatus, StepRecord, Violation};
+use tep_check::invariant;
 use tep_check::invariants::{InvariantId, Level};
+use tep_check::{InvariantStatus, StepRecord, Violation};
 
 use super::*;
 
@@ -490,6 +490,8 @@ fn invariant_report(id: InvariantId, status: &InvariantStatus) -> InvariantRepor
         }
         InvariantStatus::NotCheckable(why) => (InvariantCheck::NotCheckable, Some(why.clone())),
         InvariantStatus::NotApplicable(why) => (InvariantCheck::NotApplicable, Some(why.clone())),
+        // A status this report does not know yet: say so rather than claim it was checked.
+        other => (InvariantCheck::NotCheckable, Some(format!("{other:?}"))),
     };
     InvariantReport {
         invariant: id,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::baseline::{BaselineOutcome, ScenarioComparison, StaleEntry};
 use crate::runner::{RunReport, ScenarioResult, Status};
 use crate::terminal::escape_controls as shown;
-use tep_check::checker::InvariantStatus;
+use tep_check::InvariantStatus;
 
 mod check;
 mod json;

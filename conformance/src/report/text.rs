@@ -13,8 +13,8 @@ use crate::baseline::{BaselineOutcome, ScenarioComparison};
 use crate::excerpt::TraceExcerpt;
 use crate::runner::{RunReport, ScenarioResult, Status};
 use crate::terminal::escape_controls as shown;
-use tep_check::catalog::invariant;
-use tep_check::checker::Violation;
+use tep_check::Violation;
+use tep_check::invariant;
 use tep_check::invariants::{InvariantId, Level};
 
 use super::*;
@@ -542,6 +542,23 @@ fn write_ending(out: &mut String, report: &RunReport, counts: &Counts) -> std::f
             paint(AnsiColor::Yellow.on_default().bold(), "interrupted:"),
             report.not_run.len(),
             counts.scenarios
+        )?;
+    }
+    let gap = &report.protocol_gap;
+    if !gap.scenarios.is_empty() {
+        let ids: Vec<&str> = gap.invariants.iter().map(|i| i.as_str()).collect();
+        writeln!(
+            out,
+            "{} the adapter declares protocol {}: {} scenario(s) use newer constructs and were not sent, so breaches of {} went unchecked (protocol {} receives them)",
+            paint(AnsiColor::Yellow.on_default().bold(), "older protocol:"),
+            gap.declared,
+            gap.scenarios.len(),
+            if ids.is_empty() {
+                "no invariant".to_owned()
+            } else {
+                ids.join(", ")
+            },
+            crate::protocol::PROTOCOL_VERSION
         )?;
     }
     if !report.tested() {

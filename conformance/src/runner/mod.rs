@@ -14,11 +14,12 @@ use crate::expectations::{Note, check_expectations};
 use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready, RunOutcome};
 use crate::scenario::{Scenario, versions};
 use crate::scripted::{ReferenceRun, implementation_name, run_reference_to_the_end};
-use tep_check::checker::{
+use tep_check::Verdict;
+use tep_check::invariants::InvariantId;
+use tep_check::observation::thin;
+use tep_check::{
     CheckOptions, Checker, InvariantStatus, ScenarioFacts, StepRecord, Violation, cut_message,
 };
-use tep_check::invariants::{InvariantId, Level};
-use tep_check::observation::thin;
 
 mod parallel;
 
@@ -59,9 +60,14 @@ impl From<RunOutcome> for Answer {
             },
             RunOutcome::Skipped { reason } => Answer::Skipped(reason),
             RunOutcome::Errored { message, context } => Answer::Errored {
+                // A kit that sends the same text as message and context gets it printed once.
                 message: match context {
-                    Some(context) => format!("{message} ({context})"),
-                    None => message,
+                    Some(context)
+                        if !context.trim().is_empty() && context.trim() != message.trim() =>
+                    {
+                        format!("{message} ({context})")
+                    }
+                    _ => message,
                 },
                 stderr: None,
             },
@@ -149,6 +155,17 @@ pub enum Status {
 }
 
 impl Status {
+    /// How a judged trace ends, from tep-check's verdict on it (SHOULD violations warn: the
+    /// run's `--strict` is applied when results are counted, [`ScenarioResult::fails`]).
+    pub fn of(verdict: Verdict) -> Status {
+        match verdict {
+            Verdict::Violated => Status::Failed,
+            Verdict::Warned => Status::Warned,
+            Verdict::NothingChecked => Status::Skipped,
+            _ => Status::Passed,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Passed => "passed",
@@ -213,7 +230,7 @@ impl ScenarioResult {
     pub fn failing_invariants(&self, strict: bool) -> BTreeSet<InvariantId> {
         self.violations
             .iter()
-            .filter(|v| strict || v.level == Level::Must)
+            .filter(|v| v.fails(strict))
             .map(|v| v.invariant)
             .collect()
     }
@@ -240,7 +257,7 @@ impl ScenarioResult {
     pub fn first_failing(&self, strict: bool) -> Option<&Violation> {
         self.violations
             .iter()
-            .find(|v| strict || v.level == Level::Must)
+            .find(|v| v.fails(strict))
             .or_else(|| self.violations.first())
     }
 
@@ -281,6 +298,18 @@ pub struct RunReport {
     pub not_run: Vec<String>,
     /// Wall time of the whole run.
     pub duration: Duration,
+    /// What an adapter on an older protocol could not be sent (empty on the current one).
+    pub protocol_gap: ProtocolGap,
+}
+
+/// The scenarios an adapter on an older protocol was not sent (they use newer constructs), and
+/// the invariants they exercise: breaches of those go unchecked by this run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProtocolGap {
+    /// The protocol the adapter declares.
+    pub declared: u32,
+    pub scenarios: Vec<String>,
+    pub invariants: BTreeSet<InvariantId>,
 }
 
 /// The edges the traces of a run took.
@@ -299,7 +328,7 @@ pub struct Coverage {
 
 impl Coverage {
     /// What one trace's check took.
-    pub fn of(check: &tep_check::checker::CheckReport) -> Coverage {
+    pub fn of(check: &tep_check::CheckReport) -> Coverage {
         Coverage {
             edges: check.edges.clone(),
             code_mode_edges: check.code_mode_edges.clone(),
@@ -459,6 +488,7 @@ pub struct Plan {
     declared: ObservationLevel,
     /// The selected scenarios, in corpus order.
     slots: Vec<Slot>,
+    protocol_gap: ProtocolGap,
 }
 
 #[derive(Debug, Clone)]
@@ -490,14 +520,15 @@ impl Plan {
             });
         }
         let capabilities: BTreeSet<Capability> = ready.capabilities.iter().copied().collect();
-        let check = CheckOptions {
-            revision: options.spec,
-            capabilities: Some(capabilities.clone()),
-            level,
-            facts: None,
-            // Protocol 1 bodies did not record `body-settled`.
-            body_marks: ready.protocol >= 2,
+        let mut protocol_gap = ProtocolGap {
+            declared: ready.protocol,
+            ..ProtocolGap::default()
         };
+        let check = CheckOptions::new(options.spec)
+            .with_capabilities(capabilities.iter().copied())
+            .observed(level)
+            // Protocol 1 bodies did not record `body-settled`.
+            .with_body_marks(ready.protocol >= 2);
         let slots = selected
             .iter()
             .map(|scenario| {
@@ -525,6 +556,8 @@ impl Plan {
                 // Never send a construct newer than the adapter's protocol.
                 match versions::not_applicable(scenario, ready.protocol) {
                     Some(reason) => {
+                        protocol_gap.scenarios.push(scenario.id.clone());
+                        protocol_gap.invariants.extend(&scenario.exercises);
                         Slot::NotApplicable(Box::new(ScenarioResult::skipped(&scenario.id, reason)))
                     }
                     None => Slot::Run(Arc::new(scenario.clone())),
@@ -538,6 +571,7 @@ impl Plan {
             level,
             declared,
             slots,
+            protocol_gap,
         })
     }
 
@@ -643,14 +677,15 @@ impl Plan {
             strict: self.options.strict,
             scenarios,
             coverage,
-            invariants: CheckOptions {
-                facts: Some(ScenarioFacts::default()),
-                ..self.check.clone()
-            }
-            .statuses(),
+            invariants: self
+                .check
+                .clone()
+                .with_facts(ScenarioFacts::default())
+                .statuses(),
             interrupted: interrupted || !not_run.is_empty(),
             not_run,
             duration,
+            protocol_gap: self.protocol_gap.clone(),
         }
     }
 }
@@ -687,20 +722,10 @@ pub fn judge(
     coverage: &mut Coverage,
 ) -> ScenarioResult {
     let mut result = ScenarioResult::new(&scenario.id, Status::Passed);
-    let options = CheckOptions {
-        facts: Some(ScenarioFacts::from(scenario)),
-        ..options.clone()
-    };
-    let checked = (|| {
-        let mut checker = Checker::new(options.clone()).keep_steps();
-        for (i, record) in records.iter().enumerate() {
-            checker.feed(i + 1, record)?;
-        }
-        if let Some(message) = escaped {
-            checker.escape(records.len() + 1, message);
-        }
-        checker.finish()
-    })();
+    let options = options.clone().with_facts(ScenarioFacts::from(scenario));
+    let checked = Checker::new(options.clone())
+        .keep_steps()
+        .check_escaped(&records, escaped);
     match checked {
         Err(e) => {
             result.status = Status::Errored;
@@ -727,15 +752,38 @@ pub fn judge(
                 })
                 .collect();
             result.steps = check.steps;
-            result.status = if result.violations.iter().any(|v| v.level == Level::Must) {
-                Status::Failed
-            } else if result.violations.is_empty() {
-                Status::Passed
-            } else {
-                Status::Warned
-            };
+            result.status = Status::of(Verdict::of(&result.violations, false));
         }
     }
     result.trace = Some(records);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errored(message: &str, context: Option<&str>) -> String {
+        let outcome = RunOutcome::Errored {
+            message: message.to_owned(),
+            context: context.map(str::to_owned),
+        };
+        match Answer::from(outcome) {
+            Answer::Errored { message, .. } => message,
+            other => panic!("not errored: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_errored_context_is_printed_once_and_only_when_it_adds_something() {
+        let text = "this scenario needs Dialect.defer_context";
+        assert_eq!(errored(text, Some(text)), text);
+        assert_eq!(errored(text, Some(&format!("{text}\n"))), text);
+        assert_eq!(errored(text, Some("  ")), text);
+        assert_eq!(errored(text, None), text);
+        assert_eq!(
+            errored(text, Some("Traceback: line 3")),
+            format!("{text} (Traceback: line 3)")
+        );
+    }
 }

@@ -629,10 +629,10 @@ pub fn corpus_files() -> &'static [(&'static str, &'static str)] {
 }
 
 /// What a scenario's scripts say that its trace does not (which tools finalize, whether an
-/// approval prompt is mounted): the checker's [`ScenarioFacts`](tep_check::checker::ScenarioFacts) in drive mode.
-impl From<&Scenario> for tep_check::checker::ScenarioFacts {
+/// approval prompt is mounted): the checker's [`ScenarioFacts`](tep_check::ScenarioFacts) in drive mode.
+impl From<&Scenario> for tep_check::ScenarioFacts {
     fn from(scenario: &Scenario) -> Self {
-        tep_check::checker::ScenarioFacts {
+        tep_check::ScenarioFacts {
             finalizers: scenario
                 .tools
                 .iter()

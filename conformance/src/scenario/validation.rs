@@ -6,7 +6,7 @@ use tep_model::identity::CallId;
 use tep_model::trace::Capability;
 
 use super::{Scenario, ScenarioError, WrapperSpec, limits};
-use tep_check::catalog::invariant;
+use tep_check::invariant;
 
 impl Scenario {
     /// Checks what serde cannot: references between fields.

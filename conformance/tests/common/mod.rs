@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use tep_check::checker::{CheckOptions, ScenarioFacts, Violation, check_records};
 use tep_check::invariants::InvariantId;
+use tep_check::{CheckOptions, ScenarioFacts, Violation, check_records};
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;
 use tep_model::graph::{NodeId, Revision};
@@ -34,10 +34,9 @@ pub fn options(id: &str, level: ObservationLevel) -> CheckOptions {
 
 /// Drive mode's options for a scenario in `revision` at `level`.
 pub fn drive_options(s: &Scenario, revision: Revision, level: ObservationLevel) -> CheckOptions {
-    CheckOptions {
-        facts: Some(ScenarioFacts::from(s)),
-        ..CheckOptions::new(revision).observed(level)
-    }
+    CheckOptions::new(revision)
+        .observed(level)
+        .with_facts(ScenarioFacts::from(s))
 }
 
 /// Every violation the checker reports, in its order.

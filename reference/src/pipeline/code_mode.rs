@@ -20,19 +20,9 @@ use serde_json::Value;
 use crate::execution::Execution;
 use crate::pipeline::BoxFuture;
 use crate::pipeline::ToolContext;
+// Defined beside `ToolContext`, whose host dispatches sub-calls; a binding call rejects with it.
+pub use crate::pipeline::tool::ToolCallError;
 use tep_model::result::{ContentBlock, ErrorCode, Failure};
-
-/// What a program sees when a binding call fails: the tool and a message, nothing else (no
-/// content, no error code).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{tool_name}: {message}")]
-pub struct ToolCallError {
-    pub tool_name: String,
-    pub message: String,
-    /// Fields beyond the tool name and the message. A conforming pipeline hands the program
-    /// none; only a broken one (mutant `rejection-leaks-fields`) fills it.
-    pub details: std::collections::BTreeMap<String, Value>,
-}
 
 /// What a program leaves behind: its log lines and its value.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -55,8 +55,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::extension::{Approval, PreDecision, PreExecute, ResultObserver};
-use super::registry::{CallOutcome, Prepared, ToolRegistry};
-use super::tool::{FinalizeContent, ToolContext};
+use super::registry::types::{CallOutcome, Prepared};
 use crate::execution::Execution;
 use crate::recorder::Recorder;
 use tep_model::result::{AdditionalContext, ContentBlock, Failure, ToolResult};
@@ -66,7 +65,6 @@ use {
     crate::mutant::Mutant,
     std::collections::BTreeSet,
     std::sync::{Mutex, PoisonError},
-    tep_model::graph::{NodeId, Outcome},
     tep_model::session::{ApprovalAsked, EventBody},
 };
 
@@ -446,21 +444,15 @@ pub(super) fn guards_stop_at_deny(faults: &Faults) -> bool {
 /// sees it (`body-throw-reaches-wrappers`: the failure is recorded as thrown out of the
 /// innermost `next()` and handed to the wrappers as `Err`).
 pub(super) fn body_throw(
-    registry: &ToolRegistry,
-    exec: &Execution,
+    faults: &Faults,
     executed: &Result<Value, Failure>,
+    record_throw: impl FnOnce(&Failure),
 ) -> Result<(), Failure> {
     #[cfg(feature = "mutants")]
     if let Err(failure) = executed
-        && registry.faults().has(Mutant::BodyThrowReachesWrappers)
+        && faults.has(Mutant::BodyThrowReachesWrappers)
     {
-        registry.recorder().observe(
-            registry
-                .stage(NodeId::Around, exec)
-                .identity(exec.identity())
-                .outcome(Outcome::Throw)
-                .reason(failure.message.clone()),
-        );
+        record_throw(failure);
         return Err(failure.clone());
     }
     Ok(())
@@ -516,11 +508,11 @@ pub(super) fn kept_by_block(
 
 /// The `finalizeContent` that runs on `candidate`: the definition's (`finalize-skipped-on-error`:
 /// none for an error).
-pub(super) fn finalizer<'a>(
+pub(super) fn finalizer<'a, F: ?Sized>(
     faults: &Faults,
-    finalizer: Option<&'a dyn FinalizeContent>,
+    finalizer: Option<&'a F>,
     candidate: &ToolResult,
-) -> Option<&'a dyn FinalizeContent> {
+) -> Option<&'a F> {
     #[cfg(feature = "mutants")]
     if candidate.is_error && faults.has(Mutant::FinalizeSkippedOnError) {
         return None;
@@ -630,11 +622,11 @@ pub(super) async fn sub_call_turn<G>(faults: &Faults, turn: impl Future<Output =
 
 /// A sub-call's additional contexts are omitted (`sub-call-contexts-forwarded`: they are
 /// deferred onto the `run_code` call).
-pub(super) fn sub_call_contexts(faults: &Faults, frozen: &ToolResult, parent: &ToolContext<'_>) {
+pub(super) fn sub_call_contexts(faults: &Faults, frozen: &ToolResult, defer: impl Fn(String)) {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::SubCallContextsForwarded) {
         for context in &frozen.additional_contexts {
-            parent.defer_context(context.text.clone());
+            defer(context.text.clone());
         }
     }
 }

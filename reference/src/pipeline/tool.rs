@@ -7,15 +7,16 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::extension::BoxFuture;
-use super::faults;
-use super::registry::ToolRegistry;
+use super::faults::{self, Faults};
 use crate::execution::Execution;
+use crate::fs::VirtualFs;
+use crate::recorder::Recorder;
 use tep_model::graph::{NodeId, Outcome};
 use tep_model::result::{ContentBlock, ErrorCode, Failure, ToolResult};
 use tep_model::session::{
     EventBody, FileState, FsObserved, HookInvoked, HookResult, Todo, TodoWrite,
 };
-use tep_model::trace::{FsIntentKind, FsIntentRecord};
+use tep_model::trace::{FsIntentKind, FsIntentRecord, Observation};
 
 /// A registered tool.
 pub trait Tool: Send + Sync {
@@ -75,10 +76,43 @@ where
     }
 }
 
+/// What a program sees when a binding call fails: the tool and a message, nothing else (no
+/// content, no error code).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{tool_name}: {message}")]
+pub struct ToolCallError {
+    pub tool_name: String,
+    pub message: String,
+    /// Fields beyond the tool name and the message. A conforming pipeline hands the program
+    /// none; only a broken one (mutant `rejection-leaks-fields`) fills it.
+    pub details: std::collections::BTreeMap<String, Value>,
+}
+
+/// What a tool body reaches through its context: the registry that runs it, seen only as what a
+/// body may use (the filesystem, the recorder, sub-call dispatch for Code Mode). The registry
+/// implements it (`registry/host.rs`); a body never sees the registry's type.
+pub(in crate::pipeline) trait Host: Send + Sync {
+    fn fs(&self) -> &VirtualFs;
+    fn faults(&self) -> &Faults;
+    fn recorder(&self) -> &Recorder;
+    /// A stage observation of `exec`'s call at `node`.
+    fn stage(&self, node: NodeId, exec: &Execution) -> Observation;
+    /// The tools a program may call.
+    fn tool_names(&self) -> Vec<String>;
+    /// Runs sub-call `n` of the program running in `parent` through the pipeline.
+    fn run_sub_call<'a>(
+        &'a self,
+        parent: &'a ToolContext<'a>,
+        n: usize,
+        tool: &'a str,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolCallError>>;
+}
+
 /// What a tool body is handed: its execution, its cancellation signal, the filesystem behind the
 /// intent gate, and the session events it owns.
 pub struct ToolContext<'a> {
-    pub(crate) registry: &'a ToolRegistry,
+    pub(in crate::pipeline) registry: &'a dyn Host,
     pub(crate) exec: &'a Execution,
     pub(crate) cancel: CancellationToken,
     pub(crate) deferred: &'a Mutex<Vec<String>>,

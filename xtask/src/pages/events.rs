@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use tep_check::checker::required_fields;
+use tep_check::required_fields;
 use tep_model::graph::{Revision, StageGraph};
 use tep_model::session::EventBody;
 use tep_model::trace::TraceRecord;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use tep_check::catalog::CATALOG;
+use tep_check::CATALOG;
 use tep_check::checkability::{self, Checkability};
 use tep_conformance::scenario::Scenario;
 use tep_model::trace::ObservationLevel;

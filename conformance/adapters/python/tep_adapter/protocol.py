@@ -40,7 +40,7 @@ from .dialect import Dialect
 from .recorder import Spec
 from .records import Capability, ObservationLevel, Record
 from .scenario import Json, ScenarioError, decode_scenario
-from .scripts import Escaped, Run, Skip
+from .scripts import _RUNNING, Escaped, Run, Skip
 
 PROTOCOL_VERSION = 3
 
@@ -130,10 +130,16 @@ class Adapter:
         except (ScenarioError, AttributeError, TypeError) as error:
             return {"errored": {"message": f"cannot decode the scenario: {error}"}}
         run = Run(scenario, self.dialect, spec)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RuntimeWarning)
-            answer = asyncio.run(self._run(run))
-            gc.collect()  # a coroutine nobody awaited warns when it is collected
+        running = _RUNNING.set(run)  # the event loop's tasks inherit it: where a Skip notes itself
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RuntimeWarning)
+                answer = asyncio.run(self._run(run))
+                gc.collect()  # a coroutine nobody awaited warns when it is collected
+        finally:
+            _RUNNING.reset(running)
+        if run.skip_requested is not None:  # whatever the pipeline did with the exception
+            return {"skipped": {"reason": run.skip_requested}}
         for warning in caught:
             hint = _unawaited_hint(str(warning.message))
             if hint is not None:
@@ -206,10 +212,15 @@ def checked(run: Run, answer: dict[str, Json]) -> dict[str, Json]:
     problems = run.problems
     if problems:
         others = "" if len(problems) == 1 else f" (and {len(problems) - 1} more, below)"
-        context = "\n".join(problems)
+        # The context adds what the message does not say (tep prints `message (context)`): the
+        # other problems, and what the run itself raised; never the message alone again.
+        context = "\n".join(problems) if len(problems) > 1 else ""
         if "errored" in answer:
-            context += "\n\n" + str(answer["errored"].get("message", ""))
-        return {"errored": {"message": problems[0] + others, "context": context}}
+            context += ("\n\n" if context else "") + str(answer["errored"].get("message", ""))
+        errored: dict[str, Json] = {"message": problems[0] + others}
+        if context:
+            errored["context"] = context
+        return {"errored": errored}
     trace = answer.get("trace")
     if isinstance(trace, list):
         records = trace[1:]  # after the header

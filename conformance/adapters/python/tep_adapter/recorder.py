@@ -565,7 +565,19 @@ def _result_shape_problem(record: Any) -> str | None:
         isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content
     ):
         return f'content {content!r} (a list of {{"type": "text", "text": ...}} blocks is needed)'
+    if "additionalContexts" in record:
+        contexts = record["additionalContexts"]
+        if not isinstance(contexts, list) or not all(
+            isinstance(c, dict) and c.get("origin") in _ORIGINS and isinstance(c.get("text"), str) for c in contexts
+        ):
+            return (
+                f"additionalContexts {contexts!r} (a list of "
+                '{"origin": "tool" | "wrapper" | "post", "text": ...} items is needed, docs/events.md)'
+            )
     return None
+
+
+_ORIGINS = ("tool", "wrapper", "post")
 
 
 def _warn(message: str) -> None:

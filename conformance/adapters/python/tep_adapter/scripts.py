@@ -41,6 +41,7 @@ A script that throws raises `ScriptedError(message)`: your pipeline catches it l
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import warnings
 from collections import Counter
@@ -127,7 +128,18 @@ class ScriptedError(Exception):
 
 class Skip(Exception):
     """Raise from your adapter when your pipeline cannot express a scenario: it is answered as
-    skipped with this reason (say what is missing, so a reader can act on it)."""
+    skipped with this reason (say what is missing, so a reader can act on it).
+
+    The request holds whatever your pipeline does with the exception: raised inside a body, a
+    hook or a `Dialect` method, where your pipeline's catch-all turns it into an error result
+    (as the spec asks), the scenario is still answered skipped. The kit notes the request when
+    the exception is made during a run."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        run = _RUNNING.get()
+        if run is not None and run.skip_requested is None:
+            run.skip_requested = reason or "the adapter skipped it"
 
 
 class Escaped(Exception):
@@ -187,6 +199,11 @@ class _NotingDialect:
             raise
 
 
+_RUNNING: contextvars.ContextVar[Run | None] = contextvars.ContextVar("tep_adapter.running", default=None)
+"""The run of the scenario in progress (set by the protocol around each scenario's event loop):
+where a `Skip` made anywhere inside it notes its request."""
+
+
 class Run:
     """One scenario's run: its scripts as callables, and the recorder they record into."""
 
@@ -211,6 +228,8 @@ class Run:
         self._trace_ids: dict[str, str] = {}
         self.batched = False
         """Whether the adapter awaited its batch through `batch`."""
+        self.skip_requested: str | None = None
+        """The reason of the first `Skip` made during this run: it is answered skipped with it."""
 
     # -- the batch -------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -15,7 +16,7 @@ from typing import Any
 
 from tep_adapter import Adapter, Implementation, Run, Skip, run_locally
 
-from .fakes import FakeCall, FakeDialect, ok, scenario
+from .fakes import FakeCall, FakeDialect, failed, ok, scenario
 
 KIT = Path(__file__).resolve().parents[1]
 
@@ -87,6 +88,31 @@ class RunTest(unittest.TestCase):
         self.assertEqual(
             answer, {"skipped": {"reason": "this harness has no tools/execute waterfall: wrappers cannot be installed"}}
         )
+
+    def test_a_skip_the_pipeline_catches_is_still_skipped(self) -> None:
+        # A conformant pipeline's catch-all turns every throw of a body into an error result; the
+        # skip the adapter asked for from inside that body must survive it.
+        reason = "this harness cannot defer a context"
+
+        async def catches_everything(run: Run) -> None:
+            def body() -> None:
+                raise Skip(reason)
+
+            async def batch() -> None:
+                run.recorder.on_model([("c1", "tool")])
+                run.recorder.on_tool_call("c1", "tool", run.scenario.calls[0].raw_arguments)
+                try:
+                    await asyncio.create_task(asyncio.to_thread(body))  # in another task and thread
+                except Exception:  # the pipeline's catch-all
+                    run.recorder.on_tool_result("c1", failed("Error: cannot run"))
+
+            await run.batch(batch())
+
+        self.assertEqual(adapter(catches_everything).run(scenario()), {"skipped": {"reason": reason}})
+
+    def test_a_skip_made_outside_any_run_requests_nothing(self) -> None:
+        Skip("made between scenarios")
+        self.assertIn("trace", adapter().run(scenario()))
 
     def test_a_revision_the_adapter_does_not_implement_is_skipped(self) -> None:
         self.assertIn("skipped", adapter().run(scenario(), "rev1"))

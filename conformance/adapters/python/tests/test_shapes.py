@@ -296,6 +296,26 @@ class ContextsAndResultsTest(unittest.IsolatedAsyncioTestCase):
         run.recorder.on_tools_result(C1, object())
         self.assertIn("Dialect.result returned isError 'no'", run.problems[0])
 
+    def test_additional_contexts_of_the_wrong_shape_are_a_problem(self) -> None:
+        # Strings instead of {origin, text} items: tep would refuse the whole trace with a serde
+        # error; the kit names the field and the shape.
+        class Strings(FakeDialect):
+            def result(self, result: Any) -> Any:
+                return {"isError": False, "content": [], "additionalContexts": ["inner"]}
+
+        run = Run(decode_scenario(scenario()), Strings())
+        run.recorder.on_tools_result(C1, object())
+        self.assertIn("Dialect.result returned additionalContexts ['inner']", run.problems[0])
+        self.assertIn('{"origin": "tool" | "wrapper" | "post", "text": ...}', run.problems[0])
+
+        class Items(FakeDialect):
+            def result(self, result: Any) -> Any:
+                return {"isError": False, "content": [], "additionalContexts": [{"origin": "post", "text": "x"}]}
+
+        run = Run(decode_scenario(scenario()), Items())
+        run.recorder.on_tools_result(C1, object())
+        self.assertEqual(run.problems, [])
+
 
 class ContentFinalizerTest(unittest.TestCase):
     def test_content_only_with_the_call_from_the_dialect(self) -> None:
@@ -500,6 +520,23 @@ class AnswersTest(unittest.TestCase):
             ['{"cmd":"run","seq":3,"scenario":{}}\n', '{"cmd":"stop"}\n'], out
         )
         self.assertIn('"seq": 3, "errored"', out.getvalue())
+
+    def test_one_problem_is_said_once(self) -> None:
+        # tep prints `message (context)`: a context that repeats the message printed it twice.
+        async def one_problem(run: Run) -> None:
+            run.recorder.on_model([("c1", "tool")])
+            run.fail("my glue knows it is wrong")
+
+        self.assertEqual(self.answer(one_problem), {"errored": {"message": "my glue knows it is wrong"}})
+
+        async def two_problems(run: Run) -> None:
+            run.recorder.on_model([("c1", "tool")])
+            run.fail("first")
+            run.fail("second")
+
+        errored = self.answer(two_problems)["errored"]
+        self.assertEqual(errored["message"], "first (and 1 more, below)")
+        self.assertEqual(errored["context"], "first\nsecond")
 
     def test_glue_problems_win_over_an_escape(self) -> None:
         async def escapes(run: Run) -> None:

@@ -59,6 +59,24 @@ async function cancellableSleep(ms, signal) {
 /** A call's id as the scripts name it. */
 const named = (fn, id) => Object.defineProperty(fn, 'id', { value: id, enumerable: true });
 
+/**
+ * The promise an asynchronous kit hook returns, noting whether anyone took its value: `await`,
+ * `.then`, `.catch`, `.finally`, `Promise.resolve` and `Promise.all` all call `then` (a subclass
+ * is not adopted as is). One nobody took is a synchronous pipeline calling an asynchronous hook.
+ */
+class Watched extends Promise {
+  static get [Symbol.species]() {
+    return Promise;
+  }
+
+  taken = false;
+
+  then(onFulfilled, onRejected) {
+    this.taken = true;
+    return super.then(onFulfilled, onRejected);
+  }
+}
+
 /** The kit's own defaults for every build hook: the shapes of the example pipeline. */
 const DEFAULTS = {
   rewrite: (args) => ({ type: 'allow', updatedInput: args }),
@@ -83,6 +101,8 @@ export class Scripts {
   #attempts = new Map();
   #sync;
   #hooks;
+  /** What the asynchronous hooks returned: `{promise, what}`, checked by `unawaited()`. */
+  #returned = [];
 
   /**
    * @param {Scenario|object} scenario
@@ -103,6 +123,35 @@ export class Scripts {
 
   #id(call) {
     return this.recorder.callIdOf(call);
+  }
+
+  /**
+   * `fn` in the kit's mode: as it is when `sync`, else returning a promise whose taking is
+   * watched (see `unawaited`). `what` names the hook in the message.
+   */
+  #hook(what, fn) {
+    if (this.#sync) return fn;
+    const returned = this.#returned;
+    const asynchronous = inMode(false, fn);
+    return function (...args) {
+      const promise = new Watched((resolve, reject) => asynchronous.apply(this, args).then(resolve, reject));
+      returned.push({ promise, what });
+      return promise;
+    };
+  }
+
+  /**
+   * What your pipeline called without awaiting: one message per hook whose promise nobody took
+   * (a synchronous pipeline reads the promise itself as the verdict). `runScenario` answers
+   * `errored` with them.
+   */
+  unawaited() {
+    const hooks = [...new Set(this.#returned.filter(({ promise }) => !promise.taken).map(({ what }) => what))];
+    return hooks.map(
+      (what) =>
+        `your pipeline called ${what} without awaiting the promise it returned: that hook of yours is synchronous, ` +
+        'so serve({sync: true, …}) to have the kit\'s hooks return plain values (or await what they return)',
+    );
   }
 
   #name(call) {
@@ -224,7 +273,7 @@ export class Scripts {
     const h = this.#hooks;
     return this.scenario.pre.map((listener) =>
       named(
-        inMode(this.#sync, (call, next) =>
+        this.#hook(`the pre-execute listener ${listener.id} (scripts.preListeners)`, (call, next) =>
           this.recorder.frame(
             'pre',
             call,
@@ -263,7 +312,7 @@ export class Scripts {
   get approval() {
     const approval = this.scenario.approval;
     if (!approval) return undefined;
-    return inMode(this.#sync, (request) => {
+    return this.#hook('the approval answerer (scripts.approval)', (request) => {
       const callId = typeof request?.callId === 'string' ? request.callId : this.#id(request);
       const [kind, payload] = kindOf(actionFor(approval.answers, callId, 'rejected'));
       if (kind === 'throw') {
@@ -281,7 +330,7 @@ export class Scripts {
     const h = this.#hooks;
     return this.scenario.guards.map((guard) =>
       named(
-        inMode(this.#sync, (call) => {
+        this.#hook(`the guard ${guard.id} (scripts.guards)`, (call) => {
           const [kind, payload] = kindOf(actionFor(guard.decide, this.#id(call), 'abstain'));
           switch (kind) {
             case 'deny':
@@ -389,7 +438,7 @@ export class Scripts {
     const h = this.#hooks;
     return this.scenario.post.map((listener) =>
       named(
-        inMode(this.#sync, (call, result, next) =>
+        this.#hook(`the post-execute listener ${listener.id} (scripts.postListeners)`, (call, result, next) =>
           this.recorder.frame(
             'post',
             call,

@@ -23,13 +23,22 @@ export function claimStdout() {
   return write;
 }
 
-/** Thrown (or passed to `session.skip`) when the pipeline cannot express a scenario. */
+/**
+ * Thrown (or `session.skip(reason)`) when the pipeline cannot express a scenario. The request
+ * holds whatever the pipeline does with the exception: thrown inside a body or a hook, where a
+ * pipeline's catch-all turns it into an error result (as the spec asks), the scenario is still
+ * answered skipped. The kit notes the request when the `Skip` is made during a scenario.
+ */
 export class Skip extends Error {
   constructor(reason) {
     super(reason);
     this.name = 'Skip';
+    if (scenarioRunning && scenarioRunning.skip === undefined) scenarioRunning.skip = reason || 'the adapter skipped it';
   }
 }
+
+/** The scenario `runScenario` is running (one at a time): where a `Skip` notes its request. */
+let scenarioRunning;
 
 /** Wraps what escaped the pipeline (see `session.batch`). */
 class Escape extends Error {
@@ -99,17 +108,24 @@ export function noteUncaught(error, origin = 'uncaught exception') {
  */
 export async function runScenario(adapter, json, { spec = 'rev2' } = {}) {
   let recorder;
+  let scripts;
+  const state = { skip: undefined };
   const answer = (body) => {
-    const problems = recorder?.problems() ?? [];
+    // A skip requested anywhere in the run, whatever the pipeline did with the exception.
+    if (state.skip !== undefined) return { skipped: { reason: state.skip } };
+    const problems = [...(scripts?.unawaited() ?? []), ...(recorder?.problems() ?? [])];
     if (problems.length === 0 || body.skipped) return body;
-    const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem(s), listed in the context)` : '';
+    if (problems.length === 1) return { errored: { message: problems[0] } }; // tep prints `message (context)`
+    const more = ` (and ${problems.length - 1} more problem(s), listed in the context)`;
     return { errored: { message: `${problems[0]}${more}`, context: problems.join('\n') } };
   };
+  const previous = scenarioRunning;
+  scenarioRunning = state;
   try {
     const scenario = new Scenario(json);
     const sync = adapter.sync ?? false;
     recorder = new Recorder({ sync, ...(adapter.recorder ?? {}), spec });
-    const scripts = new Scripts(scenario, recorder, { sync, ...(adapter.scripts ?? {}) });
+    scripts = new Scripts(scenario, recorder, { sync, ...(adapter.scripts ?? {}) });
     let pending = 0;
     const session = {
       spec,
@@ -139,7 +155,7 @@ export async function runScenario(adapter, json, { spec = 'rev2' } = {}) {
     await recorder.idle();
     return answer({ trace: [header(adapter, spec), ...recorder.records()] });
   } catch (error) {
-    if (error instanceof Skip) return { skipped: { reason: error.message } };
+    if (error instanceof Skip) return answer({ skipped: { reason: error.message } });
     if (error instanceof Escape) {
       return answer({ escaped: { message: error.message, trace: [header(adapter, spec), ...(recorder?.records() ?? [])] } });
     }
@@ -148,6 +164,7 @@ export async function runScenario(adapter, json, { spec = 'rev2' } = {}) {
     return answer({ errored });
   } finally {
     if (running === recorder) running = undefined;
+    if (scenarioRunning === state) scenarioRunning = previous;
   }
 }
 

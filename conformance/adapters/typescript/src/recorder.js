@@ -63,6 +63,10 @@ export function defaultToResult(result) {
   return out;
 }
 
+/** Whether `item` is a trace's additional context, `{origin, text}`. */
+const isAdditionalContext = (item) =>
+  item !== null && typeof item === 'object' && ['tool', 'wrapper', 'post'].includes(item.origin) && typeof item.text === 'string';
+
 /** A pre-execute decision `{type: 'allow'|'deny'|'ask', reason?}` as a record's outcome. */
 export function defaultReadPreDecision(decision) {
   const outcome = decision?.type;
@@ -743,6 +747,18 @@ export class Recorder {
         `recorder.toResult returned ${describe(read)} for a result (${where}, call ${this.callIdOf(call)}): ` +
           'it must return {isError: boolean, content: [{type, text}], …}',
       );
+    }
+    const contexts = read?.additionalContexts;
+    if (contexts !== undefined && !(Array.isArray(contexts) && contexts.every(isAdditionalContext))) {
+      const raw = Array.isArray(result?.additionalContexts) ? result.additionalContexts : contexts;
+      const at = Array.isArray(raw) ? raw.findIndex((item) => !isAdditionalContext(item)) : -1;
+      const what = at >= 0 ? `additionalContexts[${at}] is ${describe(raw[at])}` : `additionalContexts is ${describe(raw)}`;
+      this.problem(
+        `a result's ${what} (${where}, call ${this.callIdOf(call)}): ` +
+          "each item is {origin: 'tool' | 'wrapper' | 'post', text} (docs/events.md); pass serve({recorder: {toResult}}) " +
+          'to read another shape',
+      );
+      return null;
     }
     return read;
   }

@@ -1,4 +1,4 @@
-// Probes record facts only: deliberately broken toy pipelines (fixtures/toy/my-harness.js with one
+// Probes record facts only: deliberately broken toy pipelines (fixtures/toy/my-harness.mjs with one
 // `bug`), each run through `tep run --adapter`, must be reported under the invariant the spec
 // says they break, as the first violation of the scenario. A probe that recorded what it assumed
 // happens next (the last guard probe writing "every guard abstained", the pre probe assuming it

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { EncodeError, Recorder, encode, runScenario } from 'tep-adapter';
+import { EncodeError, Recorder, Skip, encode, runScenario } from 'tep-adapter';
 
 const fixture = fileURLToPath(new URL('../fixtures/adapter.mjs', import.meta.url));
 
@@ -189,4 +189,82 @@ test('over the protocol: what JSON cannot hold, a throwing timer and a stray rej
   assert.match(stray.errored.context, /nobody awaited this/);
   assert.equal(plain.seq, 3);
   assert.ok(plain.trace, 'the next scenario is answered as usual');
+});
+
+test('a skip requested inside the body is answered skipped, though the pipeline catches everything', async () => {
+  // A conformant pipeline's catch-all turns a body's throw into an error result: the skip the
+  // adapter asked for must survive it, thrown or through session.skip.
+  for (const how of ['throw', 'session.skip']) {
+    const skipped = await answer(async ({ recorder, skip, batch, scenario: s }) => {
+      recorder.onModel(s.modelCalls());
+      await batch(async () => {
+        try {
+          await Promise.resolve();
+          if (how === 'throw') throw new Skip('this harness cannot defer a context');
+          skip('this harness cannot defer a context');
+        } catch {
+          recorder.onToolCall(call()); // the pipeline carries on with an error result
+        }
+      });
+    });
+    assert.deepEqual(skipped, { skipped: { reason: 'this harness cannot defer a context' } }, how);
+  }
+  const outside = new Skip('made between scenarios');
+  assert.ok(outside instanceof Error);
+  const after = await answer(async ({ recorder, scenario: s }) => recorder.onModel(s.modelCalls()));
+  assert.ok(after.trace, 'a Skip made outside any scenario requests nothing');
+});
+
+test('a guard a synchronous pipeline calls without awaiting is named, with sync mode as the fix', async () => {
+  const unawaited = await answer(
+    async ({ recorder, scripts, batch, scenario: s }) => {
+      recorder.onModel(s.modelCalls());
+      await batch(async () => {
+        for (const guard of scripts.guards) {
+          const verdict = guard(call()); // a synchronous pipeline: the verdict is a promise, never awaited
+          if (verdict?.type === 'deny') break;
+        }
+      });
+    },
+    { guards: [{ id: 'g1', decide: {} }] },
+  );
+  assert.match(unawaited.errored.message, /^your pipeline called the guard g1 \(scripts\.guards\) without awaiting the promise it returned: .*serve\(\{sync: true, …\}\)/);
+  const awaited = await answer(
+    async ({ recorder, scripts, batch, scenario: s }) => {
+      recorder.onModel(s.modelCalls());
+      await batch(async () => {
+        for (const guard of scripts.guards) await guard(call());
+        await Promise.all(scripts.guards.map((guard) => guard(call())));
+        await scripts.guards[0](call()).then(() => {});
+      });
+    },
+    { guards: [{ id: 'g1', decide: {} }] },
+  );
+  assert.ok(awaited.trace, JSON.stringify(awaited.errored));
+});
+
+test('one problem is sent once: no context that repeats the message', async () => {
+  const one = await answer(async ({ recorder, scenario: s }) => {
+    recorder.onModel(s.modelCalls());
+    recorder.problem('my glue knows it is wrong');
+  });
+  assert.deepEqual(one, { errored: { message: 'my glue knows it is wrong' } });
+  const two = await answer(async ({ recorder, scenario: s }) => {
+    recorder.onModel(s.modelCalls());
+    recorder.problem('first');
+    recorder.problem('second');
+  });
+  assert.deepEqual(two.errored, { message: 'first (and 1 more problem(s), listed in the context)', context: 'first\nsecond' });
+});
+
+test('additionalContexts of the wrong shape are named, with the {origin, text} item', async () => {
+  const recorder = new Recorder();
+  recorder.onModel([{ callId: 'c1', name: 'read' }]);
+  recorder.onToolResult(call(), { isError: false, content: [], additionalContexts: ['inner'] });
+  const [problem] = recorder.problems();
+  assert.match(problem, /a result's additionalContexts\[0\] is the string "inner" \(recorded as tool\/result, call c1\): each item is \{origin: 'tool' \| 'wrapper' \| 'post', text\}/);
+  const fine = new Recorder();
+  fine.onModel([{ callId: 'c1', name: 'read' }]);
+  fine.onToolResult(call(), { isError: false, content: [], additionalContexts: [{ origin: 'post', text: 'x' }] });
+  assert.deepEqual(fine.problems(), []);
 });

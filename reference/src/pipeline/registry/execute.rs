@@ -100,7 +100,15 @@ impl Dispatch for BodyDispatcher<'_> {
             };
             // The body's own failure is normalized here, before any wrapper sees it.
             let executed = guarded(tool.execute(ctx)).await;
-            faults::body_throw(registry, self.exec, &executed)?;
+            faults::body_throw(registry.faults(), &executed, |failure| {
+                registry.observe(
+                    registry
+                        .stage(NodeId::Around, self.exec)
+                        .identity(self.exec.identity())
+                        .outcome(Outcome::Throw)
+                        .reason(failure.message.clone()),
+                );
+            })?;
             let result = match executed {
                 Ok(value) => {
                     let args = self.exec.arguments();

@@ -12,9 +12,14 @@ mod builder;
 mod commit;
 mod execute;
 mod guards;
+mod host;
 mod prepare;
 mod settle;
 mod sub_call;
+pub(super) mod types;
+
+pub(super) use types::Prepared;
+pub use types::{BatchReport, CallOutcome};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -59,20 +64,6 @@ impl ModelCall {
             arguments: arguments.to_owned(),
         }
     }
-}
-
-/// The committed outcome of one call.
-#[derive(Debug, Clone)]
-pub struct CallOutcome {
-    pub call_id: CallId,
-    /// The frozen outcome, the same value `tools/result` announced and `tool/result` recorded.
-    pub result: Arc<ToolResult>,
-}
-
-/// What a batch produced, in model order.
-#[derive(Debug, Clone, Default)]
-pub struct BatchReport {
-    pub outcomes: Vec<CallOutcome>,
 }
 
 /// Why a registry could not be built.
@@ -123,13 +114,6 @@ struct CallPlan {
     /// the registry changed meanwhile.
     tool: Option<Arc<dyn Tool>>,
     safe: bool,
-}
-
-/// How a call's prepare stages ended.
-pub(super) enum Prepared {
-    Allowed,
-    Denied(String),
-    Threw(Failure),
 }
 
 /// A call whose prepare stages ran.

@@ -20,7 +20,7 @@ impl ToolRegistry {
         n: usize,
         tool: &str,
         arguments: Value,
-    ) -> Result<Value, crate::pipeline::code_mode::ToolCallError> {
+    ) -> Result<Value, crate::pipeline::tool::ToolCallError> {
         let outer = parent.execution();
         let id = outer.call_id().code_sub_call(n);
         let plan = self.plan(ModelCall {
@@ -63,7 +63,7 @@ impl ToolRegistry {
         let frozen = self.announce(&exec, &frozen).await;
         // The doc: sub-calls omit their additional contexts (nothing can be injected mid-run
         // without breaking call/result adjacency).
-        faults::sub_call_contexts(&self.faults, &frozen, parent);
+        faults::sub_call_contexts(&self.faults, &frozen, |text| parent.defer_context(text));
         faults::dispatch_log(&self.faults, || {
             let text = content_text(&frozen.content);
             self.recorder.append(
@@ -88,7 +88,7 @@ impl ToolRegistry {
             // The program is handed the tool name and the message, nothing else.
             let details =
                 faults::rejection_details(&self.faults, std::collections::BTreeMap::new(), &frozen);
-            Err(crate::pipeline::code_mode::ToolCallError {
+            Err(crate::pipeline::tool::ToolCallError {
                 tool_name: tool.to_owned(),
                 message: frozen
                     .error

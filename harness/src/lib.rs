@@ -1,0 +1,15 @@
+//! Driving a shipped harness through its public interfaces (`tep run --harness NAME`): tep
+//! plays the model over the harness's model API ([`model_server`]), the tools as an MCP server
+//! ([`mcp`]), the hooks as the harness's hook command ([`hook`]), and reads the harness's own
+//! session log back as the trace ([`record`]). What differs between harnesses is data
+//! ([`profile`]); which scenarios can be driven, and the script the doubles play, is
+//! [`script`]; [`driver`] runs one scenario per fresh home and workspace.
+
+pub mod clock;
+pub mod driver;
+pub mod hook;
+pub mod mcp;
+pub mod model_server;
+pub mod profile;
+pub mod record;
+pub mod script;

@@ -1,0 +1,319 @@
+//! The record of one run: the harness's session log, found and decompressed in process, read as
+//! a trace by the profile's reader, with the MCP names put back to the scenario's; and a
+//! timeline that merges it with tep's own records (model requests, bodies, hooks) on one clock.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use tep_check::deepseek_harness::{self, Options};
+use tep_model::trace::TraceRecord;
+
+use crate::hook::HookRecord;
+use crate::mcp::BodyRecord;
+use crate::model_server::ModelRequest;
+use crate::profile::{Compression, LogSpec};
+
+/// Why the log could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("the harness wrote no session log (looked for {glob} under {home})")]
+    NoLog { glob: String, home: String },
+    #[error("cannot read the session log {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("the session log {path} is not a trace tep can read: {message}")]
+    Convert { path: String, message: String },
+}
+
+/// The first file under `root` that matches `glob` (`*` stands for one path component).
+pub fn find(root: &Path, glob: &str) -> Option<PathBuf> {
+    let mut found = vec![root.to_path_buf()];
+    for part in glob.split('/').filter(|p| !p.is_empty()) {
+        let mut next = Vec::new();
+        for dir in found {
+            if part.contains('*') {
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                let mut names: Vec<PathBuf> = entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| matches(part, n))
+                    })
+                    .collect();
+                names.sort();
+                next.extend(names);
+            } else {
+                let p = dir.join(part);
+                if p.exists() {
+                    next.push(p);
+                }
+            }
+        }
+        found = next;
+    }
+    found.into_iter().find(|p| p.is_file())
+}
+
+/// A glob of one path component: `*` matches any run of characters.
+fn matches(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let mut rest = name;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    rest.is_empty()
+}
+
+/// The log's lines, decompressed.
+pub fn read_log(path: &Path, compression: Compression) -> Result<Vec<u8>, RecordError> {
+    let error = |message: String| RecordError::Read {
+        path: path.display().to_string(),
+        message,
+    };
+    let file = std::fs::File::open(path).map_err(|e| error(e.to_string()))?;
+    let mut out = Vec::new();
+    match compression {
+        Compression::None => {
+            BufReader::new(file)
+                .read_to_end(&mut out)
+                .map_err(|e| error(e.to_string()))?;
+        }
+        Compression::Zstd => {
+            // The harness appends a frame per flush: decode frame after frame to the end.
+            let mut reader = BufReader::new(file);
+            loop {
+                let more = reader
+                    .fill_buf()
+                    .map_err(|e| error(e.to_string()))?
+                    .is_empty();
+                if more {
+                    break;
+                }
+                let mut decoder = match ruzstd::decoding::StreamingDecoder::new(&mut reader) {
+                    Ok(d) => d,
+                    // A frame torn at the end (the harness was killed): keep what was decoded.
+                    Err(_) if !out.is_empty() => break,
+                    Err(e) => return Err(error(format!("not a zstd stream: {e}"))),
+                };
+                if let Err(e) = decoder.read_to_end(&mut out) {
+                    if out.is_empty() {
+                        return Err(error(format!("zstd: {e}")));
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The trace a session log makes, with the names the harness gave the MCP tools
+/// (`<prefix><tool>`) put back to the scenario's.
+pub fn trace_of_log(
+    path: &Path,
+    log: &[u8],
+    prefix: &str,
+    tools: &[String],
+) -> Result<Vec<TraceRecord>, RecordError> {
+    let log = round_hook_durations(log);
+    let mut records = Vec::new();
+    deepseek_harness::convert(log.as_slice(), Options::default(), |_, record| {
+        records.push(record.clone());
+        Ok(())
+    })
+    .map_err(|e| RecordError::Convert {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let names: Vec<(String, &String)> = tools.iter().map(|t| (format!("{prefix}{t}"), t)).collect();
+    Ok(records.into_iter().map(|r| unprefix(r, &names)).collect())
+}
+
+/// The log with each `hook/result`'s `durationMs` rounded to an integer, line for line (line
+/// numbers unchanged). deepseek-harness writes it as a float (a `performance.now()`
+/// difference); the reader at this commit declares an integer and refuses the log (the
+/// study's finding 1, being fixed in the reader). No rule reads the duration. Once the reader
+/// takes any non-negative number, this goes.
+fn round_hook_durations(log: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(log.len());
+    for (i, line) in log.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        let hook_result = memmem(line, b"\"hook/result\"");
+        let rounded = hook_result
+            .then(|| serde_json::from_slice::<Value>(line).ok())
+            .flatten()
+            .and_then(|mut v| {
+                let d = v.pointer_mut("/data/durationMs")?;
+                let ms = d.as_f64().filter(|_| !d.is_u64())?;
+                *d = Value::from(ms.max(0.0).round() as u64);
+                serde_json::to_vec(&v).ok()
+            });
+        out.extend_from_slice(rounded.as_deref().unwrap_or(line));
+    }
+    out
+}
+
+fn memmem(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `record` with every string that is exactly an MCP name replaced by the scenario's name.
+fn unprefix(record: TraceRecord, names: &[(String, &String)]) -> TraceRecord {
+    fn walk(v: &mut Value, names: &[(String, &String)]) -> bool {
+        match v {
+            Value::String(s) => match names.iter().find(|(mcp, _)| mcp == s) {
+                Some((_, tool)) => {
+                    *s = (*tool).clone();
+                    true
+                }
+                None => false,
+            },
+            Value::Array(a) => a.iter_mut().fold(false, |c, v| walk(v, names) | c),
+            Value::Object(m) => m.values_mut().fold(false, |c, v| walk(v, names) | c),
+            _ => false,
+        }
+    }
+    let Ok(mut value) = serde_json::to_value(&record) else {
+        return record;
+    };
+    if !walk(&mut value, names) {
+        return record;
+    }
+    serde_json::from_value(value).unwrap_or(record)
+}
+
+/// One line of the merged timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineEntry {
+    pub wall_ms: f64,
+    /// `log`, `model`, `body` or `hook`.
+    pub source: &'static str,
+    /// The log's line, for a log entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    pub what: Value,
+}
+
+/// Every record of a run on one clock (wall ms), in time order (stable: a log line keeps its
+/// place among lines of the same millisecond).
+pub fn timeline(
+    log: &[u8],
+    requests: &[ModelRequest],
+    bodies: &[BodyRecord],
+    hooks: &[HookRecord],
+) -> Vec<TimelineEntry> {
+    let mut out: Vec<TimelineEntry> = Vec::new();
+    for (i, line) in log.split(|&b| b == b'\n').enumerate() {
+        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let Some(time) = value
+            .get("time")
+            .or_else(|| value.get("createdAt"))
+            .and_then(Value::as_f64)
+        else {
+            continue;
+        };
+        let kind = value.get("type").cloned().unwrap_or(Value::Null);
+        out.push(TimelineEntry {
+            wall_ms: time,
+            source: "log",
+            line: Some(i + 1),
+            what: kind,
+        });
+    }
+    for r in requests {
+        out.push(TimelineEntry {
+            wall_ms: r.wall_ms,
+            source: "model",
+            line: None,
+            what: serde_json::json!({"kind": r.kind, "step": r.step,
+                "messages": r.body.get("messages").and_then(Value::as_array).map(Vec::len)}),
+        });
+    }
+    for b in bodies {
+        out.push(TimelineEntry {
+            wall_ms: b.wall_ms,
+            source: "body",
+            line: None,
+            what: serde_json::json!({"event": b.event, "call": b.call, "isError": b.is_error}),
+        });
+    }
+    for h in hooks {
+        out.push(TimelineEntry {
+            wall_ms: h.wall_ms,
+            source: "hook",
+            line: None,
+            what: serde_json::json!({"event": h.event, "call": h.call, "answer": h.stdout, "exit": h.exit}),
+        });
+    }
+    out.sort_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms));
+    out
+}
+
+/// Where the log of a run is, per the profile.
+pub fn locate(home: &Path, spec: &LogSpec) -> Result<PathBuf, RecordError> {
+    find(home, &spec.glob).ok_or_else(|| RecordError::NoLog {
+        glob: spec.glob.clone(),
+        home: home.display().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_durations_are_rounded_line_for_line_and_nothing_else_changes() {
+        let log = b"{\"type\":\"session\"}\n{\"type\":\"hook/result\",\"data\":{\"durationMs\":89.61}}\n{\"type\":\"x\",\"data\":{\"durationMs\":1.5}}";
+        let out = String::from_utf8(round_hook_durations(log)).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], "{\"type\":\"session\"}");
+        assert!(lines[1].contains("\"durationMs\":90"), "{}", lines[1]);
+        assert!(lines[2].contains("1.5"), "another event is left alone");
+    }
+
+    #[test]
+    fn globs_match_one_component() {
+        assert!(matches("*", "abc"));
+        assert!(matches("session.jsonl.*", "session.jsonl.zstd"));
+        assert!(matches("s*n-*", "session-1"));
+        assert!(!matches("session.jsonl.*", "x.jsonl.zstd"));
+        assert!(!matches("a*b", "ac"));
+    }
+
+    #[test]
+    fn find_walks_the_glob() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir
+            .path()
+            .join("sessions/--ws--/session-1/session.jsonl.zstd");
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        std::fs::write(&log, b"x").unwrap();
+        assert_eq!(
+            find(dir.path(), "sessions/*/*/session.jsonl.zstd"),
+            Some(log)
+        );
+        assert_eq!(find(dir.path(), "sessions/*/*/other"), None);
+    }
+}

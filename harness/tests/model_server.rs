@@ -1,0 +1,182 @@
+//! The model server's protocol, spoken to by a real HTTP client (hyper): the batch as SSE
+//! `tool_calls` deltas at step 0, the final text after, a title to a request with no tools,
+//! every request recorded.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tep_conformance::scenario::BodyStep;
+use tep_harness::model_server::{ModelServer, RequestKind, TITLE};
+use tep_harness::script::{FINAL_TEXT, RunScript, ScriptedCall};
+
+fn script() -> RunScript {
+    let call = |id: &str, name: &str| ScriptedCall {
+        call_id: id.to_owned(),
+        tool: name.to_owned(),
+        model_name: format!("mcp__tep__{name}"),
+        arguments: json!({"path": id}),
+        body: vec![BodyStep::Return(json!("x"))],
+    };
+    RunScript {
+        scenario: "s".to_owned(),
+        tools: vec!["read".to_owned()],
+        calls: vec![call("c1", "read"), call("c2", "read")],
+        pre: vec![],
+        post: vec![],
+        final_text: FINAL_TEXT.to_owned(),
+    }
+}
+
+/// POSTs `body` to the server and returns the status and the `data:` payloads of the stream.
+async fn post(server: &ModelServer, path: &str, body: Value) -> (u16, Vec<String>) {
+    let url: hyper::Uri = format!("{}{path}", server.url()).parse().unwrap();
+    let stream = tokio::net::TcpStream::connect((url.host().unwrap(), url.port_u16().unwrap()))
+        .await
+        .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let request = hyper::Request::post(url.path())
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("user-agent", "test-client/1")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    if status == 200 {
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/event-stream",
+            "an SSE stream"
+        );
+    }
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let data = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+        .map(str::to_owned)
+        .collect();
+    (status, data)
+}
+
+fn tools() -> Value {
+    json!([{"type": "function", "function": {"name": "mcp__tep__read", "parameters": {}}}])
+}
+
+#[tokio::test]
+async fn the_batch_then_the_final_text_then_a_title_all_recorded() {
+    let server = ModelServer::start(script()).await.unwrap();
+    let first = json!({"model": "m", "stream": true, "tools": tools(),
+        "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]});
+    let (status, data) = post(&server, "/chat/completions", first).await;
+    assert_eq!(status, 200);
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    // One tool call per chunk, in model order, each with its index, id, name and arguments.
+    let calls: Vec<(u64, String, String, String)> = chunks
+        .iter()
+        .filter_map(|c| c.pointer("/choices/0/delta/tool_calls/0"))
+        .map(|t| {
+            (
+                t["index"].as_u64().unwrap(),
+                t["id"].as_str().unwrap().to_owned(),
+                t["function"]["name"].as_str().unwrap().to_owned(),
+                t["function"]["arguments"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                0,
+                "c1".into(),
+                "mcp__tep__read".into(),
+                r#"{"path":"c1"}"#.into()
+            ),
+            (
+                1,
+                "c2".into(),
+                "mcp__tep__read".into(),
+                r#"{"path":"c2"}"#.into()
+            ),
+        ]
+    );
+    let finishes: Vec<&str> = chunks
+        .iter()
+        .filter_map(|c| {
+            c.pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+        })
+        .collect();
+    assert_eq!(finishes, ["tool_calls"]);
+    assert!(
+        chunks.iter().any(|c| c.get("usage").is_some()),
+        "a usage chunk"
+    );
+
+    // The harness's own request: no tools.
+    let title = json!({"model": "m", "stream": true, "max_tokens": 64,
+        "messages": [{"role": "user", "content": "title this"}]});
+    let (_, data) = post(&server, "/chat/completions", title).await;
+    assert!(data[0].contains(TITLE), "{data:?}");
+
+    // After the batch (one assistant message): the final text, finish `stop`.
+    let next = json!({"model": "m", "stream": true, "tools": tools(), "messages": [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "", "tool_calls": []},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"}]});
+    let (_, data) = post(&server, "/chat/completions", next).await;
+    let text: String = data
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|c| {
+            c.pointer("/choices/0/delta/content")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, FINAL_TEXT);
+    assert!(data.iter().any(|d| d.contains(r#""finish_reason":"stop""#)));
+
+    let requests = server.requests();
+    let kinds: Vec<(RequestKind, Option<usize>)> =
+        requests.iter().map(|r| (r.kind, r.step)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (RequestKind::Step, Some(0)),
+            (RequestKind::Aux, None),
+            (RequestKind::Step, Some(1))
+        ]
+    );
+    assert_eq!(requests[2].body["messages"][2]["tool_call_id"], "c1");
+    assert_eq!(requests[0].user_agent.as_deref(), Some("test-client/1"));
+    assert!(requests.windows(2).all(|w| w[0].wall_ms <= w[1].wall_ms));
+}
+
+#[tokio::test]
+async fn other_paths_and_bodies_are_refused_not_answered() {
+    let server = ModelServer::start(script()).await.unwrap();
+    let (status, _) = post(&server, "/v1/messages", json!({})).await;
+    assert_eq!(status, 404);
+    let (status, _) = post(&server, "/chat/completions", json!("not an object")).await;
+    // A JSON string is JSON: answered as a request with no tools (the title).
+    assert_eq!(status, 200);
+    let kinds: BTreeMap<String, usize> =
+        server.requests().iter().fold(BTreeMap::new(), |mut m, r| {
+            *m.entry(format!("{:?}", r.kind)).or_default() += 1;
+            m
+        });
+    assert_eq!(kinds, BTreeMap::from([("Aux".to_owned(), 1)]));
+}
