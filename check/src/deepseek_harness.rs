@@ -11,11 +11,23 @@
 //! - a `model` stage record for each `assistant/message` with tool calls (the batch, in model
 //!   order; `concurrencySafe` from [`Options::safe`], else unknown);
 //! - the `call` of events whose data does not name it: `approval/decided` (by its prompt id),
-//!   owned events (`todo/write`, `hook/*`: the one call, or Code Mode sub-call, then running),
-//!   and injected contexts. The harness stages a result's contexts in its next-step inbox right
+//!   owned events (`todo/write`: the one call, or Code Mode sub-call, then running), and
+//!   injected contexts. The harness stages a result's contexts in its next-step inbox right
 //!   after the call's `tool/result` (`agent/inbox/spliced`) and injects them at the next step as
 //!   `user/message`s with the same ids: that `user/message` is the context event, attributed
 //!   to the call whose result staged it.
+//!
+//! The hook events (`hook/invoked`, `hook/result`) are not a body's: the harness's Claude Code
+//! bridge appends them inside the pre-execute stage (`point: PreToolUse`) and the post-execute
+//! stage (`PostToolUse`) of a call or sub-call, denied ones included. Their data names no call;
+//! [`Converter`] finds the stage from the harness's order of stages (a call's ordered stages run
+//! one call at a time, right after its start; commits run head of line, in start order) and pairs
+//! a `hook/result` with its `hook/invoked` by `handlerId`. It checks them as stages: a
+//! pre-execute hook after the same call's post-execute began, a post-execute hook before its
+//! pre-execute hook answered, a hook answering after its call's result, are breaches it reports
+//! ([`Summary::breaches`]). So is a sub-call's dispatch event logged after its `run_code` call's
+//! result (reference semantics 49: the run drains its dispatch log writes before it settles).
+//! The hook events reach the checker attributed to no call: only the log's order applies to them.
 //!
 //! Every record keeps the line it came from, so violations name lines of the original file.
 //! Events the pipeline does not own (turns, steps, chunks, requests, a user's own messages) are
@@ -34,7 +46,8 @@ use tep_model::strict_json;
 use tep_model::trace::TraceRecord;
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
 
-use crate::checker::TraceError;
+use crate::catalog::invariant;
+use crate::checker::{TraceError, Violation};
 use crate::invariants::InvariantId;
 use crate::trace_io::MAX_LINE_BYTES;
 
@@ -175,9 +188,14 @@ pub struct Summary {
     pub passed_over: usize,
     /// Event types the harness's catalog does not list: how many lines, and the first one.
     pub unknown: BTreeMap<String, (usize, usize)>,
-    /// Owned events (`todo/write`, `hook/*`) logged while no single call was running: checked
-    /// for their order only, attributed to no call.
+    /// Owned events (`todo/write`) logged while no single call was running, and hook events
+    /// logged while no call was open: checked for their order only, attributed to no call.
     pub unattributed: Vec<usize>,
+    /// Hook events read as the pre- or post-execute stage of a call or sub-call.
+    pub hook_stage_events: usize,
+    /// What the log shows broken that its trace records cannot (a hook event outside its stage,
+    /// a dispatch event after its program's result): violations of the invariants they break.
+    pub breaches: Vec<Violation>,
 }
 
 impl Summary {
@@ -204,6 +222,70 @@ pub fn not_checkable(options: &Options) -> Vec<(InvariantId, String)> {
     out
 }
 
+/// The invariants this log shows in part beyond what its trace records show (the checker alone
+/// cannot see them at level `events`): each with what the converter checks of it.
+pub fn partly_checkable() -> Vec<(InvariantId, String)> {
+    vec![
+        (
+            InvariantId::StageGraphWalk,
+            "from the hook events of the log: a PreToolUse hook after the call's PostToolUse began, or a PostToolUse hook before its PreToolUse hook answered".to_owned(),
+        ),
+        (
+            InvariantId::NoStageAfterResult,
+            "from the hook events of the log: a hook answering after its call's `tool/result` (or its sub-call's `tool/code-dispatch`)".to_owned(),
+        ),
+        (
+            InvariantId::CodeDispatchInsideBody,
+            "from the dispatch events of the log: a sub-call's `tool/code-dispatch-start` or `tool/code-dispatch` after its `run_code` call's `tool/result`".to_owned(),
+        ),
+    ]
+}
+
+/// Which hook stage a hook event belongs to, from its `point`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HookStage {
+    /// `PreToolUse`: inside the pre-execute stage.
+    Pre,
+    /// `PostToolUse`: inside the post-execute stage.
+    Post,
+}
+
+impl HookStage {
+    fn of(point: &str) -> Option<Self> {
+        match point {
+            "PreToolUse" => Some(HookStage::Pre),
+            "PostToolUse" => Some(HookStage::Post),
+            _ => None,
+        }
+    }
+
+    fn point(self) -> &'static str {
+        match self {
+            HookStage::Pre => "PreToolUse",
+            HookStage::Post => "PostToolUse",
+        }
+    }
+}
+
+/// A call or Code Mode sub-call of the open batch, from its start (`tool/call`,
+/// `tool/code-dispatch-start`) to its end (`tool/result`, `tool/code-dispatch`).
+#[derive(Debug, Clone)]
+struct Unit {
+    id: CallId,
+    /// The `run_code` call of a sub-call.
+    parent: Option<CallId>,
+    /// The line of its end, once logged.
+    ended: Option<usize>,
+    /// The line of its first PostToolUse hook, and whether that attribution is certain (a
+    /// call's commit is head of line; of several sub-calls running, the log does not say which
+    /// one commits).
+    post_since: Option<(usize, bool)>,
+    /// PreToolUse hooks invoked and not answered yet.
+    open_pre: usize,
+    /// The line of its latest PreToolUse hook invocation.
+    last_pre: Option<usize>,
+}
+
 /// Turns the lines of a log into trace records, one line at a time.
 #[derive(Debug, Default)]
 pub struct Converter {
@@ -220,6 +302,10 @@ pub struct Converter {
     running: BTreeSet<CallId>,
     /// Code Mode sub-calls that started and are not committed yet, with their `run_code` call.
     running_subs: BTreeMap<CallId, CallId>,
+    /// The calls and sub-calls of the open batch, in the order they started.
+    units: Vec<Unit>,
+    /// Hook invocations not answered yet, by `handlerId`: the unit and the stage.
+    hooks: HashMap<String, (usize, HookStage, usize)>,
 }
 
 impl Converter {
@@ -359,6 +445,7 @@ impl Converter {
             "tool/call" => {
                 if let Some(id) = str_field(data, "callId") {
                     self.running.insert(CallId::new(id));
+                    self.start_unit(CallId::new(id), None);
                 }
                 None
             }
@@ -368,6 +455,7 @@ impl Converter {
                     .and_then(Value::as_str);
                 if let Some(id) = id {
                     let id = CallId::new(id);
+                    self.end_unit(&id, line);
                     self.running.remove(&id);
                     self.running_subs.retain(|_, parent| *parent != id);
                     self.staging = Some(id);
@@ -388,18 +476,28 @@ impl Converter {
                     str_field(data, "subCallId"),
                     str_field(data, "parentCallId"),
                 ) {
+                    self.dispatch_after_result(line, kind, parent, sub);
                     self.running_subs
                         .insert(CallId::new(sub), CallId::new(parent));
+                    self.start_unit(CallId::new(sub), Some(CallId::new(parent)));
                 }
                 None
             }
             "tool/code-dispatch" => {
                 if let Some(sub) = str_field(data, "subCallId") {
+                    if let Some(parent) = str_field(data, "parentCallId") {
+                        self.dispatch_after_result(line, kind, parent, sub);
+                    }
+                    self.end_unit(&CallId::new(sub), line);
                     self.running_subs.remove(&CallId::new(sub));
                 }
                 None
             }
-            "todo/write" | "hook/invoked" | "hook/result" => {
+            "hook/invoked" | "hook/result" => {
+                self.hook_stage(line, kind, data);
+                None
+            }
+            "todo/write" => {
                 let call = self.running_one();
                 if call.is_none() {
                     self.summary.unattributed.push(line);
@@ -441,6 +539,8 @@ impl Converter {
         }
         self.running.clear();
         self.running_subs.clear();
+        self.units.clear();
+        self.hooks.clear();
         let mut model = Observation::at(NodeId::Model);
         model.calls = Some(calls);
         Some(TraceRecord::Stage(Box::new(model)))
@@ -467,6 +567,183 @@ impl Converter {
             if let (Some(id), false) = (str_field(message, "id"), from_user) {
                 self.staged.insert(id.to_owned(), call.clone());
             }
+        }
+    }
+
+    fn start_unit(&mut self, id: CallId, parent: Option<CallId>) {
+        self.units.push(Unit {
+            id,
+            parent,
+            ended: None,
+            post_since: None,
+            open_pre: 0,
+            last_pre: None,
+        });
+    }
+
+    /// Ends the latest unit of that id (a retried program numbers its sub-calls anew).
+    fn end_unit(&mut self, id: &CallId, line: usize) {
+        if let Some(unit) = self
+            .units
+            .iter_mut()
+            .rev()
+            .find(|u| u.id == *id && u.ended.is_none())
+        {
+            unit.ended = Some(line);
+        }
+    }
+
+    fn breach(
+        &mut self,
+        id: InvariantId,
+        lines: Vec<usize>,
+        call: Option<&CallId>,
+        message: String,
+    ) {
+        self.summary.breaches.push(Violation {
+            invariant: id,
+            level: invariant(id).level,
+            lines,
+            call: call.cloned(),
+            message,
+        });
+    }
+
+    /// A sub-call's dispatch event after its `run_code` call's result.
+    fn dispatch_after_result(&mut self, line: usize, kind: &str, parent: &str, sub: &str) {
+        let result = self
+            .units
+            .iter()
+            .rev()
+            .find(|u| u.id.as_str() == parent && u.parent.is_none())
+            .and_then(|u| u.ended);
+        if let Some(result) = result {
+            let message = format!(
+                "line {line}: sub-call {sub} logged {kind} after its run_code call {parent} logged its tool/result (line {result}): a program's dispatch events are drained before its run settles"
+            );
+            self.breach(
+                InvariantId::CodeDispatchInsideBody,
+                vec![line, result],
+                Some(&CallId::new(sub)),
+                message,
+            );
+        }
+    }
+
+    /// The unit whose pre-execute stage is open: the latest to start of those still open (a
+    /// call's ordered stages run right after its start, one call at a time).
+    fn pre_stage_unit(&self) -> Option<usize> {
+        self.units.iter().rposition(|u| u.ended.is_none())
+    }
+
+    /// The unit whose post-execute stage is open, and whether that is certain: the first open
+    /// call (commits are head of line), or, while it runs a program, the first of its open
+    /// sub-calls whose post-execute has not begun (else the latest whose has).
+    fn post_stage_unit(&self) -> Option<(usize, bool)> {
+        let head = self
+            .units
+            .iter()
+            .position(|u| u.ended.is_none() && u.parent.is_none())?;
+        let subs: Vec<usize> = (head + 1..self.units.len())
+            .filter(|&i| {
+                let u = &self.units[i];
+                u.ended.is_none() && u.parent.as_ref() == Some(&self.units[head].id)
+            })
+            .collect();
+        let certain = subs.len() <= 1;
+        match subs.iter().find(|&&i| self.units[i].post_since.is_none()) {
+            Some(&i) => Some((i, certain)),
+            None => Some((subs.last().copied().unwrap_or(head), certain)),
+        }
+    }
+
+    /// Reads a hook event as its call's pre- or post-execute stage, and checks its place.
+    fn hook_stage(&mut self, line: usize, kind: &str, data: &Value) {
+        let stage = str_field(data, "point").and_then(HookStage::of);
+        let handler = str_field(data, "handlerId").unwrap_or_default().to_owned();
+        let Some(stage) = stage else {
+            // A hook of no tool call (a session or prompt hook): not a pipeline stage.
+            self.summary.unattributed.push(line);
+            return;
+        };
+        if kind == "hook/result" {
+            let Some((unit, invoked_stage, invoked)) = self.hooks.remove(&handler) else {
+                // An answer whose invocation the log does not hold: nothing to pair it with.
+                self.summary.unattributed.push(line);
+                return;
+            };
+            self.summary.hook_stage_events += 1;
+            let u = &mut self.units[unit];
+            if invoked_stage == HookStage::Pre {
+                u.open_pre = u.open_pre.saturating_sub(1);
+            }
+            if let Some(ended) = u.ended {
+                let (id, ended_by) = (
+                    u.id.clone(),
+                    if u.parent.is_some() {
+                        "tool/code-dispatch"
+                    } else {
+                        "tool/result"
+                    },
+                );
+                let message = format!(
+                    "line {line}: the {} hook invoked at line {invoked} (call {id}) answered after the call's {ended_by} (line {ended})",
+                    invoked_stage.point()
+                );
+                self.breach(
+                    InvariantId::NoStageAfterResult,
+                    vec![line, invoked, ended],
+                    Some(&id),
+                    message,
+                );
+            }
+            return;
+        }
+        let found = match stage {
+            HookStage::Pre => self.pre_stage_unit().map(|i| (i, true)),
+            HookStage::Post => self.post_stage_unit(),
+        };
+        let Some((unit, certain)) = found else {
+            self.summary.unattributed.push(line);
+            return;
+        };
+        self.summary.hook_stage_events += 1;
+        self.hooks.insert(handler, (unit, stage, line));
+        let u = &mut self.units[unit];
+        let id = u.id.clone();
+        let breach = match stage {
+            HookStage::Pre => {
+                u.open_pre += 1;
+                u.last_pre = Some(line);
+                match u.post_since {
+                    Some((post, true)) => Some((
+                        InvariantId::StageGraphWalk,
+                        vec![line, post],
+                        format!(
+                            "line {line}: a PreToolUse hook of call {id} after its post-execute stage began (PostToolUse at line {post})"
+                        ),
+                    )),
+                    _ => None,
+                }
+            }
+            HookStage::Post => {
+                if u.post_since.is_none() {
+                    u.post_since = Some((line, certain));
+                }
+                match (u.open_pre, u.last_pre, certain) {
+                    (1.., Some(pre), true) => Some((
+                        InvariantId::StageGraphWalk,
+                        vec![line, pre],
+                        format!(
+                            "line {line}: a PostToolUse hook of call {id} while its PreToolUse hook (line {pre}) has not answered"
+                        ),
+                    )),
+                    _ => None,
+                }
+            }
+        };
+        if let Some((invariant, lines, message)) = breach {
+            self.breach(invariant, lines, Some(&id), message);
         }
     }
 
@@ -785,6 +1062,152 @@ mod tests {
             ]
         );
         assert_eq!(summary.unattributed, [6]);
+    }
+
+    fn hook(seq: u64, kind: &str, point: &str, handler: &str) -> String {
+        let data = if kind == "hook/invoked" {
+            format!(
+                r#"{{"turn":1,"point":"{point}","dialect":"claude-code","handlerId":"{handler}"}}"#
+            )
+        } else {
+            format!(
+                r#"{{"turn":1,"point":"{point}","handlerId":"{handler}","decision":"pass","exitCode":0,"durationMs":12.5}}"#
+            )
+        };
+        event(seq, kind, &data)
+    }
+
+    /// Both hook events of a handler.
+    fn hooks(seq: u64, point: &str, handler: &str) -> [String; 2] {
+        [
+            hook(seq, "hook/invoked", point, handler),
+            hook(seq + 1, "hook/result", point, handler),
+        ]
+    }
+
+    fn breaches(lines: &[String]) -> (Vec<(InvariantId, Vec<usize>)>, Summary) {
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (records, summary) = convert_lines(Options::default(), &lines).unwrap();
+        // Hook events reach the checker as events of no call: never a body's.
+        for (_, r) in &records {
+            if let TraceRecord::Event(e) = r
+                && e.event.body.type_name().starts_with("hook/")
+            {
+                assert_eq!(e.call, None, "{r:?}");
+            }
+        }
+        let found = summary
+            .breaches
+            .iter()
+            .map(|v| (v.invariant, v.lines.clone()))
+            .collect();
+        (found, summary)
+    }
+
+    /// A parallel pool as the harness runs it: each call's pre-execute right after its
+    /// `tool/call` (the next call's starts while a body runs), commits head of line; a denied
+    /// call's post-execute with no body. Every hook is a stage's, and none is out of place.
+    #[test]
+    fn hook_events_are_the_stages_of_the_call_they_run_for() {
+        let mut lines = vec![batch(0, &[("a", "x"), ("b", "x"), ("c", "x")])];
+        lines.push(call(1, "a", "x"));
+        lines.extend(hooks(2, "PreToolUse", "h1"));
+        lines.push(call(4, "b", "x"));
+        lines.extend(hooks(5, "PreToolUse", "h2"));
+        // The first open call is head of line: this post-execute is a's, not b's.
+        lines.extend(hooks(7, "PostToolUse", "h3"));
+        // The latest to start is in its ordered stages: this pre-execute is b's, not a's.
+        lines.extend(hooks(9, "PreToolUse", "h3b"));
+        lines.push(result(11, "a"));
+        lines.extend(hooks(12, "PostToolUse", "h4"));
+        lines.push(result(14, "b"));
+        // A denied call: pre, then post, no body.
+        lines.push(call(15, "c", "x"));
+        lines.extend(hooks(16, "PreToolUse", "h5"));
+        lines.extend(hooks(18, "PostToolUse", "h6"));
+        lines.push(result(20, "c"));
+        let (found, summary) = breaches(&lines);
+        assert_eq!(found, []);
+        assert_eq!(summary.hook_stage_events, 14);
+        assert_eq!(summary.unattributed, Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_hook_out_of_its_stage_is_a_breach_at_the_lines_of_the_log() {
+        // a's PostToolUse answered, then a's PreToolUse: pre-execute after post-execute.
+        let mut lines = vec![batch(0, &[("a", "x")]), call(1, "a", "x")];
+        lines.extend(hooks(2, "PostToolUse", "h1"));
+        lines.extend(hooks(4, "PreToolUse", "h2"));
+        lines.push(result(6, "a"));
+        let (found, _) = breaches(&lines);
+        assert_eq!(found, [(InvariantId::StageGraphWalk, vec![6, 4])]);
+        // A PostToolUse invoked while the call's PreToolUse has not answered.
+        let lines = [
+            batch(0, &[("a", "x")]),
+            call(1, "a", "x"),
+            hook(2, "hook/invoked", "PreToolUse", "h1"),
+            hook(3, "hook/invoked", "PostToolUse", "h2"),
+            hook(4, "hook/result", "PreToolUse", "h1"),
+            hook(5, "hook/result", "PostToolUse", "h2"),
+            result(6, "a"),
+        ];
+        let (found, _) = breaches(&lines);
+        assert_eq!(found, [(InvariantId::StageGraphWalk, vec![5, 4])]);
+        // A hook that answers after its call's result, paired by `handlerId`.
+        let lines = [
+            batch(0, &[("a", "x"), ("b", "x")]),
+            call(1, "a", "x"),
+            hook(2, "hook/invoked", "PostToolUse", "h1"),
+            result(3, "a"),
+            call(4, "b", "x"),
+            hook(5, "hook/result", "PostToolUse", "h1"),
+        ];
+        let (found, _) = breaches(&lines);
+        assert_eq!(found, [(InvariantId::NoStageAfterResult, vec![7, 4, 5])]);
+    }
+
+    /// Sub-calls: the pre-execute of the latest to start; post-execute in start order; a
+    /// dispatch event after the `run_code` call's result is a breach.
+    #[test]
+    fn sub_call_hooks_and_late_dispatch_events() {
+        let start = |seq, n: u32| {
+            event(
+                seq,
+                "tool/code-dispatch-start",
+                &format!(
+                    r#"{{"rootCallId":"r","parentCallId":"r","subCallId":"s{n}","name":"x","arguments":{{}}}}"#
+                ),
+            )
+        };
+        let dispatched = |seq, n: u32| {
+            event(
+                seq,
+                "tool/code-dispatch",
+                &format!(
+                    r#"{{"rootCallId":"r","parentCallId":"r","subCallId":"s{n}","name":"x","arguments":{{}},"isError":false,"content":[]}}"#
+                ),
+            )
+        };
+        let mut lines = vec![batch(0, &[("r", "run_code")]), call(1, "r", "run_code")];
+        lines.push(start(2, 1));
+        lines.extend(hooks(3, "PreToolUse", "h1"));
+        lines.push(start(5, 2));
+        lines.extend(hooks(6, "PreToolUse", "h2"));
+        // s1's post-execute, then s2's, s1's dispatch logged while s2's post runs.
+        lines.extend(hooks(8, "PostToolUse", "h3"));
+        lines.push(hook(10, "hook/invoked", "PostToolUse", "h4"));
+        lines.push(dispatched(11, 1));
+        lines.push(hook(12, "hook/result", "PostToolUse", "h4"));
+        lines.push(dispatched(13, 2));
+        lines.push(result(14, "r"));
+        let (found, summary) = breaches(&lines);
+        assert_eq!(found, []);
+        assert_eq!(summary.hook_stage_events, 8);
+        // s2's dispatch logged after r's result.
+        let late = lines.len() - 2;
+        lines.swap(late, late + 1);
+        let (found, _) = breaches(&lines);
+        assert_eq!(found, [(InvariantId::CodeDispatchInsideBody, vec![16, 15])]);
     }
 
     #[test]

@@ -105,15 +105,15 @@ fn announce_and_inject(
 /// A sub-call's context forwarded to its `run_code` call's outcome, and injected as the
 /// `run_code` call's own.
 fn forwarded_sub_call_context(records: &[TraceRecord]) -> Option<Vec<TraceRecord>> {
-    let (sub, text) = records.iter().find_map(|r| match r {
-        TraceRecord::Stage(o) if o.node == NodeId::Final && o.parent.is_some() => {
+    // The sub-call's parent is the one its stage names, whatever the form of its id.
+    let (parent, text) = records.iter().find_map(|r| match r {
+        TraceRecord::Stage(o) if o.node == NodeId::Final => {
             let c = o.result.as_ref()?.additional_contexts.first()?;
-            Some((o.call.clone()?, c.text.clone()))
+            Some((o.parent.clone()?, c.text.clone()))
         }
         _ => None,
     })?;
-    let (parent, _) = sub.as_str().rsplit_once(":code:")?;
-    announce_and_inject(records, &CallId::from(parent), &text)
+    announce_and_inject(records, &parent, &text)
 }
 
 /// A context injected for a call that no announced outcome carried.

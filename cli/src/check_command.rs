@@ -252,10 +252,13 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
     let header_spec = check.header().map(|h| h.spec);
     let header_implementation = check.header().and_then(|h| h.implementation.clone());
     let checked = result.and_then(|()| check.finish());
-    let (options, report) = checked.with_context(|| match &from {
+    let (options, mut report) = checked.with_context(|| match &from {
         Some(from) => format!("{name} is not a valid {} session log", from.source.name()),
         None => format!("{name} is not a valid trace"),
     })?;
+    if let (Some(from), Some(summary)) = (&from, &log_summary) {
+        from.add_breaches(&mut report, summary);
+    }
     let verdict = report.verdict(args.strict);
     let statuses = match &from {
         Some(from) => from.statuses(options.statuses()),

@@ -6,6 +6,7 @@ use std::io::{BufRead, Write};
 use clap::ValueEnum;
 use tep_check::deepseek_harness::{self, Options, Summary};
 use tep_check::invariants::InvariantId;
+use tep_check::{CheckReport, MAX_VIOLATIONS};
 use tep_check::{InvariantStatus, TraceError};
 use tep_conformance::listing::{SessionLogJson, UnknownType};
 use tep_model::trace::TraceRecord;
@@ -59,11 +60,34 @@ impl FromLog {
         }
     }
 
-    /// The checker's statuses, with the invariants this log cannot show marked not checkable.
+    /// Adds what reading the log found broken (hook events outside their stage, dispatch
+    /// events after their program's result) to the checker's report, in line order.
+    pub fn add_breaches(&self, report: &mut CheckReport, summary: &Summary) {
+        for breach in &summary.breaches {
+            if report.violations.len() >= MAX_VIOLATIONS {
+                report.omitted += 1;
+            } else {
+                report.violations.push(breach.clone());
+            }
+        }
+        report
+            .violations
+            .sort_by_key(|v| v.lines.first().copied().unwrap_or(0));
+    }
+
+    /// The checker's statuses, with the invariants this log cannot show marked not checkable,
+    /// and those its hook and dispatch events show in part marked so.
     pub fn statuses(
         &self,
         mut statuses: Vec<(InvariantId, InvariantStatus)>,
     ) -> Vec<(InvariantId, InvariantStatus)> {
+        for (id, why) in deepseek_harness::partly_checkable() {
+            for (i, status) in statuses.iter_mut() {
+                if *i == id && matches!(status, InvariantStatus::NotCheckable(_)) {
+                    *status = InvariantStatus::PartlyCheckable(why.clone());
+                }
+            }
+        }
         for (id, why) in deepseek_harness::not_checkable(&self.options) {
             for (i, status) in statuses.iter_mut() {
                 // What this log cannot show, it cannot show even in part.
@@ -106,8 +130,15 @@ impl FromLog {
             let lines: Vec<String> = summary.unattributed.iter().map(|l| l.to_string()).collect();
             writeln!(
                 out,
-                "owned event(s) at line(s) {} logged while no single call was running: attributed to no call",
+                "owned or hook event(s) at line(s) {} logged while no single call was running (or no call was open): attributed to no call",
                 lines.join(", ")
+            )?;
+        }
+        if summary.hook_stage_events > 0 {
+            writeln!(
+                out,
+                "{} hook event(s) read as their call's pre- or post-execute stage (by `point` and `handlerId`)",
+                summary.hook_stage_events
             )?;
         }
         let limits = deepseek_harness::not_checkable(&self.options);

@@ -329,3 +329,85 @@ fn the_html_report_of_a_log_quotes_its_witness_lines() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The three real CLI logs (`rc8-cli-s2`, `-s3`, `-s4`: hooks on every call, denied ones and
+/// those of a parallel pool included, Code Mode sub-calls, a pool cap) check with no violation
+/// as recorded: `hook/result.durationMs` is a float (`89.61006599999928` at line 51 of s2),
+/// and every hook event is read as its
+/// call's pre- or post-execute stage, none left unattributed.
+#[test]
+fn the_real_cli_logs_with_hooks_check_with_no_violation() {
+    assert!(line_of("rc8-cli-s2.jsonl", 51).contains(r#""durationMs":89.61006599999928"#));
+    for (name, hooks) in [
+        ("rc8-cli-s2.jsonl", 40),
+        ("rc8-cli-s3.jsonl", 24),
+        ("rc8-cli-s4.jsonl", 24),
+    ] {
+        assert!(line_of(name, 2).contains(r#""seq":0"#));
+        let o = check(name, &["--safe", "web_search"]);
+        let text = out(&o);
+        assert_eq!(o.status.code(), Some(0), "{name}: {text}");
+        assert!(text.contains("0 violation(s)"), "{name}: {text}");
+        assert!(
+            text.contains(&format!(
+                "{hooks} hook event(s) read as their call's pre- or post-execute stage"
+            )),
+            "{name}: {text}"
+        );
+        assert!(!text.contains("attributed to no call"), "{name}: {text}");
+        let report = json(name, &["--safe", "web_search", "--strict"]);
+        assert_eq!(report["conformant"], true, "{name}");
+        assert_eq!(report["sessionLog"]["unattributed"], serde_json::json!([]));
+        let partly = ids(&report, "partlyCheckable");
+        for id in [
+            "stage-graph-walk",
+            "no-stage-after-result",
+            "code-dispatch-inside-body",
+        ] {
+            assert!(partly.contains(&id.to_owned()), "{name}: {id}: {partly:?}");
+        }
+    }
+}
+
+/// c4's PostToolUse hook moved right after c5's `tool/call` (`make_fixtures.py`): it is read
+/// as c5's post-execute stage, and c5's own PreToolUse hook (line 76) then comes after it.
+#[test]
+fn a_hook_moved_into_another_calls_stage_is_caught() {
+    let name = "cli-s2-post-hook-in-next-call.jsonl";
+    assert!(line_of(name, 73).contains(r#""callId":"c5""#));
+    assert!(line_of(name, 74).contains("claude-code:PostToolUse:8"));
+    assert!(line_of(name, 76).contains("claude-code:PreToolUse:9"));
+    let report = json(name, &["--safe", "web_search"]);
+    assert_eq!(
+        violations(&report),
+        [("stage-graph-walk".to_owned(), vec![76, 74])]
+    );
+    let o = check(name, &["--safe", "web_search"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        out(&o).contains("stage-graph-walk [MUST]: line 76: a PreToolUse hook of call c5 after its post-execute stage began (PostToolUse at line 74)"),
+        "{}",
+        out(&o)
+    );
+    // Only the answer moved: c4's hook answers after c4's tool/result.
+    let name = "cli-s2-hook-answer-after-result.jsonl";
+    assert_eq!(
+        violations(&json(name, &["--safe", "web_search"])),
+        [("no-stage-after-result".to_owned(), vec![75, 72, 73])]
+    );
+}
+
+/// rc1's `tool/result` moved before its last sub-call's `tool/code-dispatch`: the log alone
+/// shows the program's run settled before its dispatch log was drained.
+#[test]
+fn a_run_code_result_before_its_last_dispatch_event_is_caught() {
+    let name = "cli-s3-result-before-dispatch.jsonl";
+    assert!(line_of(name, 57).contains(r#""toolCallId":"rc1""#));
+    assert!(line_of(name, 58).contains(r#""subCallId":"rc1:code:5""#));
+    let report = json(name, &["--safe", "web_search"]);
+    assert_eq!(
+        violations(&report),
+        [("code-dispatch-inside-body".to_owned(), vec![58, 57])]
+    );
+    assert_eq!(report["conformant"], false);
+}

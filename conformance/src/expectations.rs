@@ -5,7 +5,7 @@
 //! `expect` block is written by hand; `tep fuzz` writes one from the reference's run
 //! ([`crate::oracle`]), and the same check judges both, worded for each ([`Source`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use tep_check::Violation;
@@ -16,7 +16,7 @@ use tep_model::result::content_text;
 use tep_model::session::EventBody;
 use tep_model::trace::{ObservationLevel, TraceRecord};
 
-use crate::scenario::{CallExpectation, Scenario};
+use crate::scenario::{CallExpectation, Scenario, WrapperSpec};
 
 /// Something worth showing that is not a verdict: the reference words a text differently.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -56,11 +56,13 @@ pub(crate) type Observed = (BTreeMap<CallId, Seen>, Vec<(usize, CallId, String)>
 pub(crate) fn observe(records: &[TraceRecord]) -> Observed {
     let mut seen: BTreeMap<CallId, Seen> = BTreeMap::new();
     let mut contexts = Vec::new();
+    let mut names = ScriptedNames::default();
     for (i, record) in records.iter().enumerate() {
         let line = i + 1;
         let (Some(node), Some(call)) = (record.node(), record.call()) else {
             continue;
         };
+        let call = &names.of(record, call);
         let entry = seen.entry(call.clone()).or_default();
         let stage = matches!(record, TraceRecord::Stage(_));
         match node {
@@ -107,6 +109,51 @@ pub(crate) fn observe(records: &[TraceRecord]) -> Observed {
         }
     }
     (seen, contexts)
+}
+
+/// The names a scenario's scripts give the calls of a trace: a call's id, and for a Code Mode
+/// sub-call `<parent>:code:<n>`, by its `run_code` call (a stage's `parent`, a dispatch event's
+/// `parentCallId`) and its place in the dispatch order of its program's run (a new `toolBody`
+/// of the `run_code` call starts a new run), whatever ids the implementation recorded: its own,
+/// or numbers that continue across a retried program (docs/adapter-protocol.md).
+#[derive(Default)]
+struct ScriptedNames {
+    /// Each sub-call of the current runs: its name.
+    names: HashMap<CallId, CallId>,
+    /// Per `run_code` call: the sub-calls of its current run, in dispatch order.
+    runs: HashMap<CallId, Vec<CallId>>,
+}
+
+impl ScriptedNames {
+    fn of(&mut self, record: &TraceRecord, call: &CallId) -> CallId {
+        let parent = match record {
+            TraceRecord::Stage(o) if o.node == NodeId::ToolBody && o.parent.is_none() => {
+                // The program runs (again): its sub-calls are numbered from 1.
+                for sub in self.runs.remove(call).unwrap_or_default() {
+                    self.names.remove(&sub);
+                }
+                None
+            }
+            TraceRecord::Stage(o) => o.parent.as_ref(),
+            TraceRecord::Event(e) => match &e.event.body {
+                EventBody::CodeDispatchStart(d) => Some(&d.parent_call_id),
+                EventBody::CodeDispatch(d) => Some(&d.parent_call_id),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(name) = self.names.get(call) {
+            return name.clone();
+        }
+        let Some(parent) = parent else {
+            return call.clone();
+        };
+        let run = self.runs.entry(parent.clone()).or_default();
+        run.push(call.clone());
+        let name = parent.code_sub_call(run.len());
+        self.names.insert(call.clone(), name.clone());
+        name
+    }
 }
 
 /// Collects the violations and notes, worded for the expectations' source.
@@ -167,10 +214,27 @@ pub fn judge(
         violations: Vec::new(),
         notes: Vec::new(),
     };
+    // At `events` no record shows where a retried program's run starts: an implementation
+    // whose numbering goes on across runs records ids that say nothing of the run either. Where
+    // a retry may run a program again, its sub-calls' outcomes are left free at that level.
+    let retried = scenario
+        .wrappers
+        .iter()
+        .any(|w| matches!(w, WrapperSpec::Retry { attempts, .. } if *attempts > 1));
+    let unaligned: BTreeSet<CallId> = if level == ObservationLevel::Events && retried {
+        scenario
+            .all_sub_calls()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
     let sub_calls: Vec<CallId> = scenario
         .all_sub_calls()
         .into_iter()
         .map(|(id, _)| id)
+        .filter(|id| !unaligned.contains(id))
         .collect();
     // The calls of the batch, then their Code Mode sub-calls.
     let ids = scenario

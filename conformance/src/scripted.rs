@@ -326,7 +326,7 @@ impl ScriptedTool {
                         decision: h.decision.clone(),
                         exit_code: Some(0),
                         stderr_summary: None,
-                        duration_ms: 0,
+                        duration_ms: 0.into(),
                     },
                 ),
                 BodyStep::DeferContext(text) => ctx.defer_context(text.clone()),

@@ -29,6 +29,14 @@ impl CallId {
     pub fn code_sub_call(&self, n: usize) -> CallId {
         CallId(format!("{}:code:{}", self.0, n))
     }
+
+    /// The `run_code` call of a sub-call id in the default scheme ([`Self::code_sub_call`]).
+    /// Only for a record that names no parent: an implementation may name its sub-calls
+    /// otherwise, so no check may depend on it.
+    pub fn sub_call_parent(&self) -> Option<CallId> {
+        let (parent, n) = self.0.rsplit_once(":code:")?;
+        n.parse::<usize>().ok().map(|_| CallId::from(parent))
+    }
 }
 
 impl fmt::Display for CallId {
@@ -83,5 +91,9 @@ mod tests {
     #[test]
     fn sub_call_ids_count_from_one() {
         assert_eq!(CallId::from("c1").code_sub_call(1).as_str(), "c1:code:1");
+        let sub = CallId::from("c1").code_sub_call(12);
+        assert_eq!(sub.sub_call_parent(), Some(CallId::from("c1")));
+        assert_eq!(CallId::from("c1:code:x").sub_call_parent(), None);
+        assert_eq!(CallId::from("c1").sub_call_parent(), None);
     }
 }

@@ -381,7 +381,70 @@ pub struct HookResult {
     pub exit_code: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr_summary: Option<String>,
-    pub duration_ms: u64,
+    pub duration_ms: DurationMs,
+}
+
+/// A duration in milliseconds as a log writes it: any non-negative JSON number. deepseek-harness
+/// writes `hook/result.durationMs` as a `performance.now()` difference, a float such as
+/// `89.61006599999928`; a whole number is written back as an integer.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct DurationMs(f64);
+
+impl DurationMs {
+    /// `None` unless `ms` is finite and not negative.
+    pub fn new(ms: f64) -> Option<Self> {
+        (ms.is_finite() && ms >= 0.0).then_some(DurationMs(ms))
+    }
+
+    pub fn as_f64(self) -> f64 {
+        self.0
+    }
+}
+
+impl From<u32> for DurationMs {
+    fn from(ms: u32) -> Self {
+        DurationMs(f64::from(ms))
+    }
+}
+
+/// The largest integer an `f64` holds exactly (2^53).
+const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0;
+
+impl Serialize for DurationMs {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.fract() == 0.0 && self.0 <= EXACT_INTEGER_LIMIT {
+            // Exact: a whole, non-negative value below 2^53.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            serializer.serialize_u64(self.0 as u64)
+        } else {
+            serializer.serialize_f64(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationMs {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let ms = f64::deserialize(deserializer)?;
+        DurationMs::new(ms).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "a duration must be a non-negative number of milliseconds, got {ms}"
+            ))
+        })
+    }
+}
+
+impl JsonSchema for DurationMs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DurationMs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Milliseconds: any non-negative number (a whole one is written as an integer).",
+            "type": "number",
+            "minimum": 0
+        })
+    }
 }
 
 /// `tool/code-dispatch-start` data.
@@ -439,6 +502,32 @@ mod tests {
         );
         let back: SessionEvent = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn a_hook_duration_is_any_non_negative_number() {
+        let read = |ms: &str| {
+            serde_json::from_str::<HookResult>(&format!(
+                r#"{{"turn":1,"point":"PreToolUse","handlerId":"h","decision":"pass","durationMs":{ms}}}"#
+            ))
+            .map(|r| r.duration_ms.as_f64())
+        };
+        assert_eq!(read("89.61006599999928").ok(), Some(89.61006599999928));
+        assert_eq!(read("0").ok(), Some(0.0));
+        assert_eq!(read("1e3").ok(), Some(1000.0));
+        let negative = read("-1").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(negative.contains("non-negative"), "{negative}");
+        assert!(read("\"5\"").is_err());
+        // Written back as read: whole numbers as integers, others as they were.
+        let write = |ms: f64| {
+            DurationMs::new(ms)
+                .and_then(|d| serde_json::to_string(&d).ok())
+                .unwrap_or_default()
+        };
+        assert_eq!(write(0.0), "0");
+        assert_eq!(write(12.0), "12");
+        assert_eq!(write(89.61006599999928), "89.61006599999928");
+        assert_eq!(DurationMs::new(f64::NAN), None);
     }
 
     #[test]

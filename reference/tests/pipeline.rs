@@ -1111,7 +1111,7 @@ impl tep_reference::pipeline::Tool for Scribe {
                     decision: "allow".into(),
                     exit_code: None,
                     stderr_summary: None,
-                    duration_ms: 0,
+                    duration_ms: 0.into(),
                 },
             );
             // Far past any deadline: the tool declares none, so no timeout applies.

@@ -252,7 +252,8 @@ impl Checker {
         };
         let parent_id = match parent {
             Some(p) => p.clone(),
-            None => CallId::from(call.as_str().rsplit_once(":code:").ok_or_else(unknown)?.0),
+            // A record naming no parent (a hand-written trace): the default scheme's.
+            None => call.sub_call_parent().ok_or_else(unknown)?,
         };
         let p = *batch.index.get(&parent_id).ok_or_else(unknown)?;
         if batch.calls[p].is_sub_call() {

@@ -12,7 +12,8 @@ use tep_model::session::{
 use tep_model::trace::{Capability, MarkKind, TraceRecord};
 
 use super::plant::{
-    call_of, event_type, find, first_sub_call, is_stage, move_record, parent_of, stage, stage_mut,
+    call_of, event_type, find, first_sub_call, is_stage, move_record, nth_sub_call, parent_of,
+    stage, stage_mut,
 };
 use super::{Claim, Cx, Rule, Visit};
 use crate::facts::state::Call;
@@ -115,7 +116,7 @@ pub(crate) const CODE_DISPATCH_INSIDE_BODY: Rule = Rule::new(
 .plants(|r| {
     // The first sub-call runs after its run_code call left its body.
     let sub = first_sub_call(r)?;
-    let parent = parent_of(&sub)?;
+    let parent = parent_of(r, &sub)?;
     let block: Vec<usize> = (0..r.len())
         .filter(|&i| call_of(&r[i]) == Some(&sub))
         .collect();
@@ -165,8 +166,8 @@ pub(crate) const SUB_CALLS_SERIALIZED: Rule = Rule::new(
 .plants(|r| {
     // The second sub-call starts while the first is still running.
     let sub = first_sub_call(r)?;
-    let parent = parent_of(&sub)?;
-    let second = parent.code_sub_call(2);
+    let parent = parent_of(r, &sub)?;
+    let second = nth_sub_call(r, &parent, 2)?;
     let first_of_second = find(r, |x| call_of(x) == Some(&second))?;
     let first_of_first = find(r, |x| call_of(x) == Some(&sub))?;
     move_record(r, first_of_second, first_of_first + 1);
@@ -225,7 +226,7 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
     entry(
         I::SubCallIdScheme,
         Should,
-        "Sub-calls are numbered `<parent>:code:<n>`, from 1, in the order they start.",
+        "Sub-calls are numbered `<parent>:code:<n>`, from 1, in the order they start (in each run of the program, or on across the runs of a retried one).",
         &[Semantics(&[44])],
         Batch,
         Events,
@@ -241,10 +242,27 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
         return;
     }
     let parent = cx.call(p);
-    // Numbered from 1 in each run of the program (the core counts them as they appear).
+    // Numbered from 1 in each run of the program (the core counts them as they appear), or
+    // on across the runs of a retried program: a harness's counter may keep counting.
     let n = call.code.number;
     let expected = parent.id.code_sub_call(n);
-    if call.id != expected {
+    // The number in an id of this scheme (this rule alone reads the form of an id).
+    let number = |id: &tep_model::identity::CallId| -> Option<usize> {
+        let (p, m) = id.as_str().rsplit_once(":code:")?;
+        (p == parent.id.as_str()).then(|| m.parse().ok()).flatten()
+    };
+    // Numbers going on across runs: at least the run's, at most how many sub-calls the
+    // program started in all its runs, and above the previous sub-call's.
+    let subs = &parent.code.sub_calls;
+    let previous = subs
+        .len()
+        .checked_sub(2)
+        .and_then(|k| subs.get(k))
+        .and_then(|&k| number(&cx.call(k).id))
+        .unwrap_or(0);
+    let continued =
+        number(&call.id).is_some_and(|m| m >= n && m <= subs.len() && m > previous);
+    if call.id != expected && !continued {
         let message = format!(
             "line {}: sub-call {} is the {n}th sub-call of {} to start; the reference semantics number it {expected}",
             v.line, call.id, parent.id
@@ -255,7 +273,7 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
 .plants(|r| {
     // The first sub-call is numbered as if others had started before it.
     let sub = first_sub_call(r)?;
-    let parent = parent_of(&sub)?;
+    let parent = parent_of(r, &sub)?;
     let renamed = parent.code_sub_call(7);
     for rec in r.iter_mut().filter(|x| x.call() == Some(&sub)) {
         match rec {

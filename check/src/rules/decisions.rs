@@ -163,7 +163,8 @@ pub(crate) const APPROVAL_ONCE: Rule = Rule::new(entry(
     if v.node == Some(N::Approval) {
         // Drive mode knows what the scripted prompt answers this call: another answer is one
         // given for some other call (or none at all).
-        let (Some(got), Some(scripted)) = (v.outcome, cx.options.scripted_answer(&call.id)) else {
+        let name = cx.scripted_name(v.call);
+        let (Some(got), Some(scripted)) = (v.outcome, cx.options.scripted_answer(&name)) else {
             return;
         };
         // `cancelled` can come from the call's signal rather than the prompt (reference

@@ -132,6 +132,17 @@ impl Cx<'_> {
         &self.batch.calls[i]
     }
 
+    /// The name a scenario's scripts give call `i`: its id, or for a Code Mode sub-call
+    /// `<parent>:code:<n>` by its parent and its place in the run's dispatch order, whatever id
+    /// the implementation recorded (docs/adapter-protocol.md).
+    pub fn scripted_name(&self, i: usize) -> CallId {
+        let call = self.call(i);
+        match call.parent {
+            Some(p) => self.call(p).id.code_sub_call(call.code.number),
+            None => call.id.clone(),
+        }
+    }
+
     pub fn report(
         &mut self,
         id: InvariantId,

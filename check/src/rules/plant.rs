@@ -91,23 +91,61 @@ pub(super) fn result_data_mut(r: &mut TraceRecord) -> Option<&mut ToolResultData
     }
 }
 
-/// Whether a record belongs to a call of the batch (not a Code Mode sub-call).
+/// Whether a record is a stage of a call of the batch (not of a Code Mode sub-call, which names
+/// its `run_code` call as its `parent`).
 pub(super) fn is_top_level(r: &TraceRecord) -> bool {
-    call_of(r).is_some_and(|c| !c.as_str().contains(":code:"))
+    match r {
+        TraceRecord::Stage(o) => o.call.is_some() && o.parent.is_none(),
+        _ => false,
+    }
+}
+
+/// The Code Mode sub-calls of a trace with their `run_code` call, in the order they start: found
+/// by what the trace says (a stage's `parent`, a dispatch event's `parentCallId`), never by the
+/// form of their ids, which the implementation chooses.
+pub(super) fn sub_calls(records: &Records) -> Vec<(CallId, CallId)> {
+    let mut out: Vec<(CallId, CallId)> = Vec::new();
+    for r in records {
+        let found = match r {
+            TraceRecord::Stage(o) => o.call.clone().zip(o.parent.clone()),
+            TraceRecord::Event(e) => match &e.event.body {
+                EventBody::CodeDispatchStart(d) => {
+                    Some((d.sub_call_id.clone(), d.parent_call_id.clone()))
+                }
+                EventBody::CodeDispatch(d) => {
+                    Some((d.sub_call_id.clone(), d.parent_call_id.clone()))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((sub, parent)) = found
+            && !out.iter().any(|(s, _)| *s == sub)
+        {
+            out.push((sub, parent));
+        }
+    }
+    out
 }
 
 /// The first Code Mode sub-call in the trace.
 pub(super) fn first_sub_call(records: &Records) -> Option<CallId> {
-    records
-        .iter()
-        .filter_map(|r| r.call())
-        .find(|c| c.as_str().contains(":code:"))
-        .cloned()
+    sub_calls(records).into_iter().next().map(|(sub, _)| sub)
 }
 
-/// The `run_code` call a sub-call id belongs to.
-pub(super) fn parent_of(sub: &CallId) -> Option<CallId> {
-    sub.as_str()
-        .rsplit_once(":code:")
-        .map(|(p, _)| CallId::from(p))
+/// The `run_code` call a sub-call of the trace belongs to.
+pub(super) fn parent_of(records: &Records, sub: &CallId) -> Option<CallId> {
+    sub_calls(records)
+        .into_iter()
+        .find(|(s, _)| s == sub)
+        .map(|(_, parent)| parent)
+}
+
+/// The `n`th sub-call (from 1) of `parent` to start.
+pub(super) fn nth_sub_call(records: &Records, parent: &CallId, n: usize) -> Option<CallId> {
+    sub_calls(records)
+        .into_iter()
+        .filter(|(_, p)| p == parent)
+        .nth(n.checked_sub(1)?)
+        .map(|(sub, _)| sub)
 }

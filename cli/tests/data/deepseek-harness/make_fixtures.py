@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the hand-made deepseek-harness session logs of this directory from the real one
-(rc8-session.jsonl): each is the real log with one thing changed, its seqs renumbered so the
+"""Writes the hand-made deepseek-harness session logs of this directory from the real ones
+(rc8-session.jsonl, rc8-cli-s*.jsonl): each is a real log with one thing changed, its seqs renumbered so the
 log stays contiguous (`events[i].seq == i`, as the harness writes it):
 python3 make_fixtures.py"""
 import json
@@ -85,3 +85,37 @@ write("unknown-type.jsonl", renumber(log))
 log = copy()
 log.insert(29, {"note": "pasted by hand"})
 write("not-an-event.jsonl", renumber(log))
+
+
+# From the real CLI logs (rc8-cli-s*.jsonl): hook events are the pre- and post-execute stages'.
+def load(name):
+    return [json.loads(l) for l in open(name, encoding="utf-8")]
+
+
+def is_hook(t, handler):
+    return lambda r: r.get("type") == t and r["data"].get("handlerId") == handler
+
+
+# c4's PostToolUse hook (invoked and answered) moved into c5's stage, right after c5's
+# tool/call: c5's post-execute would begin before its pre-execute.
+log = load("rc8-cli-s2.jsonl")
+hook = [log.pop(index(log, is_hook(t, "claude-code:PostToolUse:8")))
+        for t in ("hook/invoked", "hook/result")]
+c5 = index(log, is_type("tool/call", callId="c5"))
+log[c5 + 1:c5 + 1] = hook
+write("cli-s2-post-hook-in-next-call.jsonl", renumber(log))
+
+# The answer of c4's PostToolUse hook moved into c5's stage: it comes after c4's tool/result.
+log = load("rc8-cli-s2.jsonl")
+answer = log.pop(index(log, is_hook("hook/result", "claude-code:PostToolUse:8")))
+c5 = index(log, is_type("tool/call", callId="c5"))
+log.insert(c5 + 1, answer)
+write("cli-s2-hook-answer-after-result.jsonl", renumber(log))
+
+# rc1's tool/result logged before the tool/code-dispatch of its last sub-call (rc1:code:5).
+log = load("rc8-cli-s3.jsonl")
+result = log.pop(index(log, lambda r: r.get("type") == "tool/result"
+                       and r["data"]["message"]["source"]["callId"] == "rc1"))
+last = index(log, is_type("tool/code-dispatch", subCallId="rc1:code:5"))
+log.insert(last, result)
+write("cli-s3-result-before-dispatch.jsonl", renumber(log))
