@@ -5,20 +5,15 @@
 //!
 //! Each trace is the reference's, with one thing done wrong.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::{
+use crate::util::{
     drive_options, findings, is_binding_settled, is_event, is_stage, move_record, options,
-    position, scenario, trace, violations,
+    position, scenario, trace, trace_in, violations,
 };
 use tep_check::Violation;
 use tep_check::invariants::InvariantId;
 use tep_check::observation::thin;
-use tep_conformance::scripted::run_reference;
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::trace::{ObservationLevel, TraceRecord};
@@ -263,7 +258,7 @@ fn a_sub_call_named_freely_is_placed_by_its_parent_and_reported_once() {
     );
     assert_eq!(found[0].lines, [first + 1]);
     // In a rev1 session log, the dispatch log is all there is of a sub-call.
-    let rev1 = run_reference(&scenario(id), Revision::Rev1, &[]).unwrap();
+    let rev1 = trace_in(id, Revision::Rev1);
     let log = renamed(
         &thin(&rev1, ObservationLevel::Events),
         "c1:code:1",
@@ -738,7 +733,7 @@ fn a_recorded_outcome_differing_in_any_one_part_is_not_the_frozen_one() {
 #[test]
 fn a_rev1_result_summary_may_hold_200_characters_and_no_more() {
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
-    let records = run_reference(&scenario(id), Revision::Rev1, &[]).unwrap();
+    let records = trace_in(id, Revision::Rev1);
     let logged = position(&records, is_event("tool/code-dispatch", "c1:code:1"));
     let options = drive_options(&scenario(id), Revision::Rev1, ObservationLevel::Full);
     let summary = |n: usize| {

@@ -5,16 +5,14 @@
 //! revision window differs (plus the graph walk, since the graphs differ), and together they must
 //! name every difference the shared scenarios can show.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 
 use tep_check::CATALOG;
 use tep_check::invariants::InvariantId;
-use tep_check::{CheckOptions, ScenarioFacts, check_records};
-use tep_conformance::scenario::corpus;
-use tep_conformance::scripted::run_reference;
+use tep_check::{CheckOptions, check_records};
 use tep_model::graph::Revision;
+
+use crate::util::{corpus, trace_in};
 
 /// Invariants that apply to one revision only, and the walk (whose graph changed).
 fn changed() -> BTreeSet<InvariantId> {
@@ -29,9 +27,9 @@ fn changed() -> BTreeSet<InvariantId> {
 fn cross_check(produced: Revision, checked: Revision) -> BTreeSet<InvariantId> {
     let changed = changed();
     let mut reported = BTreeSet::new();
-    for scenario in corpus().unwrap().iter().filter(|s| s.revisions.len() == 2) {
-        let trace = run_reference(scenario, produced, &[]).unwrap();
-        let options = CheckOptions::new(checked).with_facts(ScenarioFacts::from(scenario));
+    for scenario in corpus().iter().filter(|s| s.revisions.len() == 2) {
+        let trace = trace_in(&scenario.id, produced);
+        let options = CheckOptions::new(checked).with_facts(scenario.facts.clone());
         let report = check_records(&options, &trace).unwrap();
         assert!(
             !report.violations.is_empty(),
@@ -83,32 +81,4 @@ fn rev2_traces_fail_rev1_exactly_where_rev1_differs() {
     ]
     .into();
     assert_eq!(reported, expected);
-}
-
-#[test]
-fn the_notification_differs_observer_by_observer() {
-    // The observer scenarios are revision-specific; run each on the other revision's reference.
-    let corpus = corpus().unwrap();
-    let awaited = corpus
-        .iter()
-        .find(|s| s.id == "tools-result-is-awaited-in-rev1")
-        .unwrap();
-    let synchronous = corpus
-        .iter()
-        .find(|s| s.id == "tools-result-is-synchronous")
-        .unwrap();
-    let rev1_trace = run_reference(synchronous, Revision::Rev1, &[]).unwrap();
-    let report = check_records(&CheckOptions::new(Revision::Rev2), &rev1_trace).unwrap();
-    assert!(
-        report
-            .invariants()
-            .contains(&InvariantId::NotificationSynchronous)
-    );
-    let rev2_trace = run_reference(awaited, Revision::Rev2, &[]).unwrap();
-    let report = check_records(&CheckOptions::new(Revision::Rev1), &rev2_trace).unwrap();
-    assert!(
-        report
-            .invariants()
-            .contains(&InvariantId::NotificationAwaited)
-    );
 }

@@ -1,28 +1,18 @@
 //! The checker streams: its state is bounded by the open batch, not by the trace.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use tep_check::invariants::InvariantId;
 use tep_check::repeat_batches;
-use tep_check::{CheckOptions, Checker, check_records, scanned};
-use tep_conformance::generate::{Shape, records};
-use tep_conformance::scenario::corpus;
-use tep_conformance::scripted::run_reference;
+use tep_check::{
+    CheckOptions, Checker, check_reader, check_reader_parallel, check_records, scanned,
+};
 use tep_model::graph::Revision;
 use tep_model::trace::TraceRecord;
 
+use crate::shapes::{Shape, records};
+use crate::util as common;
+
 fn long_trace(scenario: &str, batches: usize) -> Vec<TraceRecord> {
-    let scenario = corpus()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.id == scenario)
-        .unwrap();
-    repeat_batches(
-        &run_reference(&scenario, Revision::Rev2, &[]).unwrap(),
-        batches,
-    )
+    repeat_batches(&common::trace(scenario), batches)
 }
 
 #[test]
@@ -153,4 +143,29 @@ fn violations_past_the_cap_are_counted_not_kept() {
         report.violations.first()
     );
     assert!(!report.violations.is_empty());
+}
+
+#[test]
+fn a_parallel_check_reports_what_a_sequential_one_does() {
+    let mix = repeat_batches(&common::corpus_mix(Revision::Rev2), 3);
+    let header = tep_check::TraceHeader {
+        spec: Revision::Rev2,
+        implementation: None,
+        capabilities: None,
+        observation: Some(tep_check::ObservationLevel::Full),
+    };
+    let text = tep_model::trace::to_jsonl(
+        &std::iter::once(TraceRecord::Header(header))
+            .chain(mix)
+            .collect::<Vec<_>>(),
+    );
+    let options = CheckOptions::new(Revision::Rev2);
+    let one = check_reader(&options, text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    for workers in 1..4 {
+        let parallel = check_reader_parallel(&options, text.as_bytes(), workers)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(one, parallel, "{workers} workers");
+    }
+    assert!(one.records > 1000 && one.batches > 10, "{one:?}");
+    assert!(one.violations.is_empty(), "{:?}", one.violations.first());
 }
