@@ -5,66 +5,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{TEP, tep_command};
+use crate::util::{TEP, code, json, stderr, stdout, summary, temp_dir, tep, tep_command, tep_in};
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-run-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// `tep` in `cwd`, without the variables that change its output.
-fn tep_in(cwd: &Path, args: &[&str]) -> Output {
-    command(cwd, args).output().unwrap()
-}
-
 fn command(cwd: &Path, args: &[&str]) -> Command {
     let mut command = tep_command();
+    command.args(args).current_dir(cwd);
     command
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("CI")
-        .env_remove("NO_COLOR")
-        .env_remove("CLICOLOR")
-        .env_remove("CLICOLOR_FORCE");
-    command
-}
-
-fn tep(args: &[&str]) -> Output {
-    static CWD: OnceLock<PathBuf> = OnceLock::new();
-    tep_in(CWD.get_or_init(|| temp_dir("cwd")), args)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// The summary line a text report ends with.
-fn summary(out: &str) -> &str {
-    out.trim_end().lines().last().unwrap_or_default()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
 }
 
 fn read_json(path: &Path) -> Value {

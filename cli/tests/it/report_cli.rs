@@ -3,12 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::tep_command;
+use crate::util::tep_in;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::Value;
 
@@ -22,28 +19,23 @@ fn dir() -> &'static Path {
     })
 }
 
-fn tep(args: &[&str]) -> Output {
-    tep_command()
-        .args(args)
-        .current_dir(dir())
-        .output()
-        .unwrap()
-}
-
 /// The JSON reports of the reference and of a mutant, written once.
 fn reports() -> &'static (PathBuf, PathBuf) {
     static REPORTS: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
     REPORTS.get_or_init(|| {
         let (reference, mutant) = (dir().join("reference.json"), dir().join("mutant.json"));
-        let o = tep(&["run", "--json", reference.to_str().unwrap()]);
+        let o = tep_in(dir(), &["run", "--json", reference.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(0));
-        let o = tep(&[
-            "run",
-            "--mutant",
-            "run-body-after-deny",
-            "--json",
-            mutant.to_str().unwrap(),
-        ]);
+        let o = tep_in(
+            dir(),
+            &[
+                "run",
+                "--mutant",
+                "run-body-after-deny",
+                "--json",
+                mutant.to_str().unwrap(),
+            ],
+        );
         assert_eq!(o.status.code(), Some(1));
         (reference, mutant)
     })
@@ -64,13 +56,16 @@ fn failing(report: &Path) -> Vec<String> {
 fn the_matrix_has_a_column_per_run_and_the_mutants_failures() {
     let (reference, mutant) = reports();
     let page = dir().join("matrix.html");
-    let o = tep(&[
-        "report",
-        "--html",
-        page.to_str().unwrap(),
-        reference.to_str().unwrap(),
-        mutant.to_str().unwrap(),
-    ]);
+    let o = tep_in(
+        dir(),
+        &[
+            "report",
+            "--html",
+            page.to_str().unwrap(),
+            reference.to_str().unwrap(),
+            mutant.to_str().unwrap(),
+        ],
+    );
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -106,12 +101,15 @@ fn the_matrix_has_a_column_per_run_and_the_mutants_failures() {
 #[test]
 fn compare_names_the_newly_failing_and_the_fixed() {
     let (reference, mutant) = reports();
-    let o = tep(&[
-        "report",
-        mutant.to_str().unwrap(),
-        "--compare",
-        reference.to_str().unwrap(),
-    ]);
+    let o = tep_in(
+        dir(),
+        &[
+            "report",
+            mutant.to_str().unwrap(),
+            "--compare",
+            reference.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&o.stdout);
     let failing = failing(mutant);
@@ -127,12 +125,15 @@ fn compare_names_the_newly_failing_and_the_fixed() {
         "{stdout}"
     );
     // The other way round: all of them fixed.
-    let o = tep(&[
-        "report",
-        reference.to_str().unwrap(),
-        "--compare",
-        mutant.to_str().unwrap(),
-    ]);
+    let o = tep_in(
+        dir(),
+        &[
+            "report",
+            reference.to_str().unwrap(),
+            "--compare",
+            mutant.to_str().unwrap(),
+        ],
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains(&format!("0 newly failing, {} fixed", failing.len())),
@@ -145,12 +146,15 @@ fn compare_names_the_newly_failing_and_the_fixed() {
     other["scenarios"].as_array_mut().unwrap().remove(0);
     let other_file = dir().join("other-corpus.json");
     std::fs::write(&other_file, other.to_string()).unwrap();
-    let o = tep(&[
-        "report",
-        reference.to_str().unwrap(),
-        "--compare",
-        other_file.to_str().unwrap(),
-    ]);
+    let o = tep_in(
+        dir(),
+        &[
+            "report",
+            reference.to_str().unwrap(),
+            "--compare",
+            other_file.to_str().unwrap(),
+        ],
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains("the corpora differ (sha256:another then sha256:"),
@@ -163,7 +167,10 @@ fn compare_names_the_newly_failing_and_the_fixed() {
 fn a_file_that_is_no_run_report_is_a_usage_error_naming_it() {
     let (reference, _) = reports();
     std::fs::write(dir().join("baseline.json"), "{\"expectedFailures\":[]}").unwrap();
-    let o = tep(&["report", reference.to_str().unwrap(), "baseline.json"]);
+    let o = tep_in(
+        dir(),
+        &["report", reference.to_str().unwrap(), "baseline.json"],
+    );
     assert_eq!(o.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -178,7 +185,7 @@ fn a_file_that_is_no_run_report_is_a_usage_error_naming_it() {
         &["report", "newer.json"][..],
         &["run", "--compare", "newer.json"][..],
     ] {
-        let o = tep(args);
+        let o = tep_in(dir(), args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(
@@ -186,7 +193,7 @@ fn a_file_that_is_no_run_report_is_a_usage_error_naming_it() {
             "{stderr}"
         );
     }
-    let o = tep(&["report", "missing.json"]);
+    let o = tep_in(dir(), &["report", "missing.json"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read missing.json"));
 }

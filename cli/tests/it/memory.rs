@@ -13,7 +13,8 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use crate::util::{TEP, temp_dir};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use tep_conformance::scenario::corpus;
@@ -21,7 +22,6 @@ use tep_conformance::scripted::run_reference;
 use tep_model::graph::Revision;
 use tep_model::trace::to_jsonl;
 
-const TEP: &str = env!("CARGO_BIN_EXE_tep");
 const MIB: u64 = 1024 * 1024;
 
 fn data(file: &str) -> String {
@@ -30,13 +30,6 @@ fn data(file: &str) -> String {
         .join(file)
         .display()
         .to_string()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-memory-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// `tep ARGS` run in `dir`: its exit code and its peak resident memory in bytes.

@@ -1,70 +1,15 @@
-//! The `tep` binary end to end: reports, exit codes, bad input, baselines, and adapters that
-//! misbehave in every way the runner promises to survive.
+//! The `tep` binary end to end: reports, exit codes, bad input, baselines, adapters that break
+//! the pipeline or skip, fail or mistake the handshake, and the lists.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{TEP, tep_command};
-
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use crate::util::{
+    READY, TEP, adapter_command, code, json, run_fixture, statuses, stderr, stdout, summary,
+    temp_dir, tep, write,
+};
 
 use serde_json::Value;
-use tep_check::invariants::InvariantId;
-use tep_check::mutation::plant;
 use tep_conformance::scenario::corpus;
-use tep_conformance::scripted::run_reference;
-use tep_model::graph::Revision;
-use tep_model::trace::to_jsonl;
-
-fn tep(args: &[&str]) -> Output {
-    tep_command()
-        .args(args)
-        // Failing runs keep their traces under ./target/tep-runs: not in the source tree.
-        .current_dir(scratch())
-        .output()
-        .unwrap()
-}
-
-fn scratch() -> &'static Path {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| temp_dir("cwd"))
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// The summary line a text report ends with.
-fn summary(out: &str) -> &str {
-    out.trim_end().lines().last().unwrap_or_default()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
-}
 
 // ---------------------------------------------------------------------------------------------
 // run
@@ -352,157 +297,8 @@ fn bad_baselines_are_usage_errors() {
 // ---------------------------------------------------------------------------------------------
 // check
 
-fn reference_trace(id: &str) -> Vec<tep_model::trace::TraceRecord> {
-    let scenario = corpus().unwrap().into_iter().find(|s| s.id == id).unwrap();
-    run_reference(&scenario, Revision::Rev2, &[]).unwrap()
-}
-
-#[test]
-fn check_accepts_a_valid_trace_from_a_file_or_stdin() {
-    let dir = temp_dir("check-ok");
-    let file = write(&dir, "t.jsonl", &to_jsonl(&reference_trace("mixed-batch")));
-    let o = tep(&["check", &file]);
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("0 violation(s)"));
-    let mut child = tep_command()
-        .args(["check", "-", "--format", "json"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(to_jsonl(&reference_trace("allow-runs-body")).as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(code(&o), 0);
-    assert_eq!(json(&o)["conformant"], true);
-}
-
-#[test]
-fn check_names_the_invariant_the_lines_and_the_source() {
-    let dir = temp_dir("check-bad");
-    let trace = plant(
-        InvariantId::DenySkipsBody,
-        &reference_trace("pre-deny-skips-body"),
-    )
-    .unwrap();
-    let file = write(&dir, "t.jsonl", &to_jsonl(&trace));
-    let o = tep(&["check", &file]);
-    assert_eq!(code(&o), 1);
-    let out = stdout(&o);
-    assert!(
-        out.contains(
-            "deny-skips-body [MUST]: line 7 (toolBody, call c1) after line 5 denied the call"
-        ),
-        "{out}"
-    );
-    assert!(
-        out.contains("docs/invariants.md#deny-skips-body (doc: \u{201c}tool body skipped\u{201d}")
-    );
-    let o = tep(&["check", &file, "--format", "json"]);
-    let report = json(&o);
-    assert_eq!(report["violations"][0]["invariant"], "deny-skips-body");
-    assert_eq!(report["violations"][0]["lines"], serde_json::json!([7, 5]));
-    assert_eq!(
-        report["violations"].as_array().unwrap().len(),
-        1,
-        "one fault, one violation"
-    );
-}
-
-#[test]
-fn check_uses_the_header_revision_unless_told_otherwise() {
-    let dir = temp_dir("check-rev");
-    let scenario = corpus()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.id == "contexts-fifo-after-all-results")
-        .unwrap();
-    let rev1 = run_reference(&scenario, Revision::Rev1, &[]).unwrap();
-    let file = write(&dir, "rev1.jsonl", &to_jsonl(&rev1));
-    let o = tep(&["check", &file]);
-    assert_eq!(code(&o), 0, "{}", stdout(&o));
-    assert!(stdout(&o).contains("against rev1"));
-    let o = tep(&["check", &file, "--spec", "rev2"]);
-    assert_eq!(code(&o), 1);
-    assert!(stdout(&o).contains("against rev2 (its header says rev1)"));
-    assert!(
-        stdout(&o).contains("contexts-as-user-messages"),
-        "{}",
-        stdout(&o)
-    );
-}
-
-#[test]
-fn malformed_traces_are_errors_with_a_line_number() {
-    let dir = temp_dir("malformed");
-    let model = r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#;
-    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("json", format!("{model}\n{{oops\n").into_bytes(), "line 2: invalid JSON"),
-        ("stage", format!("{model}\n{{\"kind\":\"stage\",\"node\":\"preExecute\",\"call\":\"c1\"}}\n").into_bytes(), "line 2: unknown stage `preExecute`"),
-        ("field", format!("{model}\n{{\"kind\":\"stage\",\"node\":\"pre\",\"call\":\"c1\"}}\n").into_bytes(), "line 2: stage `pre` needs an `outcome`"),
-        ("call", format!("{model}\n{{\"kind\":\"stage\",\"node\":\"pre\",\"call\":\"c9\",\"outcome\":\"allow\"}}\n").into_bytes(), "line 2: unknown call c9"),
-        ("dup", r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false},{"callId":"c1","name":"t","concurrencySafe":false}]}"#.as_bytes().to_vec(), "line 1: duplicate call id c1"),
-        ("utf8", [model.as_bytes(), b"\n\xff\xfe\n"].concat(), "line 2: not valid UTF-8"),
-        ("first", b"{\"kind\":\"stage\",\"node\":\"pre\",\"call\":\"c1\",\"outcome\":\"allow\"}\n".to_vec(), "line 1: a record before the first `model` observation"),
-    ];
-    for (name, bytes, message) in cases {
-        let path = dir.join(format!("{name}.jsonl"));
-        std::fs::write(&path, bytes).unwrap();
-        let o = tep(&["check", path.to_str().unwrap()]);
-        assert_eq!(code(&o), 2, "{name}: {}", stdout(&o));
-        assert!(stderr(&o).contains(message), "{name}: {}", stderr(&o));
-        assert!(!stderr(&o).contains("panicked"), "{name}");
-    }
-    let o = tep(&["check", dir.join("missing.jsonl").to_str().unwrap()]);
-    assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("cannot open"));
-}
-
 // ---------------------------------------------------------------------------------------------
 // adapters
-
-fn adapter_command(script: &str) -> String {
-    // One argument for `sh -c`: quoted so shlex keeps it whole.
-    format!("sh -c '{script}'")
-}
-
-const READY: &str = r#"{\"ready\":true,\"protocol\":1,\"implementation\":{\"name\":\"fixture\"},\"capabilities\":[],\"specs\":[\"rev2\"]}"#;
-
-fn run_fixture(script: &str) -> Output {
-    tep(&[
-        "run",
-        "--adapter",
-        &adapter_command(script),
-        "--timeout",
-        "2",
-        "--scenario",
-        "allow-runs-body",
-        "--scenario",
-        "pre-deny-skips-body",
-        "--format",
-        "json",
-    ])
-}
-
-fn statuses(o: &Output) -> Vec<(String, String, String)> {
-    json(o)["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["status"].as_str().unwrap_or_default().to_owned(),
-                r["reason"].as_str().unwrap_or_default().to_owned(),
-                r["stderr"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn the_reference_behind_the_adapter_protocol_passes_the_whole_suite() {
@@ -546,80 +342,6 @@ fn a_deliberately_broken_adapter_is_reported_with_exactly_that_invariant() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids, vec!["deny-skips-body"]);
-}
-
-#[test]
-fn a_hanging_adapter_times_out_per_scenario_and_the_run_goes_on() {
-    let started = std::time::Instant::now();
-    let o = run_fixture(&format!(
-        r#"read l; echo "{READY}"; echo waiting >&2; while read l; do sleep 1000; done"#
-    ));
-    assert_eq!(code(&o), 1);
-    let s = statuses(&o);
-    assert_eq!(s.len(), 2, "both scenarios were attempted");
-    for (status, reason, stderr) in &s {
-        assert_eq!(status, "errored");
-        assert!(reason.contains("no answer within 2 s"), "{reason}");
-        assert!(stderr.contains("waiting"), "stderr tail: {stderr:?}");
-    }
-    assert!(
-        started.elapsed().as_secs() < 30,
-        "the hung adapter was killed"
-    );
-}
-
-#[test]
-fn a_crashing_adapter_is_restarted_for_the_next_scenario() {
-    let o = run_fixture(&format!(
-        r#"read l; echo "{READY}"; read l; echo "segfault in handler" >&2; exit 3"#
-    ));
-    assert_eq!(code(&o), 1);
-    for (status, reason, stderr) in statuses(&o) {
-        assert_eq!(status, "errored");
-        assert!(reason.contains("closed stdout"), "{reason}");
-        assert!(stderr.contains("segfault in handler"), "{stderr}");
-    }
-}
-
-#[test]
-fn an_adapter_printing_garbage_or_the_wrong_seq_is_errored() {
-    let garbage = run_fixture(&format!(
-        r#"read l; echo "{READY}"; read l; echo "Loading model weights..."; sleep 5"#
-    ));
-    for (status, reason, _) in statuses(&garbage) {
-        assert_eq!(status, "errored");
-        assert!(
-            reason.contains("not an answer") && reason.contains("Loading model weights"),
-            "{reason}"
-        );
-    }
-    let wrong = run_fixture(&format!(
-        r#"read l; echo "{READY}"; while read l; do echo "{{\"seq\":99,\"trace\":[]}}"; done"#
-    ));
-    for (status, reason, _) in statuses(&wrong) {
-        assert_eq!(status, "errored");
-        assert!(
-            reason.contains("answered seq 99 to request seq"),
-            "{reason}"
-        );
-    }
-}
-
-#[test]
-fn an_adapter_flooding_stderr_keeps_only_a_bounded_tail() {
-    let o = run_fixture(&format!(
-        r#"read l; echo "{READY}"; read l; while :; do echo "flood flood flood flood" >&2; done"#
-    ));
-    assert_eq!(code(&o), 1);
-    for (status, _, stderr) in statuses(&o) {
-        assert_eq!(status, "errored");
-        assert!(stderr.contains("flood"));
-        assert!(
-            stderr.len() <= tep_conformance::adapter::STDERR_TAIL_BYTES,
-            "{}",
-            stderr.len()
-        );
-    }
 }
 
 #[test]

@@ -4,36 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::util::{TEP, stderr, stdout, temp_dir, tep_in};
 
-use common::{TEP, tep_command};
-
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use tep_check::invariants::InvariantId;
 use tep_conformance::mutants::breaks;
 use tep_conformance::scenario::Scenario;
 use tep_reference::mutant::Mutant;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-fuzz-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn tep_in(cwd: &Path, args: &[&str]) -> Output {
-    tep_command().args(args).current_dir(cwd).output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// The line of `text` that starts with `prefix`, without it.
 fn line_after<'a>(text: &'a str, prefix: &str) -> &'a str {
@@ -44,7 +22,7 @@ fn line_after<'a>(text: &'a str, prefix: &str) -> &'a str {
 
 #[test]
 fn a_failure_is_shrunk_written_and_replayed_by_the_printed_command() {
-    let dir = scratch("replay");
+    let dir = temp_dir("replay");
     let out = dir.join("found.json");
     let args = [
         "fuzz",
@@ -112,7 +90,7 @@ fn a_failure_is_shrunk_written_and_replayed_by_the_printed_command() {
 
 #[test]
 fn without_a_seed_one_is_chosen_printed_and_replays_the_run() {
-    let dir = scratch("seed");
+    let dir = temp_dir("seed");
     let o = tep_in(
         &dir,
         &[
@@ -149,7 +127,7 @@ fn without_a_seed_one_is_chosen_printed_and_replays_the_run() {
 
 #[test]
 fn the_reference_passes_and_says_how_much_was_judged() {
-    let dir = scratch("clean");
+    let dir = temp_dir("clean");
     let o = tep_in(&dir, &["fuzz", "--seed", "3", "--cases", "150", "--strict"]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).starts_with("150 case(s) in "), "{}", stdout(&o));
@@ -167,7 +145,7 @@ fn the_reference_passes_and_says_how_much_was_judged() {
 
 #[test]
 fn fuzzing_through_the_adapter_protocol_finds_what_each_mutant_breaks() {
-    let dir = scratch("adapter");
+    let dir = temp_dir("adapter");
     for mutant in [
         Mutant::SubCallsOverlap,
         Mutant::CommitInCompletionOrder,
@@ -207,7 +185,7 @@ fn fuzzing_through_the_adapter_protocol_finds_what_each_mutant_breaks() {
 
 #[test]
 fn an_adapter_that_skips_everything_tested_nothing() {
-    let dir = scratch("skips");
+    let dir = temp_dir("skips");
     let adapter = r#"sh -c 'read l; echo "{\"ready\":true,\"protocol\":2,\"implementation\":{\"name\":\"skipper\"},\"capabilities\":[]}"; n=0; while read l; do n=$((n+1)); echo "{\"seq\":$n,\"skipped\":{\"reason\":\"no\"}}"; done'"#;
     let o = tep_in(
         &dir,
@@ -219,7 +197,7 @@ fn an_adapter_that_skips_everything_tested_nothing() {
 
 #[test]
 fn bad_scenario_files_are_usage_errors_naming_the_file() {
-    let dir = scratch("files");
+    let dir = temp_dir("files");
     let missing = dir.join("missing.json");
     let o = tep_in(&dir, &["run", "--scenario-file", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
@@ -277,7 +255,7 @@ fn found_as(mutant: Mutant) -> &'static [InvariantId] {
 /// Every mutant through the adapter protocol, as an implementer would fuzz their own adapter.
 #[test]
 fn every_mutant_is_found_through_the_adapter_protocol_and_shrunk_small() {
-    let dir = scratch("every-mutant");
+    let dir = temp_dir("every-mutant");
     let mut sizes = Vec::new();
     for &mutant in Mutant::ALL {
         let adapter = format!("{TEP} reference-adapter --mutant {}", mutant.name());

@@ -1,55 +1,20 @@
 //! Faults an attack run found in the `tep` binary (issue 14), each pinned by a test: out-of-range
 //! timeouts, broken pipes, outputs that cannot be written, adapters that answer twice or leave
-//! processes behind.
+//! processes behind; and adapters that hang, crash, print garbage or flood stderr.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{TEP, tep_command};
+use crate::util::{
+    READY, TEP, adapter_command, code, run_fixture, statuses, stderr, temp_dir, tep, tep_command,
+};
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
 use tep_model::graph::Revision;
 use tep_model::trace::to_jsonl;
-
-fn tep(args: &[&str]) -> Output {
-    tep_command()
-        .args(args)
-        // Failing runs keep their traces under ./target/tep-runs: not in the source tree.
-        .current_dir(scratch())
-        .output()
-        .unwrap()
-}
-
-/// A working directory of this test binary's own, outside the source tree.
-fn scratch() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-tests-cwd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-robust-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// `sh -c '<script>'` as one adapter command (quoted so shlex keeps it whole).
-fn adapter_command(script: &str) -> String {
-    format!("sh -c '{script}'")
-}
-
-const READY: &str = r#"{\"ready\":true,\"protocol\":1,\"implementation\":{\"name\":\"fixture\"},\"capabilities\":[],\"specs\":[\"rev2\"]}"#;
 
 // ---------------------------------------------------------------------------------------------
 // --timeout
@@ -504,4 +469,81 @@ fn docs_state_the_limits_in_force() {
         u128::from(limits::MAX_DURATION_MS),
         scripted::VIRTUAL_TIME_LIMIT.as_millis()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// adapters that hang, crash, print garbage or flood stderr (from cli.rs)
+
+#[test]
+fn a_hanging_adapter_times_out_per_scenario_and_the_run_goes_on() {
+    let started = std::time::Instant::now();
+    let o = run_fixture(&format!(
+        r#"read l; echo "{READY}"; echo waiting >&2; while read l; do sleep 1000; done"#
+    ));
+    assert_eq!(code(&o), 1);
+    let s = statuses(&o);
+    assert_eq!(s.len(), 2, "both scenarios were attempted");
+    for (status, reason, stderr) in &s {
+        assert_eq!(status, "errored");
+        assert!(reason.contains("no answer within 2 s"), "{reason}");
+        assert!(stderr.contains("waiting"), "stderr tail: {stderr:?}");
+    }
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "the hung adapter was killed"
+    );
+}
+
+#[test]
+fn a_crashing_adapter_is_restarted_for_the_next_scenario() {
+    let o = run_fixture(&format!(
+        r#"read l; echo "{READY}"; read l; echo "segfault in handler" >&2; exit 3"#
+    ));
+    assert_eq!(code(&o), 1);
+    for (status, reason, stderr) in statuses(&o) {
+        assert_eq!(status, "errored");
+        assert!(reason.contains("closed stdout"), "{reason}");
+        assert!(stderr.contains("segfault in handler"), "{stderr}");
+    }
+}
+
+#[test]
+fn an_adapter_printing_garbage_or_the_wrong_seq_is_errored() {
+    let garbage = run_fixture(&format!(
+        r#"read l; echo "{READY}"; read l; echo "Loading model weights..."; sleep 5"#
+    ));
+    for (status, reason, _) in statuses(&garbage) {
+        assert_eq!(status, "errored");
+        assert!(
+            reason.contains("not an answer") && reason.contains("Loading model weights"),
+            "{reason}"
+        );
+    }
+    let wrong = run_fixture(&format!(
+        r#"read l; echo "{READY}"; while read l; do echo "{{\"seq\":99,\"trace\":[]}}"; done"#
+    ));
+    for (status, reason, _) in statuses(&wrong) {
+        assert_eq!(status, "errored");
+        assert!(
+            reason.contains("answered seq 99 to request seq"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn an_adapter_flooding_stderr_keeps_only_a_bounded_tail() {
+    let o = run_fixture(&format!(
+        r#"read l; echo "{READY}"; read l; while :; do echo "flood flood flood flood" >&2; done"#
+    ));
+    assert_eq!(code(&o), 1);
+    for (status, _, stderr) in statuses(&o) {
+        assert_eq!(status, "errored");
+        assert!(stderr.contains("flood"));
+        assert!(
+            stderr.len() <= tep_conformance::adapter::STDERR_TAIL_BYTES,
+            "{}",
+            stderr.len()
+        );
+    }
 }

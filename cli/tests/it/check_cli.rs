@@ -1,12 +1,18 @@
 //! `tep check` and the observation contract: a trace that checks nothing is not conformant, a
 //! session log is checked at `events` (and refused, with the way out, at `hooks`), and the
-//! report says what it could not check.
+//! report says what it could not check; traces read from a file or stdin, held to their header's
+//! revision, and malformed ones refused with their line.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::util::{code, json, stderr, stdout, temp_dir, tep, tep_command, write};
 
-use common::tep_command;
+use tep_check::invariants::InvariantId;
+use tep_check::mutation::plant;
+use tep_conformance::scenario::corpus;
+use tep_conformance::scripted::run_reference;
+use tep_model::graph::Revision;
+use tep_model::trace::to_jsonl;
 
 use std::io::Write as _;
 use std::process::{Output, Stdio};
@@ -290,4 +296,118 @@ fn a_report_past_the_cap_says_how_many_violations_it_left_out() {
         "{}",
         out(&text)
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Traces from a file or stdin, the header's revision, malformed input (from cli.rs)
+
+fn reference_trace(id: &str) -> Vec<tep_model::trace::TraceRecord> {
+    let scenario = corpus().unwrap().into_iter().find(|s| s.id == id).unwrap();
+    run_reference(&scenario, Revision::Rev2, &[]).unwrap()
+}
+
+#[test]
+fn check_accepts_a_valid_trace_from_a_file_or_stdin() {
+    let dir = temp_dir("check-ok");
+    let file = write(&dir, "t.jsonl", &to_jsonl(&reference_trace("mixed-batch")));
+    let o = tep(&["check", &file]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("0 violation(s)"));
+    let mut child = tep_command()
+        .args(["check", "-", "--format", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(to_jsonl(&reference_trace("allow-runs-body")).as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0);
+    assert_eq!(json(&o)["conformant"], true);
+}
+
+#[test]
+fn check_names_the_invariant_the_lines_and_the_source() {
+    let dir = temp_dir("check-bad");
+    let trace = plant(
+        InvariantId::DenySkipsBody,
+        &reference_trace("pre-deny-skips-body"),
+    )
+    .unwrap();
+    let file = write(&dir, "t.jsonl", &to_jsonl(&trace));
+    let o = tep(&["check", &file]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "deny-skips-body [MUST]: line 7 (toolBody, call c1) after line 5 denied the call"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("docs/invariants.md#deny-skips-body (doc: \u{201c}tool body skipped\u{201d}")
+    );
+    let o = tep(&["check", &file, "--format", "json"]);
+    let report = json(&o);
+    assert_eq!(report["violations"][0]["invariant"], "deny-skips-body");
+    assert_eq!(report["violations"][0]["lines"], serde_json::json!([7, 5]));
+    assert_eq!(
+        report["violations"].as_array().unwrap().len(),
+        1,
+        "one fault, one violation"
+    );
+}
+
+#[test]
+fn check_uses_the_header_revision_unless_told_otherwise() {
+    let dir = temp_dir("check-rev");
+    let scenario = corpus()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == "contexts-fifo-after-all-results")
+        .unwrap();
+    let rev1 = run_reference(&scenario, Revision::Rev1, &[]).unwrap();
+    let file = write(&dir, "rev1.jsonl", &to_jsonl(&rev1));
+    let o = tep(&["check", &file]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains("against rev1"));
+    let o = tep(&["check", &file, "--spec", "rev2"]);
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).contains("against rev2 (its header says rev1)"));
+    assert!(
+        stdout(&o).contains("contexts-as-user-messages"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn malformed_traces_are_errors_with_a_line_number() {
+    let dir = temp_dir("malformed");
+    let model = r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false}]}"#;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("json", format!("{model}\n{{oops\n").into_bytes(), "line 2: invalid JSON"),
+        ("stage", format!("{model}\n{{\"kind\":\"stage\",\"node\":\"preExecute\",\"call\":\"c1\"}}\n").into_bytes(), "line 2: unknown stage `preExecute`"),
+        ("field", format!("{model}\n{{\"kind\":\"stage\",\"node\":\"pre\",\"call\":\"c1\"}}\n").into_bytes(), "line 2: stage `pre` needs an `outcome`"),
+        ("call", format!("{model}\n{{\"kind\":\"stage\",\"node\":\"pre\",\"call\":\"c9\",\"outcome\":\"allow\"}}\n").into_bytes(), "line 2: unknown call c9"),
+        ("dup", r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"t","concurrencySafe":false},{"callId":"c1","name":"t","concurrencySafe":false}]}"#.as_bytes().to_vec(), "line 1: duplicate call id c1"),
+        ("utf8", [model.as_bytes(), b"\n\xff\xfe\n"].concat(), "line 2: not valid UTF-8"),
+        ("first", b"{\"kind\":\"stage\",\"node\":\"pre\",\"call\":\"c1\",\"outcome\":\"allow\"}\n".to_vec(), "line 1: a record before the first `model` observation"),
+    ];
+    for (name, bytes, message) in cases {
+        let path = dir.join(format!("{name}.jsonl"));
+        std::fs::write(&path, bytes).unwrap();
+        let o = tep(&["check", path.to_str().unwrap()]);
+        assert_eq!(code(&o), 2, "{name}: {}", stdout(&o));
+        assert!(stderr(&o).contains(message), "{name}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{name}");
+    }
+    let o = tep(&["check", dir.join("missing.jsonl").to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot open"));
 }

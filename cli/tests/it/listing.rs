@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::tep_command;
+use crate::util::tep_command;
 
 use std::path::Path;
 

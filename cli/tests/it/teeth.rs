@@ -3,30 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{TEP, tep_command};
+use crate::util::{TEP, tep};
 
 use std::collections::BTreeSet;
 use std::process::Output;
 
 use serde_json::Value;
-
-fn tep(args: &[&str]) -> Output {
-    tep_command()
-        .args(args)
-        // Failing runs keep their traces under ./target/tep-runs: not in the source tree.
-        .current_dir(scratch())
-        .output()
-        .unwrap()
-}
-
-/// A working directory of this test binary's own, outside the source tree.
-fn scratch() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-tests-cwd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn report(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout)

@@ -5,26 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{TEP, tep_command};
+use crate::util::{TEP, temp_dir, tep_command, tep_in};
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 use serde_json::Value;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-versions-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn tep_in(cwd: &Path, args: &[&str]) -> Output {
-    tep_command().args(args).current_dir(cwd).output().unwrap()
-}
 
 /// The reference adapter declaring `protocol`, its stdin appended to `log` on the way.
 fn logged_adapter(protocol: u32, log: &Path) -> String {
@@ -82,7 +69,7 @@ fn received(log: &Path) -> Vec<(String, BTreeSet<&'static str>)> {
 fn an_adapter_declaring_an_older_protocol_receives_no_newer_construct() {
     let all: BTreeSet<&str> = ["guard allow", "mutate", "rewrite", "slowStop"].into();
     for protocol in [1, 2, 3] {
-        let dir = scratch(&format!("run-{protocol}"));
+        let dir = temp_dir(&format!("run-{protocol}"));
         let log = dir.join("requests.jsonl");
         let adapter = logged_adapter(protocol, &log);
         let o = tep_in(
@@ -138,7 +125,7 @@ fn an_adapter_declaring_an_older_protocol_receives_no_newer_construct() {
 #[test]
 fn fuzzing_an_adapter_declaring_protocol_2_sends_no_newer_construct() {
     for protocol in [2, 3] {
-        let dir = scratch(&format!("fuzz-{protocol}"));
+        let dir = temp_dir(&format!("fuzz-{protocol}"));
         let log = dir.join("requests.jsonl");
         let adapter = logged_adapter(protocol, &log);
         let o = tep_in(
@@ -173,7 +160,7 @@ fn fuzzing_an_adapter_declaring_protocol_2_sends_no_newer_construct() {
 
 #[test]
 fn the_reference_adapter_refuses_a_construct_newer_than_it_declares() {
-    let dir = scratch("refuse");
+    let dir = temp_dir("refuse");
     let scenario: Value = serde_json::from_str(
         &String::from_utf8(
             tep_in(

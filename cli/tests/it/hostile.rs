@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{TEP, tep_command};
+use crate::util::{TEP, temp_dir, tep_command, tep_in, without_output_env};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -20,17 +18,6 @@ use tep_model::trace::to_jsonl;
 fn hostile(mode: &str) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hostile_adapter.py");
     format!("python3 {} {mode}", script.display())
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tep-hostile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn tep_in(dir: &Path, args: &[&str]) -> Output {
-    tep_command().args(args).current_dir(dir).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -536,12 +523,7 @@ fn exited_orphans_are_reaped_as_the_run_goes_not_when_an_adapter_ends() {
 fn a_run_in_a_pid_namespace_without_a_session_of_its_own_cleans_up_as_anywhere() {
     let unshare = || {
         let mut command = Command::new("unshare");
-        command
-            .args(["--pid", "--fork", "--mount-proc", "--"])
-            .env_remove("NO_COLOR")
-            .env_remove("CLICOLOR")
-            .env_remove("CLICOLOR_FORCE")
-            .stdin(Stdio::null());
+        without_output_env(&mut command).args(["--pid", "--fork", "--mount-proc", "--"]);
         command
     };
     let permitted = unshare().arg("true").status().is_ok_and(|s| s.success());
