@@ -268,7 +268,7 @@ fn a_sub_call_named_freely_is_placed_by_its_parent_and_reported_once() {
         &log[position(&log, |r| r.call().map(CallId::as_str)
             == Some("first-sub-call"))]
     ));
-    let options = drive_options(&scenario(id), Revision::Rev1, ObservationLevel::Events);
+    let options = drive_options(scenario(id), Revision::Rev1, ObservationLevel::Events);
     assert_eq!(
         violations(&options, &log),
         BTreeSet::from([InvariantId::SubCallIdScheme])
@@ -735,7 +735,7 @@ fn a_rev1_result_summary_may_hold_200_characters_and_no_more() {
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
     let records = trace_in(id, Revision::Rev1);
     let logged = position(&records, is_event("tool/code-dispatch", "c1:code:1"));
-    let options = drive_options(&scenario(id), Revision::Rev1, ObservationLevel::Full);
+    let options = drive_options(scenario(id), Revision::Rev1, ObservationLevel::Full);
     let summary = |n: usize| {
         let records = edited(&records, logged, |j| {
             j["event"]["data"]["resultSummary"] = serde_json::json!("x".repeat(n));

@@ -519,7 +519,7 @@ fn events_that_name_their_call_are_placed_without_the_records_call() {
                     stripped_types.insert(e.event.body.type_name());
                 }
             }
-            let options = drive_options(&s, revision, ObservationLevel::Full);
+            let options = drive_options(s, revision, ObservationLevel::Full);
             let checked = |records: &[TraceRecord]| {
                 Checker::new(options.clone())
                     .keep_steps()
@@ -659,7 +659,7 @@ fn the_reference_passes_at_every_level_and_what_a_level_cannot_check_is_listed()
         for revision in Revision::ALL.into_iter().filter(|&r| s.applies_to(r)) {
             let records = trace_in(&s.id, revision);
             for level in ObservationLevel::ALL {
-                let options = drive_options(&s, revision, level);
+                let options = drive_options(s, revision, level);
                 let report = check_records(&options, &thin(&records, level)).unwrap();
                 assert!(
                     report.violations.is_empty(),
@@ -707,7 +707,7 @@ fn a_trace_thinned_to_hooks_takes_the_same_edges_observed_or_implied() {
         for revision in Revision::ALL.into_iter().filter(|&r| s.applies_to(r)) {
             let records = trace_in(&s.id, revision);
             let check = |level| {
-                check_records(&drive_options(&s, revision, level), &thin(&records, level)).unwrap()
+                check_records(&drive_options(s, revision, level), &thin(&records, level)).unwrap()
             };
             let full = check(ObservationLevel::Full);
             assert!(

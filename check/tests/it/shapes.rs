@@ -50,14 +50,14 @@ impl Shape {
 }
 
 /// The records of one copy of `shape`, without a header.
-pub fn records(shape: Shape) -> Result<Vec<TraceRecord>, String> {
+pub fn records(shape: Shape) -> Vec<TraceRecord> {
     let mut batch = Batch::default();
     match shape {
         Shape::WideBatch(n) => batch.wide(n, 0),
         Shape::ManyContexts { calls, contexts } => batch.wide(calls, contexts),
         Shape::LongProgram(n) => batch.program(n),
     }
-    Ok(batch.out)
+    batch.out
 }
 
 /// One batch, built record by record.
@@ -87,11 +87,11 @@ fn text_result(text: &str, contexts: Vec<AdditionalContext>) -> ToolResult {
 }
 
 impl Batch {
-    fn stage(&mut self, observation: Observation) -> () {
+    fn stage(&mut self, observation: Observation) {
         self.out.push(TraceRecord::Stage(Box::new(observation)))
     }
 
-    fn mark(&mut self, call: &CallId, mark: MarkKind, by: &str) -> () {
+    fn mark(&mut self, call: &CallId, mark: MarkKind, by: &str) {
         self.out.push(TraceRecord::Mark(Mark {
             call: call.clone(),
             mark,
@@ -120,7 +120,7 @@ impl Batch {
         seq
     }
 
-    fn model(&mut self, calls: Vec<DeclaredCall>) -> () {
+    fn model(&mut self, calls: Vec<DeclaredCall>) {
         let mut model = Observation::at(NodeId::Model);
         model.calls = Some(calls);
         self.stage(model)
@@ -145,7 +145,7 @@ impl Batch {
     }
 
     /// Pre-execute and the guards allow, then `tools/execute` dispatches the body.
-    fn decide(&mut self, id: &CallId, identity: &Identity, parent: Option<&CallId>) -> () {
+    fn decide(&mut self, id: &CallId, identity: &Identity, parent: Option<&CallId>) {
         let with_parent = |mut o: Observation| {
             o.parent = parent.cloned();
             o
@@ -176,7 +176,7 @@ impl Batch {
         identity: &Identity,
         result: &ToolResult,
         parent: Option<&CallId>,
-    ) -> () {
+    ) {
         self.mark(id, MarkKind::BodySettled, "body");
         let mut back = Observation::at(NodeId::Around)
             .call(id)
@@ -198,7 +198,7 @@ impl Batch {
         identity: &Identity,
         result: &ToolResult,
         parent: Option<&CallId>,
-    ) -> () {
+    ) {
         let mut post = Observation::at(NodeId::Post)
             .call(id)
             .outcome(Outcome::Accept)
@@ -216,7 +216,7 @@ impl Batch {
     }
 
     /// The recorded `tool/result` of a call of the batch, and its UI card.
-    fn record_result(&mut self, id: &CallId, result: &ToolResult, call_seq: u64) -> () {
+    fn record_result(&mut self, id: &CallId, result: &ToolResult, call_seq: u64) {
         self.event(
             id,
             EventBody::ToolResult(ToolResultData::Message(ToolResultRecord {
@@ -246,7 +246,7 @@ impl Batch {
     /// A batch of `n` concurrency-safe calls: each prepares and dispatches its body in turn,
     /// every body runs until all are dispatched, then they settle and commit in model order,
     /// and each call's `contexts` deferred contexts are injected after `allResults`.
-    fn wide(&mut self, n: usize, contexts: usize) -> () {
+    fn wide(&mut self, n: usize, contexts: usize) {
         let ids: Vec<CallId> = (1..=n).map(call_id).collect();
         self.model(
             ids.iter()
@@ -307,7 +307,7 @@ impl Batch {
 
     /// One `run_code` call whose program issues `n` sub-calls, each allowed, run, announced,
     /// logged and resolved before the next starts.
-    fn program(&mut self, n: usize) -> () {
+    fn program(&mut self, n: usize) {
         let root = call_id(1);
         let run_code = tep_model::RUN_CODE;
         self.model(vec![DeclaredCall {

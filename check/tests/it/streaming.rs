@@ -51,7 +51,7 @@ fn sub_calls_are_dropped_with_their_batch() {
 /// How many call states (and sub-call ids, and queued contexts) checking a trace of `shape`
 /// scans per record. Machine-independent: a count, not a time.
 fn scans_per_record(shape: Shape) -> f64 {
-    let trace = records(shape).unwrap();
+    let trace = records(shape);
     let before = scanned();
     let report = check_records(&CheckOptions::new(shape.revision()), &trace).unwrap();
     assert!(
