@@ -627,29 +627,23 @@ mod tests {
         assert_eq!(e.message, "not valid UTF-8 (at byte 24)");
     }
 
-    /// Every line this toolkit writes: the corpus mix of both revisions and each built shape.
+    /// Every line the reference writes: each corpus trace of both revisions, as the
+    /// conformance crate snapshots them (`conformance/tests/snapshots`, held fresh there).
     fn written_lines() -> Vec<String> {
-        use tep_conformance::generate::{Shape, records};
-        let mut shapes: Vec<Shape> = tep_model::graph::Revision::ALL
-            .into_iter()
-            .map(Shape::CorpusMix)
-            .collect();
-        shapes.extend([
-            Shape::WideBatch(3),
-            Shape::LongProgram(3),
-            Shape::ManyContexts {
-                calls: 2,
-                contexts: 2,
-            },
-        ]);
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../conformance/tests/snapshots"
+        );
         let mut lines = Vec::new();
-        for shape in shapes {
-            let records = records(shape).unwrap_or_else(|e| panic!("{e}"));
-            lines.extend(
-                tep_model::trace::to_jsonl(&records)
-                    .lines()
-                    .map(str::to_owned),
-            );
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{dir}: {e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if !path.to_string_lossy().contains("/trace@") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+            // After insta's front matter (`---` … `---`), one record a line.
+            let records = text.splitn(3, "---\n").nth(2).unwrap_or_default();
+            lines.extend(records.lines().map(str::to_owned));
         }
         lines.sort();
         lines.dedup();
@@ -1084,22 +1078,5 @@ mod tests {
             assert_eq!(parsing_workers(long) > 0, cores > 1, "{cores} cores");
             assert!(parsing_workers(long) <= cores.min(MAX_WORKERS));
         }
-    }
-
-    #[test]
-    fn a_parallel_check_reports_what_a_sequential_one_does() {
-        let text = tep_conformance::generate::jsonl(
-            tep_conformance::generate::Shape::CorpusMix(tep_model::graph::Revision::Rev2),
-            3,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let options = CheckOptions::new(tep_model::graph::Revision::Rev2);
-        let one = check_reader(&options, text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
-        for workers in 1..4 {
-            let parallel = check_reader_parallel(&options, text.as_bytes(), workers)
-                .unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(one, parallel, "{workers} workers");
-        }
-        assert!(one.records > 1000 && one.batches > 10, "{one:?}");
     }
 }

@@ -1,10 +1,14 @@
-//! Every scenario's trace from the reference, snapshotted (one file per scenario and revision).
+//! Every scenario's trace from the reference, snapshotted (one file per scenario and revision),
+//! and what its scripts say that its traces do not (its `ScenarioFacts`, one file per scenario).
+//! tep-check's own tests check these files in place (`check/tests/it/util.rs`), without the
+//! reference.
 //!
 //! Review changes with `cargo insta review`; never edit a `.snap` by hand. In CI (`CI=true`)
 //! insta writes nothing and a missing or different snapshot fails.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use tep_check::ScenarioFacts;
 use tep_conformance::scenario::Scenario;
 use tep_conformance::scripted::run_reference;
 use tep_model::graph::Revision;
@@ -43,4 +47,22 @@ fn reference_traces_rev2() {
 #[test]
 fn reference_traces_rev1() {
     snapshot_traces(Revision::Rev1);
+}
+
+#[test]
+fn scenario_facts() {
+    insta::glob!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"),
+        "*.json",
+        |path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let scenario = Scenario::from_json(&text).unwrap();
+            let facts = serde_json::to_string_pretty(&ScenarioFacts::from(&scenario)).unwrap();
+            let mut settings = insta::Settings::clone_current();
+            settings.set_snapshot_suffix(scenario.id.clone());
+            settings.set_prepend_module_to_snapshot(false);
+            settings.set_description(scenario.description.clone());
+            settings.bind(|| insta::assert_snapshot!("facts", facts));
+        }
+    );
 }

@@ -91,6 +91,32 @@ fn the_model_and_the_checker_depend_only_on_data_crates() {
     }
 }
 
+/// The names under `[dev-dependencies]` (and target-specific dev-dependencies) of a manifest.
+fn dev_dependencies(manifest: &str) -> BTreeSet<String> {
+    let dev = manifest
+        .replace("[dependencies]", "[normal]")
+        .replace("[dev-dependencies]", "[dependencies]")
+        .replace(".dependencies]", ".normal]")
+        .replace(".dev-dependencies]", ".dependencies]");
+    dependencies(&dev)
+}
+
+#[test]
+fn the_checker_s_tests_build_no_other_tep_crate_but_the_model() {
+    // Its tests check the corpus traces the conformance crate snapshots, as files; itself
+    // again (with `testing`) is not another crate.
+    let deps = dev_dependencies(&manifest("check"));
+    let others: Vec<&String> = deps
+        .iter()
+        .filter(|d| d.starts_with("tep-") && *d != "tep-model" && *d != "tep-check")
+        .collect();
+    assert!(
+        others.is_empty(),
+        "check/Cargo.toml dev-depends on {others:?}"
+    );
+    assert!(deps.contains("proptest"), "the scan sees {deps:?}");
+}
+
 #[test]
 fn the_reference_never_depends_on_its_judge() {
     let deps = dependencies(&manifest("reference"));

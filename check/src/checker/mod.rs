@@ -585,18 +585,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use tep_conformance::scenario::corpus;
-    use tep_conformance::scripted::run_reference;
     use tep_model::graph::Revision;
-    use tep_reference::mutant::Mutant;
-
-    fn checked(id: &str, mutants: &[Mutant], keep: bool) -> CheckReport {
-        let scenario = corpus().unwrap().into_iter().find(|s| s.id == id).unwrap();
-        let records = run_reference(&scenario, Revision::Rev2, mutants).unwrap();
-        let checker = Checker::new(CheckOptions::new(Revision::Rev2));
-        let checker = if keep { checker.keep_steps() } else { checker };
-        checker.check(&records).unwrap()
-    }
 
     #[test]
     fn a_long_message_is_cut_at_a_character_and_says_how_long_it_was() {
@@ -716,52 +705,5 @@ mod tests {
         ] {
             check_batch(&rest).unwrap_or_else(|e| panic!("{rest:?}: {e}"));
         }
-    }
-
-    #[test]
-    fn steps_are_kept_only_when_asked() {
-        assert!(checked("allow-runs-body", &[], false).steps.is_empty());
-        let report = checked("allow-runs-body", &[], true);
-        assert!(report.violations.is_empty());
-        // A clean walk: every step is an edge (or a side branch), and its edges are the
-        // report's coverage.
-        let graph = StageGraph::of(Revision::Rev2);
-        assert!(!report.steps.is_empty());
-        for step in &report.steps {
-            assert!(!step.refused, "{step:?}");
-            if let Some(edge) = step.edge {
-                let e = &graph.edges()[edge.0];
-                assert_eq!((e.from, e.to), (step.from, step.to), "{step:?}");
-            }
-        }
-        let edges: BTreeSet<EdgeId> = report.steps.iter().filter_map(|s| s.edge).collect();
-        assert_eq!(edges, report.edges);
-        // Lines in trace order, one step per record that visits a node.
-        assert!(report.steps.windows(2).all(|w| w[0].line < w[1].line));
-    }
-
-    #[test]
-    fn a_refused_step_is_kept_where_the_violation_points() {
-        let report = checked("pre-deny-skips-body", &[Mutant::RunBodyAfterDeny], true);
-        let violation = report
-            .violations
-            .iter()
-            .find(|v| v.invariant == InvariantId::DenySkipsBody)
-            .unwrap();
-        let step = report
-            .steps
-            .iter()
-            .find(|s| s.line == violation.lines[0])
-            .unwrap();
-        assert_eq!(
-            (step.graph, step.from, step.to, step.edge, step.refused),
-            (
-                GraphKind::Pipeline,
-                NodeId::Denied,
-                NodeId::Around,
-                None,
-                true
-            )
-        );
     }
 }

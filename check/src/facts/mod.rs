@@ -10,7 +10,7 @@ pub(crate) mod walk;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tep_model::graph::{NodeId, Outcome, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::EventBody;
@@ -24,8 +24,10 @@ pub(crate) fn bit(node: NodeId) -> u32 {
 }
 
 /// What a scenario says that a trace does not: which definitions have `finalizeContent`, and
-/// whether an approval prompt is mounted (drive mode knows; replay mode does not).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// whether an approval prompt is mounted (drive mode knows; replay mode does not). As JSON it is
+/// what the corpus's `facts@<scenario>.snap` files hold, beside each scenario's traces.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScenarioFacts {
     /// The tools whose definition has `finalizeContent`; every other call has none.
     pub finalizers: BTreeSet<String>,

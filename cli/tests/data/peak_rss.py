@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """peak_rss.py OUT COMMAND...: runs COMMAND (stdin, stdout and stderr its own), then writes to
 OUT the most memory it held at once (the maximum resident set size of the waited-for children,
-in KiB, from getrusage(2)) and its exit code. The memory tests (cli/tests/memory.rs) measure
+in KiB, from getrusage(2)) and its exit code. The memory tests (cli/tests/it/memory.rs) measure
 `tep` with it: a measure of what the kernel saw, not a timed assertion."""
 import json
 import resource

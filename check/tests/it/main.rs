@@ -1,0 +1,23 @@
+//! tep-check's integration tests, one binary (ripgrep's `tests/it` shape): the checker on the
+//! corpus traces the reference records, each one with one thing done wrong or left out.
+//!
+//! - `claims`: how a fault is reported (once, under its id, at its line, in words);
+//! - `observation`: the observation contract (only what an implementation can observe);
+//! - `revisions`: the two revisions differ where the spec does, and only there;
+//! - `streaming`: state bounded by the open batch, work per record bounded, the caps;
+//! - `steps`: the walk's steps, kept on request;
+//! - `shapes`: the synthetic traces `streaming` grows (a wide batch, a long program, many
+//!   contexts), built from the model's types.
+//!
+//! The tests that need the reference itself (its mutants, random scenarios run on it) are the
+//! conformance crate's (`conformance/tests/{corpus,checker_props,reference_checked}.rs`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod claims;
+mod observation;
+mod revisions;
+mod shapes;
+mod steps;
+mod streaming;
+mod util;

@@ -1,0 +1,411 @@
+//! `tep check --from deepseek-harness`: the harness's own session log checked at `events`, with
+//! the lines of the original file in every message, and what the log cannot show said plainly.
+//! The logs are in `tests/data/deepseek-harness/` (README.md there says how each was made).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::util::tep_command;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+
+use serde_json::Value;
+
+fn log(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/deepseek-harness")
+        .join(name)
+}
+
+/// Line `n` (from 1) of a log.
+fn line_of(name: &str, n: usize) -> String {
+    let text = std::fs::read_to_string(log(name)).unwrap();
+    text.lines().nth(n - 1).unwrap().to_owned()
+}
+
+fn check(name: &str, args: &[&str]) -> Output {
+    tep_command()
+        .arg("check")
+        .arg(log(name))
+        .args(["--from", "deepseek-harness"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn check_stdin(bytes: &[u8], args: &[&str]) -> Output {
+    let mut child = tep_command()
+        .args(["check", "-", "--from", "deepseek-harness"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader may stop early (at a refused first line): a broken pipe is fine.
+    let _ = child.stdin.take().unwrap().write_all(bytes);
+    child.wait_with_output().unwrap()
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+fn json(name: &str, args: &[&str]) -> Value {
+    let o = check(name, &[args, &["--format", "json"]].concat());
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", out(&o)))
+}
+
+fn ids(report: &Value, field: &str) -> Vec<String> {
+    report[field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .map_or_else(|| v["invariant"].to_string(), str::to_owned)
+        })
+        .map(|s| s.trim_matches('"').to_owned())
+        .collect()
+}
+
+/// (invariant, lines) of each violation.
+fn violations(report: &Value) -> Vec<(String, Vec<u64>)> {
+    report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let lines = v["lines"].as_array().unwrap();
+            (
+                v["invariant"].as_str().unwrap().to_owned(),
+                lines.iter().map(|l| l.as_u64().unwrap()).collect(),
+            )
+        })
+        .collect()
+}
+
+const REAL: &str = "rc8-session.jsonl";
+
+#[test]
+fn the_real_log_passes_at_events_and_the_report_says_how_it_was_read() {
+    let o = check(REAL, &["--safe", "read_file,list_dir"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("at level events, 30 records, 2 batch(es)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("read as a deepseek-harness session log (session native-demo): 73 line(s), 30 trace record(s), 43 line(s) passed over"),
+        "{text}"
+    );
+    assert!(text.contains("0 violation(s)"), "{text}");
+    let report = json(REAL, &["--safe", "read_file,list_dir"]);
+    assert_eq!(report["conformant"], true);
+    // A log sees few invariants: a pass says how few, never a plain "conformant".
+    let of = |k: &str| report[k].as_array().unwrap().len();
+    let judged = of("checked") + of("partlyCheckable");
+    let applicable = judged + of("notCheckable");
+    let summary = format!("{judged} of {applicable} invariants checkable, no violation");
+    assert!(2 * judged < applicable, "{report}");
+    assert_eq!(report["verdict"], "conformant");
+    assert_eq!(report["summary"], summary.as_str());
+    assert!(text.contains(&format!("verdict: {summary}\n")), "{text}");
+    assert_eq!(report["observation"], "events");
+    assert_eq!(report["sessionLog"]["lines"], 73);
+    assert_eq!(report["sessionLog"]["unknownTypes"], serde_json::json!([]));
+    assert_eq!(
+        report["sessionLog"]["safe"],
+        serde_json::json!(["list_dir", "read_file"])
+    );
+    let checked = ids(&report, "checked");
+    for id in [
+        "exclusive-barrier",
+        "contexts-after-all-results",
+        "model-order-commit",
+    ] {
+        assert!(checked.contains(&id.to_owned()), "{id}: {checked:?}");
+    }
+}
+
+/// The real log injects the contexts of sub-calls c7:code:1 and c7:code:3 (lines 65 and 66,
+/// the harness's known divergence). The log attributes them to the `run_code` call: `events`
+/// cannot see the breach, and the report says so rather than listing it as checked.
+#[test]
+fn injected_sub_call_contexts_are_reported_as_not_checkable_from_the_log() {
+    assert!(line_of(REAL, 65).contains("hook: c7:code:1 read a file"));
+    assert!(line_of(REAL, 66).contains("hook: c7:code:3 read a file"));
+    let o = check(REAL, &["--safe", "read_file,list_dir"]);
+    let text = out(&o);
+    assert!(
+        text.contains("not checkable from this log: sub-call-contexts-omitted: the harness defers a Code Mode sub-call's contexts onto its `run_code` result"),
+        "{text}"
+    );
+    let report = json(REAL, &["--safe", "read_file,list_dir"]);
+    assert!(!ids(&report, "checked").contains(&"sub-call-contexts-omitted".to_owned()));
+    let why = report["notCheckable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["invariant"] == "sub-call-contexts-omitted")
+        .map(|v| v["why"].as_str().unwrap().to_owned())
+        .unwrap();
+    assert!(
+        why.contains("cannot be told from the `run_code` call's own"),
+        "{why}"
+    );
+}
+
+#[test]
+fn without_safe_the_barrier_is_not_checkable_and_the_report_says_why() {
+    let o = check(REAL, &[]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("not checkable from this log: exclusive-barrier: the log does not say which calls are concurrency-safe"),
+        "{text}"
+    );
+    let report = json(REAL, &[]);
+    assert!(!ids(&report, "checked").contains(&"exclusive-barrier".to_owned()));
+    assert_eq!(report["sessionLog"]["safe"], Value::Null);
+}
+
+/// c3 (write_file, exclusive) is logged at line 29, before the result of c2 (list_dir) at
+/// line 30: only `--safe` lets the checker see the breach, at the log's own lines.
+#[test]
+fn a_barrier_breach_is_found_with_safe_at_the_lines_of_the_log() {
+    let name = "barrier-breach.jsonl";
+    assert!(line_of(name, 29).contains(r#""callId":"c3""#));
+    assert!(line_of(name, 30).contains(r#""callId":"c2""#));
+    let without = json(name, &[]);
+    assert_eq!(violations(&without), []);
+    let with = json(name, &["--safe", "read_file,list_dir"]);
+    assert_eq!(
+        violations(&with),
+        [
+            ("exclusive-barrier".to_owned(), vec![29, 26]),
+            ("exclusive-barrier".to_owned(), vec![30, 29]),
+        ]
+    );
+    let o = check(name, &["--safe", "read_file,list_dir"]);
+    assert_eq!(o.status.code(), Some(0), "a SHOULD: {}", out(&o));
+    assert!(
+        out(&o).contains("exclusive-barrier [SHOULD]: line 29 (toolCall, call c3)"),
+        "{}",
+        out(&o)
+    );
+    let strict = check(name, &["--safe", "read_file,list_dir", "--strict"]);
+    assert_eq!(strict.status.code(), Some(1), "{}", out(&strict));
+}
+
+/// c1's context injected (line 29) right after it was staged, before c2's result.
+#[test]
+fn a_context_injected_before_the_batch_settles_fails_at_the_lines_of_the_log() {
+    let name = "context-before-results.jsonl";
+    assert!(line_of(name, 29).contains("hook: c1 read a file"));
+    assert!(line_of(name, 29).contains(r#""type":"user/message""#));
+    let o = check(name, &["--safe", "read_file,list_dir"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("contexts-after-all-results [MUST]: line 29 (context, call c1) injects a context before call c2's tool/result (last seen at line 26)"),
+        "{text}"
+    );
+    let report = json(name, &["--safe", "read_file,list_dir"]);
+    assert_eq!(
+        violations(&report),
+        [("contexts-after-all-results".to_owned(), vec![29, 26])]
+    );
+    assert_eq!(report["conformant"], false);
+}
+
+#[test]
+fn an_unknown_event_type_is_passed_over_and_counted() {
+    let name = "unknown-type.jsonl";
+    assert!(line_of(name, 27).contains("tool/frobnicated"));
+    let o = check(name, &["--safe", "read_file,list_dir"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(
+            "passed over 1 event(s) of unknown type `tool/frobnicated` (first at line 27)"
+        ),
+        "{text}"
+    );
+    let report = json(name, &[]);
+    assert_eq!(
+        report["sessionLog"]["unknownTypes"],
+        serde_json::json!([{"type": "tool/frobnicated", "count": 1, "firstLine": 27}])
+    );
+    // The packed chunk row (a storage row, not an event type) is not unknown.
+    assert_eq!(report["sessionLog"]["passedOver"], 44);
+}
+
+#[test]
+fn a_line_that_is_not_a_session_event_is_an_error_with_its_line() {
+    let o = check("not-an-event.jsonl", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        out(&o).contains("not-an-event.jsonl is not a valid deepseek-harness session log: line 30: not a session event: it has no `type`"),
+        "{}",
+        out(&o)
+    );
+    let real = std::fs::read_to_string(log(REAL)).unwrap();
+    let broken = real.replacen("{\"type\":\"step/end\"", "{\"type\":\"step/end\",oops", 1);
+    let line = broken.lines().position(|l| l.contains("oops")).unwrap() + 1;
+    let o = check_stdin(broken.as_bytes(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        out(&o).contains(&format!("line {line}: not a session event: invalid JSON")),
+        "{}",
+        out(&o)
+    );
+}
+
+#[test]
+fn a_compressed_log_is_refused_with_how_to_decompress_it() {
+    // A Zstandard frame's magic number, then anything.
+    let o = check_stdin(b"\x28\xb5\x2f\xfd\x24\x00\x01\x00\x00", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        out(&o).contains("line 1: the log is zstd-compressed"),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        out(&o).contains("zstd -dc session.jsonl.zstd"),
+        "{}",
+        out(&o)
+    );
+}
+
+#[test]
+fn the_log_is_read_from_stdin_as_from_a_file() {
+    let bytes = std::fs::read(log("context-before-results.jsonl")).unwrap();
+    let piped = check_stdin(&bytes, &["--format", "json"]);
+    let report: Value = serde_json::from_slice(&piped.stdout).unwrap();
+    let from_file = json("context-before-results.jsonl", &[]);
+    assert_eq!(report["violations"], from_file["violations"]);
+}
+
+#[test]
+fn safe_needs_from_and_from_reads_at_events_only() {
+    let o = tep_command()
+        .args(["check", "-", "--safe", "read_file"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("--from"), "{}", out(&o));
+    let o = check(REAL, &["--observed", "hooks"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("holds level `events`"), "{}", out(&o));
+    let o = check(REAL, &["--observed", "events"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+}
+
+#[test]
+fn the_html_report_of_a_log_quotes_its_witness_lines() {
+    let dir = std::env::temp_dir().join(format!("tep-from-log-html-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("report.html");
+    let o = check(
+        "context-before-results.jsonl",
+        &["--html", page.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("hook: c1 read a file"));
+    // The page counts what the log could check as the JSON report does (its own limits
+    // included).
+    let checked = ids(&json("context-before-results.jsonl", &[]), "checked").len();
+    assert!(
+        html.contains(&format!("<dd>{checked} checked,")),
+        "the page does not count {checked} checked"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The three real CLI logs (`rc8-cli-s2`, `-s3`, `-s4`: hooks on every call, denied ones and
+/// those of a parallel pool included, Code Mode sub-calls, a pool cap) check with no violation
+/// as recorded: `hook/result.durationMs` is a float (`89.61006599999928` at line 51 of s2),
+/// and every hook event is read as its
+/// call's pre- or post-execute stage, none left unattributed.
+#[test]
+fn the_real_cli_logs_with_hooks_check_with_no_violation() {
+    assert!(line_of("rc8-cli-s2.jsonl", 51).contains(r#""durationMs":89.61006599999928"#));
+    for (name, hooks) in [
+        ("rc8-cli-s2.jsonl", 40),
+        ("rc8-cli-s3.jsonl", 24),
+        ("rc8-cli-s4.jsonl", 24),
+    ] {
+        assert!(line_of(name, 2).contains(r#""seq":0"#));
+        let o = check(name, &["--safe", "web_search"]);
+        let text = out(&o);
+        assert_eq!(o.status.code(), Some(0), "{name}: {text}");
+        assert!(text.contains("0 violation(s)"), "{name}: {text}");
+        assert!(
+            text.contains(&format!(
+                "{hooks} hook event(s) read as their call's pre- or post-execute stage"
+            )),
+            "{name}: {text}"
+        );
+        assert!(!text.contains("attributed to no call"), "{name}: {text}");
+        let report = json(name, &["--safe", "web_search", "--strict"]);
+        assert_eq!(report["conformant"], true, "{name}");
+        assert_eq!(report["sessionLog"]["unattributed"], serde_json::json!([]));
+        let partly = ids(&report, "partlyCheckable");
+        for id in [
+            "stage-graph-walk",
+            "no-stage-after-result",
+            "code-dispatch-inside-body",
+        ] {
+            assert!(partly.contains(&id.to_owned()), "{name}: {id}: {partly:?}");
+        }
+    }
+}
+
+/// c4's PostToolUse hook moved right after c5's `tool/call` (`make_fixtures.py`): it is read
+/// as c5's post-execute stage, and c5's own PreToolUse hook (line 76) then comes after it.
+#[test]
+fn a_hook_moved_into_another_calls_stage_is_caught() {
+    let name = "cli-s2-post-hook-in-next-call.jsonl";
+    assert!(line_of(name, 73).contains(r#""callId":"c5""#));
+    assert!(line_of(name, 74).contains("claude-code:PostToolUse:8"));
+    assert!(line_of(name, 76).contains("claude-code:PreToolUse:9"));
+    let report = json(name, &["--safe", "web_search"]);
+    assert_eq!(
+        violations(&report),
+        [("stage-graph-walk".to_owned(), vec![76, 74])]
+    );
+    let o = check(name, &["--safe", "web_search"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        out(&o).contains("stage-graph-walk [MUST]: line 76: a PreToolUse hook of call c5 after its post-execute stage began (PostToolUse at line 74)"),
+        "{}",
+        out(&o)
+    );
+    // Only the answer moved: c4's hook answers after c4's tool/result.
+    let name = "cli-s2-hook-answer-after-result.jsonl";
+    assert_eq!(
+        violations(&json(name, &["--safe", "web_search"])),
+        [("no-stage-after-result".to_owned(), vec![75, 72, 73])]
+    );
+}
+
+/// rc1's `tool/result` moved before its last sub-call's `tool/code-dispatch`: the log alone
+/// shows the program's run settled before its dispatch log was drained.
+#[test]
+fn a_run_code_result_before_its_last_dispatch_event_is_caught() {
+    let name = "cli-s3-result-before-dispatch.jsonl";
+    assert!(line_of(name, 57).contains(r#""toolCallId":"rc1""#));
+    assert!(line_of(name, 58).contains(r#""subCallId":"rc1:code:5""#));
+    let report = json(name, &["--safe", "web_search"]);
+    assert_eq!(
+        violations(&report),
+        [("code-dispatch-inside-body".to_owned(), vec![58, 57])]
+    );
+    assert_eq!(report["conformant"], false);
+}
