@@ -102,6 +102,23 @@ fn proc_is_ours() -> bool {
 /// The children of every thread of `pid` (a reparented orphan's parent is whichever of our
 /// threads the kernel picked).
 fn children_of(pid: u32) -> Vec<u32> {
+    static CHILD_LISTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let me = std::process::id();
+    // A kernel built without CONFIG_PROC_CHILDREN has no child lists: the whole process table
+    // is read instead, as it was before there were child lists.
+    if !*CHILD_LISTS
+        .get_or_init(|| std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists())
+    {
+        return std::fs::read_dir("/proc").map_or_else(
+            |_| Vec::new(),
+            |dir| {
+                dir.filter_map(Result::ok)
+                    .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+                    .filter(|&child| process(child).is_some_and(|p| p.parent == pid))
+                    .collect()
+            },
+        );
+    }
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
