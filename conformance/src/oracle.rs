@@ -30,6 +30,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 use tep_model::graph::Revision;
 use tep_model::identity::CallId;
+use tep_model::trace::TraceRecord;
 
 use crate::expectations::{Observed, Seen, observe};
 use crate::scenario::{
@@ -44,7 +45,21 @@ pub const JITTER: [f64; 2] = [0.6, 1.4];
 /// The expectations the reference's run of `scenario` gives, where the spec determines them;
 /// `None` if the reference cannot run it.
 pub fn expectations(scenario: &Scenario, revision: Revision) -> Option<Expectation> {
-    let base = run(scenario, revision)?;
+    expectations_given(scenario, revision, None)
+}
+
+/// [`expectations`], given the reference's own trace of `scenario` when the caller has it (the
+/// built-in reference, unbroken, was the implementation judged): the same expectations, one run
+/// of the reference fewer.
+pub fn expectations_given(
+    scenario: &Scenario,
+    revision: Revision,
+    reference_trace: Option<&[TraceRecord]>,
+) -> Option<Expectation> {
+    let base = match reference_trace {
+        Some(records) => observe(records),
+        None => run(scenario, revision)?,
+    };
     let jittered: Vec<Observed> = if timing_sensitive(scenario) {
         JITTER
             .iter()

@@ -202,6 +202,34 @@ fn a_body_that_ends_near_its_deadline_is_left_free() {
     );
 }
 
+/// Judging the built-in reference, the oracle takes the reference's run from the trace it was
+/// handed instead of running the scenario again: the expectations are the same.
+#[test]
+fn the_oracle_given_the_references_own_trace_expects_what_its_own_run_gives() {
+    use tep_conformance::oracle::{expectations, expectations_given};
+    use tep_conformance::scripted::{ReferenceRun, run_reference_to_the_end};
+    let generated = (0..150).map(|case| generate(&all(), 11, case).unwrap());
+    let mut compared = 0;
+    for scenario in generated.chain(corpus().unwrap()) {
+        let Ok(ReferenceRun::Trace(trace)) =
+            run_reference_to_the_end(&scenario, Revision::Rev2, &[])
+        else {
+            continue;
+        };
+        assert_eq!(
+            expectations_given(&scenario, Revision::Rev2, Some(&trace)),
+            expectations(&scenario, Revision::Rev2),
+            "{}",
+            scenario.id
+        );
+        compared += 1;
+    }
+    assert!(compared > 150, "{compared}");
+    // The unbroken reference is the reference; broken on purpose, it is not.
+    assert!(BuiltinReference::new(Vec::new()).is_the_reference());
+    assert!(!BuiltinReference::new(vec![Mutant::ALL[0]]).is_the_reference());
+}
+
 #[test]
 fn parallel_calls_touching_files_are_left_free() {
     let racing: Scenario = serde_json::from_value(serde_json::json!({

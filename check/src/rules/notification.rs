@@ -162,8 +162,25 @@ pub(crate) const FROZEN_OUTCOME: Rule = Rule::new(entry(
     let Some((announced, nl)) = &call.commit.notified else {
         return;
     };
-    // The outcome's fields, as JSON: what was recorded and what was announced.
     let announced_code = announced.error_code();
+    // Equal outcomes (every valid record) are told apart on the typed values, without building
+    // anything: this runs on every `tool/result`.
+    let same = match &event.body {
+        EventBody::ToolResult(data) => {
+            data.is_error() == announced.is_error
+                && data.error().map(|e| e.code.as_str()) == announced_code
+                && recorded_content(data).eq(announced.content.iter())
+        }
+        EventBody::CodeDispatch(data) => {
+            data.is_error == announced.is_error
+                && data.content.as_ref().is_none_or(|c| *c == announced.content)
+        }
+        _ => return,
+    };
+    if same {
+        return;
+    }
+    // The outcome's fields, as JSON, to name the first that differs.
     let (recorded, expected) = match &event.body {
         EventBody::ToolResult(data) => (
             json!({"content": data.content(), "isError": data.is_error(),
@@ -207,6 +224,20 @@ pub(crate) const FROZEN_OUTCOME: Rule = Rule::new(entry(
     }
     Some(())
 });
+
+/// The content blocks a `tool/result` records, in order, borrowed (`ToolResultData::content`
+/// clones them).
+fn recorded_content(data: &ToolResultData) -> impl Iterator<Item = &ContentBlock> {
+    let (message, flat) = match data {
+        ToolResultData::Message(m) => (Some(&m.message.content), None),
+        ToolResultData::Flat(f) => (None, Some(&f.content)),
+    };
+    message
+        .into_iter()
+        .flatten()
+        .flat_map(|b| b.content.iter())
+        .chain(flat.into_iter().flatten())
+}
 
 /// The longest a value is quoted in a difference (then cut, with `…`).
 const QUOTE: usize = 120;

@@ -47,17 +47,22 @@ fn carries(pid: u32, marker: &str) -> bool {
 }
 
 /// Reaps the orphans that have exited (zombies reparented to us), now.
+///
+/// Only our own children are looked at (`/proc/self/task/*/children`), never the machine's
+/// process table: this runs after every scenario, and its cost must not grow with the
+/// processes of others. A child that is neither a tracked adapter nor exited is left as it is
+/// (`WNOHANG`).
 pub(super) fn reap() {
     if !ADOPTING.load(Ordering::SeqCst) {
         return;
     }
-    let me = std::process::id();
     // Held throughout: no adapter is spawned (and so none unknown to us) meanwhile.
     let adapters = ADAPTERS.lock().unwrap_or_else(PoisonError::into_inner);
-    for (pid, p) in processes() {
-        if p.zombie
-            && p.parent == me
-            && !adapters.contains(&pid)
+    if !proc_is_ours() {
+        return;
+    }
+    for pid in children_of(std::process::id()) {
+        if !adapters.contains(&pid)
             && let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw)
         {
             let _ = waitpid(Some(pid), WaitOptions::NOHANG);
@@ -84,39 +89,85 @@ struct Process {
     started: u64,
 }
 
-fn processes() -> BTreeMap<u32, Process> {
-    // A `/proc` of another PID namespace (entered with `unshare --pid` and no remount)
-    // numbers processes differently from `getpid`: its parent links would name strangers
-    // as our children. Such a table is not read at all.
-    let mounted_for_us = std::fs::read_link("/proc/self")
+/// Whether `/proc` numbers processes as we do. A `/proc` of another PID namespace (entered with
+/// `unshare --pid` and no remount) does not: its parent links would name strangers as our
+/// children. Such a table is not read at all.
+fn proc_is_ours() -> bool {
+    std::fs::read_link("/proc/self")
         .ok()
         .and_then(|link| link.to_str()?.parse::<u32>().ok())
-        == Some(std::process::id());
-    let Some(dir) = mounted_for_us
-        .then(|| std::fs::read_dir("/proc").ok())
-        .flatten()
-    else {
-        return BTreeMap::new();
+        == Some(std::process::id())
+}
+
+/// The children of every thread of `pid` (a reparented orphan's parent is whichever of our
+/// threads the kernel picked).
+fn children_of(pid: u32) -> Vec<u32> {
+    static CHILD_LISTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let me = std::process::id();
+    // A kernel built without CONFIG_PROC_CHILDREN has no child lists: the whole process table
+    // is read instead, as it was before there were child lists.
+    if !*CHILD_LISTS
+        .get_or_init(|| std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists())
+    {
+        return std::fs::read_dir("/proc").map_or_else(
+            |_| Vec::new(),
+            |dir| {
+                dir.filter_map(Result::ok)
+                    .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+                    .filter(|&child| process(child).is_some_and(|p| p.parent == pid))
+                    .collect()
+            },
+        );
+    }
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
     };
-    dir.filter_map(Result::ok)
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid ... starttime(22) ...`; comm may hold ')' and spaces.
-            let rest = stat.get(stat.rfind(')')? + 1..)?;
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            Some((
-                pid,
-                Process {
-                    zombie: *fields.first()? == "Z",
-                    parent: fields.get(1)?.parse().ok()?,
-                    group: fields.get(2)?.parse().ok()?,
-                    session: fields.get(3)?.parse().ok()?,
-                    started: fields.get(19)?.parse().ok()?,
-                },
-            ))
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|child| child.parse().ok())
+                .collect::<Vec<u32>>()
         })
         .collect()
+}
+
+fn process(pid: u32) -> Option<Process> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ... starttime(22) ...`; comm may hold ')' and spaces.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(Process {
+        zombie: *fields.first()? == "Z",
+        parent: fields.get(1)?.parse().ok()?,
+        group: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
+        started: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// `roots` and every process below them, as `/proc` shows them now: a walk down the kernel's
+/// child lists (`/proc/<pid>/task/*/children`), never a scan of the machine's process table,
+/// so what it costs is the size of our own tree, whatever else runs on the machine. Every
+/// process a sweep may touch is in it: the adapters and their descendants, the orphans
+/// reparented to us (a subreaper) and theirs, and the processes an adapter had below it when it
+/// ended (passed as roots: reparented elsewhere when we are not a subreaper).
+fn tree(roots: impl IntoIterator<Item = u32>) -> BTreeMap<u32, Process> {
+    let mut table = BTreeMap::new();
+    if !proc_is_ours() {
+        return table;
+    }
+    let mut frontier: Vec<u32> = roots.into_iter().collect();
+    while let Some(pid) = frontier.pop() {
+        if table.contains_key(&pid) {
+            continue;
+        }
+        let Some(p) = process(pid) else { continue };
+        table.insert(pid, p);
+        frontier.extend(children_of(pid));
+    }
+    table
 }
 
 /// The process groups to kill among `found`: those of processes in a session other than
@@ -169,7 +220,7 @@ fn with_descendants(
 
 /// The processes below `adapter` now, with their start times.
 pub(super) fn snapshot(adapter: u32) -> Vec<(u32, u64)> {
-    let table = processes();
+    let table = tree([adapter]);
     with_descendants(&table, [adapter])
         .into_iter()
         .filter(|&pid| pid != adapter)
@@ -195,8 +246,9 @@ pub(super) fn end_all() {
 fn sweep(below: &[(u32, u64)], ours: impl Fn(u32, &Process) -> bool) {
     let me = std::process::id();
     // A few rounds: a process may fork while its siblings are being killed.
+    let mut quiet = false;
     for _ in 0..50 {
-        let table = processes();
+        let table = tree(std::iter::once(me).chain(below.iter().map(|&(pid, _)| pid)));
         let adapters = ADAPTERS
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -248,9 +300,16 @@ fn sweep(below: &[(u32, u64)], ours: impl Fn(u32, &Process) -> bool) {
         }
         // A group just killed is looked at again: its member may have forked meanwhile.
         // (Its zombie orphans are reaped above, so a dead group ends the rounds.)
+        // The kernel's child lists may miss a child forked while they are read: the end is
+        // taken only when a second walk right after also finds nothing.
         if targets.is_empty() && groups.is_empty() {
-            return;
+            if quiet {
+                return;
+            }
+            quiet = true;
+            continue;
         }
+        quiet = false;
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -296,8 +355,48 @@ mod tests {
     }
 
     #[test]
+    fn the_tree_holds_our_descendants_and_no_stranger() {
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        // The grandchild appears once the shell has forked it.
+        let mut grandchild = None;
+        for _ in 0..500 {
+            let table = tree([me]);
+            grandchild = table
+                .iter()
+                .find(|(_, p)| p.parent == shell.id())
+                .map(|(&pid, _)| pid);
+            if grandchild.is_some() {
+                assert!(table.contains_key(&shell.id()));
+                // Init, and any process not below us, is never looked at.
+                assert!(me == 1 || !table.contains_key(&1));
+                // Nothing but us and what is below us.
+                assert!(
+                    table
+                        .iter()
+                        .all(|(pid, p)| *pid == me || table.contains_key(&p.parent))
+                );
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = shell.kill();
+        let _ = shell.wait();
+        if let Some(pid) = grandchild
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(Pid::from_raw)
+        {
+            let _ = kill_process(pid, Signal::KILL);
+        }
+        assert!(grandchild.is_some(), "the shell's child was never found");
+    }
+
+    #[test]
     fn the_process_table_shows_this_process() {
-        let table = processes();
+        let table = tree([std::process::id()]);
         let me = table.get(&std::process::id());
         assert!(me.is_some_and(|p| !p.zombie && p.started > 0));
     }

@@ -249,6 +249,7 @@ fn run_one(
     scenario: &Scenario,
 ) -> Verdict {
     let revision = judge.check.revision;
+    let is_the_reference = implementation.is_the_reference();
     let (records, escaped) = match implementation.run(seq, revision, scenario) {
         Answer::Ran(records) => (records, None),
         Answer::Escaped { message, records } => (records, Some(message)),
@@ -267,7 +268,11 @@ fn run_one(
     violations.extend(crate::redispatch::check(scenario, &records, options.level));
     if judge.oracle
         && escaped.is_none()
-        && let Some(expect) = oracle::expectations(scenario, revision)
+        && let Some(expect) = oracle::expectations_given(
+            scenario,
+            revision,
+            is_the_reference.then_some(records.as_slice()),
+        )
     {
         let expected = Scenario {
             expect,

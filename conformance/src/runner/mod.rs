@@ -31,6 +31,11 @@ pub trait Implementation {
     fn ready(&self) -> &Ready;
     /// Runs one scenario. Never panics; problems come back as `Errored`.
     fn run(&mut self, seq: u64, spec: Revision, scenario: &Scenario) -> Answer;
+    /// Whether this is the built-in reference itself, unbroken: its trace of a scenario is the
+    /// one the differential oracle's own run of it would give, so the oracle need not run it again.
+    fn is_the_reference(&self) -> bool {
+        false
+    }
 }
 
 /// What an implementation answered for one scenario.
@@ -124,6 +129,10 @@ impl BuiltinReference {
 impl Implementation for BuiltinReference {
     fn ready(&self) -> &Ready {
         &self.ready
+    }
+
+    fn is_the_reference(&self) -> bool {
+        self.mutants.is_empty()
     }
 
     fn run(&mut self, _seq: u64, spec: Revision, scenario: &Scenario) -> Answer {

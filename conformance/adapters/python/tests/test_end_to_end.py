@@ -103,6 +103,24 @@ class EndToEndTest(unittest.TestCase):
                 self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
                 self.assertIn("0 violation(s): 0 MUST, 0 SHOULD", done.stdout)
 
+    def test_the_timed_example_splits_each_case_into_work_and_scripted_waiting(self) -> None:
+        # The README's command (fewer cases): fuzz through the timed example, the split written at stop.
+        assert TEP is not None
+        with tempfile.TemporaryDirectory() as cwd:
+            split_file = Path(cwd) / "split.json"
+            adapter = command(sys.executable, KIT / "example" / "timed_adapter.py")
+            argv = [TEP, "fuzz", "--adapter", adapter, "--oracle", "none", "--cases", "12", "--seed", "5"]
+            env = {**os.environ, "TEP_CASE_TIME": str(split_file)}
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=cwd, env=env)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            split = json.loads(split_file.read_text(encoding="utf-8"))
+        self.assertEqual(split["scenarios"], 12, split)
+        self.assertGreater(split["start_s"], 0, split)
+        self.assertGreater(split["cpu_s"], 0, split)
+        # Seed 5's scenarios script sleeps: some of each case is waiting, never more than all of it.
+        self.assertGreater(split["waiting_s"], 0, split)
+        self.assertLessEqual(split["waiting_s"], split["wall_s"], split)
+
     def test_one_scenario_locally_prints_its_trace_and_the_verdict(self) -> None:
         assert TEP is not None
         done = subprocess.run(

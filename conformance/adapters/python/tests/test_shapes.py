@@ -5,6 +5,7 @@ numbering; and the answers the kit gives instead of a trace when the glue is wro
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import unittest
 from collections.abc import Callable
@@ -489,6 +490,21 @@ class AnswersTest(unittest.TestCase):
                 guard(C1)  # a synchronous pipeline: the verdicts are coroutines, never awaited
 
         message = self.answer(sync_guards)["errored"]["message"]
+        self.assertIn("mount run.guards(sync=True) instead", message)
+
+    def test_an_unawaited_kit_coroutine_in_a_reference_cycle_is_found_when_asked(self) -> None:
+        async def sync_guards_in_a_cycle(run: Run) -> None:
+            run.recorder.on_model([("c1", "tool")])
+            for guard in run.guards():
+                holder: dict[str, Any] = {"verdict": guard(C1)}  # never awaited
+                holder["self"] = holder  # and kept alive by a cycle after the scenario
+
+        gc.disable()  # the collector running on its own would find it either way
+        try:
+            adapter = Adapter(sync_guards_in_a_cycle, FakeDialect(), IMPLEMENTATION, collect_garbage=True)
+            message = adapter.run(scenario())["errored"]["message"]
+        finally:
+            gc.enable()
         self.assertIn("mount run.guards(sync=True) instead", message)
 
     def test_a_value_that_is_not_json_is_named_by_its_record_and_field(self) -> None:
