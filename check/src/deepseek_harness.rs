@@ -123,29 +123,62 @@ pub struct Options {
 
 /// Why a line of a session log could not be read. Always names the line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LogError {
     #[error(
         "line {line}: the log is zstd-compressed (the harness's default `session.jsonl.zstd`); decompress it first: `zstd -dc session.jsonl.zstd > session.jsonl`, or `zstd -dc session.jsonl.zstd | tep check --from deepseek-harness -`"
     )]
-    Compressed { line: usize },
+    /// The file is the compressed log, not its lines.
+    Compressed {
+        /// The line (1-based) of the original file.
+        line: usize,
+    },
+    /// A line that is no session event at all.
     #[error("line {line}: not a session event: {why}")]
-    NotAnEvent { line: usize, why: String },
+    NotAnEvent {
+        /// The line (1-based) of the original file.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
     #[error(
         "line {line}: not a deepseek-harness session header (`{{\"type\":\"session\",...}}` comes first): {why}"
     )]
-    NoHeader { line: usize, why: String },
+    /// The first line is not the session header.
+    NoHeader {
+        /// The line (1-based) of the original file.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
     #[error(
         "line {line}: session format version {version}; this reader knows version {FORMAT_VERSION} (deepseek-harness 0.1.0-rc.8)"
     )]
-    Version { line: usize, version: String },
+    /// A session format this reader does not know.
+    Version {
+        /// The line (1-based) of the original file.
+        line: usize,
+        /// The version the header names.
+        version: String,
+    },
+    /// An event of a known type whose data has another shape.
     #[error("line {line}: a `{kind}` event whose data tep cannot read: {why}")]
     Shape {
+        /// The line (1-based) of the original file.
         line: usize,
+        /// The event's type.
         kind: String,
+        /// What is wrong with it.
         why: String,
     },
+    /// The log could not be read (I/O, a line too long, a key named twice).
     #[error("line {line}: {why}")]
-    Read { line: usize, why: String },
+    Read {
+        /// The line (1-based) of the original file.
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
 }
 
 impl LogError {
@@ -309,6 +342,7 @@ pub struct Converter {
 }
 
 impl Converter {
+    /// A converter for one log.
     pub fn new(options: Options) -> Self {
         Converter {
             options,

@@ -42,7 +42,6 @@ use std::io::BufRead;
 mod catalog;
 pub mod checkability;
 mod checker;
-#[allow(missing_docs)] // documented with the reader's rework (issue 38)
 pub mod deepseek_harness;
 mod facts;
 pub mod invariants;

@@ -67,6 +67,15 @@ pub struct Checkable {
 }
 
 impl Checkable {
+    /// The counts as a report recorded them: `checked` and `partly` of `applicable`.
+    pub fn new(checked: usize, partly: usize, applicable: usize) -> Checkable {
+        Checkable {
+            checked,
+            partly,
+            applicable,
+        }
+    }
+
     /// The counts of a check's statuses ([`crate::CheckOptions::statuses`]).
     pub fn of(statuses: &[(InvariantId, InvariantStatus)]) -> Checkable {
         let count = |f: fn(&InvariantStatus) -> bool| statuses.iter().filter(|(_, s)| f(s)).count();

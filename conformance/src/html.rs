@@ -22,7 +22,8 @@ use tep_model::graph::{GraphKind, NodeId, Revision, StageGraph};
 use tep_model::trace::ObservationLevel;
 
 use crate::report::{
-    EdgeCoverage, GraphName, JsonReport, RunContext, ScenarioReport, ViolationReport,
+    EdgeCoverage, GraphName, InvariantCheck, JsonReport, RunContext, ScenarioReport,
+    ViolationReport,
 };
 use crate::runner::Status;
 use crate::scenario::Scenario;
@@ -240,12 +241,33 @@ fn marks(page: &Page<'_>, graph: GraphName) -> Marks {
     marks
 }
 
+/// How many of the invariants that apply the run could judge, from its report.
+fn checkable(report: &JsonReport) -> tep_check::Checkable {
+    let count = |c: InvariantCheck| report.invariants.iter().filter(|i| i.status == c).count();
+    let applicable = report.invariants.len() - count(InvariantCheck::NotApplicable);
+    tep_check::Checkable::new(
+        count(InvariantCheck::Checked),
+        count(InvariantCheck::PartlyCheckable),
+        applicable,
+    )
+}
+
 /// The page.
 pub fn render(page: &Page<'_>) -> String {
     let report = page.report;
     let mut out = String::with_capacity(256 * 1024);
+    let checkable = checkable(report);
+    let few = format!(
+        "{} of {} invariants checkable, no violation",
+        checkable.checked + checkable.partly,
+        checkable.applicable
+    );
     let verdict = if report.interrupted {
         ("interrupted", "interrupted")
+    } else if report.conformant && !checkable.most() {
+        // A pass where the level saw little says how little (a session log: about 1 in 5),
+        // in tep check's words, never a plain green "conformant".
+        ("conformant-few", few.as_str())
     } else if report.conformant {
         ("conformant", "conformant")
     } else {

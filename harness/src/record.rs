@@ -132,9 +132,8 @@ pub fn trace_of_log(
     prefix: &str,
     tools: &[String],
 ) -> Result<Vec<TraceRecord>, RecordError> {
-    let log = round_hook_durations(log);
     let mut records = Vec::new();
-    deepseek_harness::convert(log.as_slice(), Options::default(), |_, record| {
+    deepseek_harness::convert(log, Options::default(), |_, record| {
         records.push(record.clone());
         Ok(())
     })
@@ -144,36 +143,6 @@ pub fn trace_of_log(
     })?;
     let names: Vec<(String, &String)> = tools.iter().map(|t| (format!("{prefix}{t}"), t)).collect();
     Ok(records.into_iter().map(|r| unprefix(r, &names)).collect())
-}
-
-/// The log with each `hook/result`'s `durationMs` rounded to an integer, line for line (line
-/// numbers unchanged). deepseek-harness writes it as a float (a `performance.now()`
-/// difference); the reader at this commit declares an integer and refuses the log (the
-/// study's finding 1, being fixed in the reader). No rule reads the duration. Once the reader
-/// takes any non-negative number, this goes.
-fn round_hook_durations(log: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(log.len());
-    for (i, line) in log.split(|&b| b == b'\n').enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        let hook_result = memmem(line, b"\"hook/result\"");
-        let rounded = hook_result
-            .then(|| serde_json::from_slice::<Value>(line).ok())
-            .flatten()
-            .and_then(|mut v| {
-                let d = v.pointer_mut("/data/durationMs")?;
-                let ms = d.as_f64().filter(|_| !d.is_u64())?;
-                *d = Value::from(ms.max(0.0).round() as u64);
-                serde_json::to_vec(&v).ok()
-            });
-        out.extend_from_slice(rounded.as_deref().unwrap_or(line));
-    }
-    out
-}
-
-fn memmem(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// `record` with every string that is exactly an MCP name replaced by the scenario's name.
@@ -281,17 +250,6 @@ pub fn locate(home: &Path, spec: &LogSpec) -> Result<PathBuf, RecordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hook_durations_are_rounded_line_for_line_and_nothing_else_changes() {
-        let log = b"{\"type\":\"session\"}\n{\"type\":\"hook/result\",\"data\":{\"durationMs\":89.61}}\n{\"type\":\"x\",\"data\":{\"durationMs\":1.5}}";
-        let out = String::from_utf8(round_hook_durations(log)).unwrap();
-        let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines.len(), 3);
-        assert_eq!(lines[0], "{\"type\":\"session\"}");
-        assert!(lines[1].contains("\"durationMs\":90"), "{}", lines[1]);
-        assert!(lines[2].contains("1.5"), "another event is left alone");
-    }
 
     #[test]
     fn globs_match_one_component() {

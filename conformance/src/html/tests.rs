@@ -356,3 +356,37 @@ fn the_page_of_a_small_run() {
     let html = render(&page(&report, &traces, &corpus, &paths, &ctx));
     insta::assert_snapshot!(without_constants(&html));
 }
+
+/// A passing run whose level could judge few invariants wears a badge that says how few, in
+/// tep check's words; one that could judge most says "conformant".
+#[test]
+fn a_pass_that_could_check_little_says_how_little_in_its_badge() {
+    let corpus = corpus().unwrap();
+    let allow: Vec<Scenario> = corpus
+        .iter()
+        .filter(|s| s.id == "allow-runs-body")
+        .cloned()
+        .collect();
+    let badge = |level| {
+        let mut reference = BuiltinReference::new(vec![]);
+        let options = RunOptions {
+            observed: Some(level),
+            ..RunOptions::default()
+        };
+        let run = run_suite(&mut reference, &allow, &options).unwrap();
+        let json = report::json(&run, None, &context(), "sha256:0");
+        let ctx = context();
+        let paths = paths(&run);
+        let html = render(&page(&json, &BTreeMap::new(), &corpus, &paths, &ctx));
+        let at = html.find("<span class=\"verdict ").unwrap();
+        html[at..at + html[at..].find("</span>").unwrap()].to_owned()
+    };
+    let events = badge(tep_model::trace::ObservationLevel::Events);
+    assert!(
+        events.starts_with("<span class=\"verdict conformant-few\">")
+            && events.ends_with("invariants checkable, no violation"),
+        "{events}"
+    );
+    let full = badge(tep_model::trace::ObservationLevel::Full);
+    assert_eq!(full, "<span class=\"verdict conformant\">conformant");
+}
