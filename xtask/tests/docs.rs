@@ -163,8 +163,16 @@ fn scratch(name: &str) -> PathBuf {
     for sub in ["docs", "xtask/templates", "spec"] {
         copy_tree(&root().join(sub), &dir.join(sub));
     }
-    // The README's counts are generated too.
-    std::fs::copy(root().join("README.md"), dir.join("README.md")).unwrap();
+    // The READMEs' counts are generated too: the project's and each kit's.
+    for readme in [
+        "README.md",
+        "conformance/adapters/python/README.md",
+        "conformance/adapters/typescript/README.md",
+    ] {
+        let to = dir.join(readme);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root().join(readme), to).unwrap();
+    }
     dir
 }
 

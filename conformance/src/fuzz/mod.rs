@@ -115,6 +115,8 @@ pub struct Failure {
     pub scenario: Scenario,
     pub violations: Vec<Violation>,
     pub original_size: usize,
+    /// Its size when shrinking stopped, before the parts it does not need were dropped.
+    pub shrunk_size: usize,
     pub shrink_runs: usize,
     /// Why shrinking stopped where it did.
     pub shrink_stop: ShrinkStop,
@@ -438,6 +440,7 @@ pub fn fuzz(
         };
         let (best, runs, shrink_stop) = shrinking.shrink(&mut *tree, violations, &check);
         let (scenario, violations) = best;
+        let shrunk_size = size(&scenario);
         // Then the parts the failure does not need, which shrinking inside its shape keeps.
         let (scenario, violations, minimised) = Minimising {
             implementation: &mut *implementation,
@@ -459,6 +462,7 @@ pub fn fuzz(
                 .filter(|v| check_of(v) == check)
                 .collect(),
             original_size,
+            shrunk_size,
             shrink_runs: runs,
             shrink_stop,
             minimised,
