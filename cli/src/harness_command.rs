@@ -3,7 +3,7 @@
 //! (the scenario's tools over MCP) and `tep harness-hook` (its hook command).
 
 use std::io::{BufReader, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -51,9 +51,18 @@ pub fn drivers(
     options.boot_timeout = args.boot_timeout.min(timeout);
     options.keep = args.keep;
     if let Some(command) = &args.harness_command {
-        let words = shlex::split(command)
+        let mut words = shlex::split(command)
             .filter(|w| !w.is_empty())
             .with_context(|| format!("--harness-command {command:?} is not a command"))?;
+        // The harness starts in a fresh workspace of its own: a relative path to its program
+        // means the directory tep was started in, as on a shell's command line.
+        if let Some(program) = words.first_mut()
+            && program.contains('/')
+            && Path::new(program.as_str()).is_relative()
+        {
+            let here = std::env::current_dir().context("cannot read the current directory")?;
+            *program = here.join(program.as_str()).display().to_string();
+        }
         options.command = Some(words);
     }
     (0..jobs.max(1))

@@ -93,3 +93,36 @@ fn the_hook_command_answers_from_the_run_directorys_script() {
     );
     assert!(dir.path().join("hooks.jsonl").is_file());
 }
+
+/// A relative `--harness-command` names a program from where tep was started, though the harness
+/// runs in a workspace of its own.
+#[cfg(unix)]
+#[test]
+fn a_relative_harness_command_is_found_from_where_tep_was_started() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = crate::util::temp_dir("relative-harness");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let script = dir.join("bin/fake-dsh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho the fake harness ran >&2\nexit 7\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = tep_command()
+        .current_dir(&dir)
+        .args([
+            "run",
+            "--harness",
+            "deepseek-harness",
+            "--harness-command",
+            "bin/fake-dsh",
+            "--scenario",
+            "unknown-tool-is-an-error-result",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("No such file or directory"), "{stdout}");
+    assert!(stdout.contains("the fake harness ran"), "{stdout}");
+}
