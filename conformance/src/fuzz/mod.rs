@@ -428,8 +428,7 @@ pub fn fuzz(
             });
             continue;
         }
-        let original_size = size(&scenario);
-        let mut shrinking = Shrinking {
+        let shrinking = Shrinking {
             implementation: &mut *implementation,
             judge: &judge,
             options,
@@ -438,39 +437,56 @@ pub fn fuzz(
             seq: &mut seq,
             report: &mut report,
         };
-        let (best, runs, shrink_stop) = shrinking.shrink(&mut *tree, violations, &check);
+        let failure = shrinking.failure(&mut *tree, violations, case, invariant, check);
+        report.failure = Some(failure);
+        break;
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+impl Shrinking<'_> {
+    /// Case `case`'s confirmed failure of `check`, ready to report: shrunk while it fails
+    /// every time, then without the parts it does not need, written as a corpus scenario.
+    fn failure(
+        mut self,
+        tree: &mut dyn ValueTree<Value = Scenario>,
+        violations: Vec<Violation>,
+        case: usize,
+        invariant: InvariantId,
+        check: String,
+    ) -> Failure {
+        let original_size = size(&tree.current());
+        let (best, runs, shrink_stop) = self.shrink(tree, violations, &check);
         let (scenario, violations) = best;
         let shrunk_size = size(&scenario);
         // Then the parts the failure does not need, which shrinking inside its shape keeps.
         let (scenario, violations, minimised) = Minimising {
-            implementation: &mut *implementation,
-            judge: &judge,
-            protocol: ready.protocol,
-            stopped: &stopped,
-            seq: &mut seq,
+            implementation: &mut *self.implementation,
+            judge: self.judge,
+            protocol: self.protocol,
+            stopped: self.stopped,
+            seq: &mut *self.seq,
         }
         .minimise(scenario, violations, &check);
-        let scenario = for_the_corpus(scenario, options, case, invariant, &check);
-        report.failure = Some(Failure {
+        let options = self.options;
+        Failure {
             case,
             seed: options.seed,
             invariant,
-            check: check.clone(),
-            scenario,
+            scenario: for_the_corpus(scenario, options, case, invariant, &check),
             violations: violations
                 .into_iter()
                 .filter(|v| check_of(v) == check)
                 .collect(),
+            check,
             original_size,
             shrunk_size,
             shrink_runs: runs,
             shrink_stop,
             minimised,
-        });
-        break;
+        }
     }
-    report.elapsed = started.elapsed();
-    Ok(report)
 }
 
 /// Replays `scenario` (which just failed with `check`) until it has run [`CONFIRM_RUNS`] times:
