@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::graph::{NodeId, Outcome, Revision};
 use crate::identity::{CallId, Identity};
 use crate::result::ToolResult;
-use crate::session::SessionEvent;
+use crate::session::{EventBody as SessionEventBody, SessionEvent};
 
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -26,6 +26,9 @@ pub enum TraceRecord {
     Event(Box<EventRecord>),
     /// Something a scripted part did that is not a stage visit.
     Mark(Mark),
+    /// The model's next request after a batch, as the model's boundary received it (level
+    /// `boundary`).
+    Request(Box<NextRequest>),
 }
 
 impl TraceRecord {
@@ -34,7 +37,7 @@ impl TraceRecord {
         match self {
             TraceRecord::Stage(o) => Some(o.node),
             TraceRecord::Event(e) => e.event.body.node(),
-            TraceRecord::Header(_) | TraceRecord::Mark(_) => None,
+            TraceRecord::Header(_) | TraceRecord::Mark(_) | TraceRecord::Request(_) => None,
         }
     }
 
@@ -44,7 +47,7 @@ impl TraceRecord {
             TraceRecord::Stage(o) => o.call.as_ref(),
             TraceRecord::Event(e) => e.call.as_ref(),
             TraceRecord::Mark(m) => Some(&m.call),
-            TraceRecord::Header(_) => None,
+            TraceRecord::Header(_) | TraceRecord::Request(_) => None,
         }
     }
 }
@@ -76,6 +79,9 @@ pub enum ObservationLevel {
     /// Session events only: what every harness already logs (`tool/call`, `tool/result`, the
     /// injected contexts, approval audit, tool-owned events), plus the batch (`model`).
     Events,
+    /// Plus what the harness's public boundaries show: the model's next request after each
+    /// batch (a `request` record: the tool messages and the messages after them, as sent).
+    Boundary,
     /// Plus the records made at public extension points: the waterfalls' listeners, approval
     /// when a prompt is mounted, guards, the execute wrappers' dispatch, the body, the
     /// definition's `finalizeContent` when it has one, `tools/result` observers, the UI cards.
@@ -86,8 +92,9 @@ pub enum ObservationLevel {
 }
 
 impl ObservationLevel {
-    pub const ALL: [ObservationLevel; 3] = [
+    pub const ALL: [ObservationLevel; 4] = [
         ObservationLevel::Events,
+        ObservationLevel::Boundary,
         ObservationLevel::Hooks,
         ObservationLevel::Full,
     ];
@@ -95,6 +102,7 @@ impl ObservationLevel {
     pub fn as_str(self) -> &'static str {
         match self {
             ObservationLevel::Events => "events",
+            ObservationLevel::Boundary => "boundary",
             ObservationLevel::Hooks => "hooks",
             ObservationLevel::Full => "full",
         }
@@ -109,7 +117,7 @@ impl std::fmt::Display for ObservationLevel {
 
 /// The error for an observation level name that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown observation level `{0}` (one of: events, hooks, full)")]
+#[error("unknown observation level `{0}` (one of: events, boundary, hooks, full)")]
 pub struct UnknownObservationLevel(pub String);
 
 impl std::str::FromStr for ObservationLevel {
@@ -241,6 +249,116 @@ pub struct EventRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<CallId>,
     pub event: SessionEvent,
+}
+
+/// The request a harness sends the model after a batch: the messages that follow the assistant
+/// message declaring the batch, in the order sent (its tool messages, then what it injected).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NextRequest {
+    pub messages: Vec<RequestMessage>,
+}
+
+/// One message of the model's next request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestMessage {
+    pub role: RequestRole,
+    /// A tool message's call id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<CallId>,
+    /// Its text, as sent (a list of text parts joined without a separator).
+    pub content: String,
+}
+
+impl RequestMessage {
+    /// A tool message for `call`.
+    pub fn tool(call: &CallId, content: impl Into<String>) -> Self {
+        RequestMessage {
+            role: RequestRole::Tool,
+            call_id: Some(call.clone()),
+            content: content.into(),
+        }
+    }
+
+    /// A message of another role.
+    pub fn of(role: RequestRole, content: impl Into<String>) -> Self {
+        RequestMessage {
+            role,
+            call_id: None,
+            content: content.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestRole {
+    Tool,
+    User,
+    System,
+    Assistant,
+}
+
+impl NextRequest {
+    /// The request a harness that replays its session log would send after each batch of
+    /// `records`: each batch's `tool/result` contents in log order, then its injected contexts
+    /// in log order. The checkability measurement gives the reference's traces these (the
+    /// reference has no model loop), and tests build breaches from them.
+    pub fn of_session(records: &[TraceRecord]) -> Vec<(usize, NextRequest)> {
+        let mut out: Vec<(usize, NextRequest)> = Vec::new();
+        // The open batch: its declared calls and the request so far.
+        let mut open: Option<(Vec<CallId>, NextRequest)> = None;
+        for (i, record) in records.iter().enumerate() {
+            if let TraceRecord::Stage(o) = record
+                && o.node == NodeId::Model
+            {
+                if let Some((_, request)) = open.take() {
+                    out.push((i, request));
+                }
+                let calls = o.calls.iter().flatten().map(|d| d.call_id.clone());
+                open = Some((calls.collect(), NextRequest::default()));
+                continue;
+            }
+            let (TraceRecord::Event(e), Some((calls, request))) = (record, open.as_mut()) else {
+                continue;
+            };
+            let text =
+                |content: &[crate::result::ContentBlock]| crate::result::content_text(content);
+            match &e.event.body {
+                // Only the calls the model declared answer it: a Code Mode sub-call's result
+                // is not model-facing.
+                SessionEventBody::ToolResult(data) => {
+                    if let Some(call) = data.call_id().filter(|c| calls.contains(c)) {
+                        let message = RequestMessage::tool(call, text(&data.content()));
+                        request.messages.push(message);
+                    }
+                }
+                SessionEventBody::UserMessage(m) => {
+                    let message = RequestMessage::of(RequestRole::User, text(&m.content));
+                    request.messages.push(message);
+                }
+                SessionEventBody::ContextMessage(m) => {
+                    let message = RequestMessage::of(RequestRole::User, text(&m.content));
+                    request.messages.push(message);
+                }
+                _ => {}
+            }
+        }
+        if let Some((_, request)) = open {
+            out.push((records.len(), request));
+        }
+        out
+    }
+
+    /// `records` with each batch's [`NextRequest::of_session`] after its last record.
+    pub fn add_to(records: &[TraceRecord]) -> Vec<TraceRecord> {
+        let mut out = records.to_vec();
+        for (at, request) in NextRequest::of_session(records).into_iter().rev() {
+            out.insert(at, TraceRecord::Request(Box::new(request)));
+        }
+        out
+    }
 }
 
 /// A stage visit. Which fields a node fills is listed in `docs/trace-format.md`.
