@@ -31,7 +31,7 @@ pub struct CheckArgs {
     /// The implementation's optional parts (default: the trace header's, else all).
     #[arg(long, value_delimiter = ',', value_name = "CAPS")]
     pub capabilities: Option<Vec<Capability>>,
-    /// Which records the trace holds: events, hooks or full (default: the trace header's,
+    /// Which records the trace holds: events, boundary, hooks or full (default: the trace header's,
     /// else hooks). A harness's own session log is `events`.
     #[arg(long, value_name = "LEVEL")]
     pub observed: Option<ObservationLevel>,
