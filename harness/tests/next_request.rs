@@ -11,7 +11,7 @@ use tep_harness::model_server::{ModelRequest, RequestKind};
 use tep_harness::record::{next_request, trace_of_log, with_next_requests};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
-use tep_model::trace::{ObservationLevel, RequestRole, TraceRecord};
+use tep_model::trace::{ObservationLevel, RequestMessage, RequestRole, TraceRecord};
 
 const LOG: &str = include_str!("fixtures/dsh-cli-s2.session.jsonl");
 const REQUESTS: &str = include_str!("fixtures/dsh-cli-s2-model-requests.jsonl");
@@ -118,15 +118,14 @@ fn the_real_run_passes_the_next_request_invariants() {
     assert!(records.iter().any(|r| r.node() == Some(NodeId::Model)));
 }
 
+/// A change to the request's messages.
+type Edit = fn(&mut Vec<RequestMessage>);
+
 #[test]
 fn the_same_run_with_its_request_tampered_with_is_caught() {
     // The merge's teeth on real data: the request the harness sent, changed as a faulty
     // harness would send it.
-    let cases: [(
-        &str,
-        fn(&mut Vec<tep_model::trace::RequestMessage>),
-        InvariantId,
-    ); 4] = [
+    let cases: [(&str, Edit, InvariantId); 4] = [
         (
             "a result lost",
             |m| {
