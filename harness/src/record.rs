@@ -11,7 +11,7 @@ use serde_json::Value;
 use tep_check::deepseek_harness::{self, Options};
 use tep_model::graph::NodeId;
 use tep_model::identity::CallId;
-use tep_model::trace::{NextRequest, RequestMessage, RequestRole, TraceRecord};
+use tep_model::trace::{NextRequest, ObservationLevel, RequestMessage, RequestRole, TraceRecord};
 
 use crate::hook::HookRecord;
 use crate::mcp::BodyRecord;
@@ -200,6 +200,7 @@ pub fn with_next_requests(
         })
         .collect();
     let mut out = records;
+    let mut added = false;
     // From the last batch back, so that earlier positions hold.
     for (k, (at, calls)) in batches.iter().enumerate().rev() {
         let Some(request) = next_request(requests, k, calls) else {
@@ -208,6 +209,11 @@ pub fn with_next_requests(
         let end = batches.get(k + 1).map_or(out.len(), |(next, _)| *next);
         debug_assert!(end > *at);
         out.insert(end, TraceRecord::Request(Box::new(request)));
+        added = true;
+    }
+    // The log's reader says `events`; the trace now holds the boundary's records too.
+    if let Some(TraceRecord::Header(header)) = out.first_mut().filter(|_| added) {
+        header.observation = Some(ObservationLevel::Boundary);
     }
     out
 }

@@ -63,6 +63,10 @@ fn the_request_after_the_batch_is_read_from_the_model_servers_records() {
     assert_eq!(requests.len(), 1, "one batch, one next request");
     let (at, request) = &requests[0];
     assert_eq!(*at, records.len() - 1, "after every record of its batch");
+    let TraceRecord::Header(header) = &records[0] else {
+        panic!("the log's header first");
+    };
+    assert_eq!(header.observation, Some(ObservationLevel::Boundary));
     let tools: Vec<&str> = request
         .messages
         .iter()
