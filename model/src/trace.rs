@@ -618,6 +618,67 @@ mod tests {
         }
     }
 
+    /// Two batches: each gets its own request after its last record, holding its results in
+    /// log order and then its contexts; a result of a call the batch did not declare is left
+    /// out. The record reads back as written, through the general path.
+    #[test]
+    fn each_batch_gets_the_request_its_log_would_send() {
+        let model = |calls: &str| format!(r#"{{"kind":"stage","node":"model","calls":[{calls}]}}"#);
+        let declared = |id: &str| format!(r#"{{"callId":"{id}","name":"fetch"}}"#);
+        let result = |seq: u64, id: &str, text: &str, error: bool| {
+            format!(
+                r#"{{"kind":"event","call":"{id}","event":{{"seq":{seq},"time":0,"type":"tool/result","data":{{"turn":1,"step":1,"message":{{"id":"r-{id}","role":"user","source":{{"kind":"tool","callId":"{id}"}},"content":[{{"type":"tool-result","toolCallId":"{id}","content":[{{"type":"text","text":"{text}"}}],"isError":{error}}}]}}}}}}}}"#
+            )
+        };
+        let context = |seq: u64, id: &str, text: &str| {
+            format!(
+                r#"{{"kind":"event","call":"{id}","event":{{"seq":{seq},"time":0,"type":"user/message","data":{{"id":"x-{seq}","role":"user","content":[{{"type":"text","text":"{text}"}}],"source":{{"kind":"tool","callId":"{id}"}}}}}}}}"#
+            )
+        };
+        let lines = [
+            model(&format!("{},{}", declared("c1"), declared("c2"))),
+            result(1, "c2", "Error: no", true),
+            result(2, "zz", "not declared", false),
+            result(3, "c1", "ok", false),
+            context(4, "c1", "first"),
+            model(&declared("c3")),
+            result(5, "c3", "three", false),
+        ];
+        let records: Vec<TraceRecord> = lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let with = NextRequest::add_to(&records);
+        let at: Vec<usize> = (0..with.len())
+            .filter(|&i| matches!(with[i], TraceRecord::Request(_)))
+            .collect();
+        assert_eq!(at, [5, 8], "after each batch's last record");
+        let TraceRecord::Request(first) = &with[5] else {
+            unreachable!()
+        };
+        let c = |id: &str| CallId::new(id.to_owned());
+        assert_eq!(
+            first.messages,
+            [
+                RequestMessage::tool(&c("c2"), "Error: no"),
+                RequestMessage::tool(&c("c1"), "ok"),
+                RequestMessage::of(RequestRole::User, "first"),
+            ]
+        );
+        let line = serde_json::to_string(&with[5]).unwrap_or_default();
+        assert_eq!(
+            line,
+            r#"{"kind":"request","messages":[{"role":"tool","callId":"c2","content":"Error: no"},{"role":"tool","callId":"c1","content":"ok"},{"role":"user","content":"first"}]}"#
+        );
+        let back: TraceRecord = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, with[5]);
+        assert_eq!(
+            TraceRecord::from_json_tag_first(&line),
+            None,
+            "the general path reads it"
+        );
+    }
+
     #[test]
     fn unknown_fields_are_rejected() {
         let line = r#"{"kind":"stage","node":"pre","call":"c1","outcom":"deny"}"#;
