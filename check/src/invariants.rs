@@ -102,6 +102,10 @@ invariant_ids! {
     DispatchNotModelFacing = "dispatch-not-model-facing",
     CodeDispatchContentShape = "code-dispatch-content-shape",
     CodeDispatchSummaryShape = "code-dispatch-summary-shape",
+    RequestOneResultPerCall = "request-one-result-per-call",
+    RequestModelOrder = "request-model-order",
+    RequestErrorsAsErrors = "request-errors-as-errors",
+    RequestContextsAfterResults = "request-contexts-after-results",
     ExpectedOutcome = "expected-outcome",
     ExpectedContent = "expected-content",
 }
@@ -208,6 +212,8 @@ pub enum CheckKind {
     BatchEnd,
     /// After the run, against the scenario's expectations (drive mode).
     Expectation,
+    /// At the model's next request after the batch (a `request` record).
+    Request,
 }
 
 impl CheckKind {
@@ -221,6 +227,7 @@ impl CheckKind {
             CheckKind::Batch => "across the calls of a batch, at every visit",
             CheckKind::BatchEnd => "when the batch closes",
             CheckKind::Expectation => "after a scenario run, against its expected outcome",
+            CheckKind::Request => "at the model's next request after the batch",
         }
     }
 }
@@ -266,6 +273,8 @@ pub enum Read {
     BodyMark,
     /// The scenario's scripts and expectations (drive mode).
     Scenario,
+    /// The model's next request after a batch (`request` records, level `boundary`).
+    Request,
 }
 
 impl fmt::Display for Read {
@@ -276,6 +285,7 @@ impl fmt::Display for Read {
             Read::ObserverMark => f.write_str("mark `observer-settled`"),
             Read::BodyMark => f.write_str("mark `body-settled`"),
             Read::Scenario => f.write_str("the scenario"),
+            Read::Request => f.write_str("the model's next `request`"),
         }
     }
 }

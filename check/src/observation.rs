@@ -17,7 +17,7 @@ use tep_model::session::EventBody;
 pub use tep_model::trace::ObservationLevel;
 use tep_model::trace::{Capability, TraceRecord};
 
-use ObservationLevel::{Events, Full, Hooks};
+use ObservationLevel::{Boundary, Events, Full, Hooks};
 
 /// One kind of record and its contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,6 +252,15 @@ pub const RECORDS: &[RecordSpec] = &[
         "—",
     ),
     spec(
+        "request",
+        None,
+        Boundary,
+        "at `boundary` and above when the recording sees the model's boundary: one per batch the model was answered for (optional: a trace without it is not judged by the rules that read it)",
+        "the harness sends the model its next request after the batch",
+        "after every record of its batch, before the next `model`",
+        "not checked: the model's next request was not observed",
+    ),
+    spec(
         "mark `observer-settled`",
         None,
         Hooks,
@@ -373,6 +382,7 @@ pub fn thin(records: &[TraceRecord], level: ObservationLevel) -> Vec<TraceRecord
     for record in records {
         let keep = match record {
             TraceRecord::Header(_) | TraceRecord::Event(_) => true,
+            TraceRecord::Request(_) => level >= Boundary,
             TraceRecord::Mark(_) => level >= Hooks,
             TraceRecord::Stage(o) => match o.node {
                 N::Approval if level < Full => {

@@ -31,8 +31,8 @@ pub struct CheckArgs {
     /// The implementation's optional parts (default: the trace header's, else all).
     #[arg(long, value_delimiter = ',', value_name = "CAPS")]
     pub capabilities: Option<Vec<Capability>>,
-    /// Which records the trace holds: events, hooks or full (default: the trace header's,
-    /// else hooks). A harness's own session log is `events`.
+    /// Which records the trace holds: events, boundary, hooks or full (default: the trace
+    /// header's, else hooks). A harness's own session log is `events`.
     #[arg(long, value_name = "LEVEL")]
     pub observed: Option<ObservationLevel>,
     #[arg(long, value_enum, default_value = "text")]

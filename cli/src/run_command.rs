@@ -92,7 +92,7 @@ pub struct RunArgs {
     /// Break the built-in reference on purpose (see `tep mutants`), to watch the suite catch it.
     #[arg(long, value_name = "NAME", conflicts_with = "adapter")]
     pub mutant: Vec<Mutant>,
-    /// Check the traces at this observation level (events, hooks, full), at most the one
+    /// Check the traces at this observation level (events, boundary, hooks, full), at most the one
     /// the implementation declares: records the level does not hold are dropped first.
     #[arg(long, value_name = "LEVEL")]
     pub observed: Option<ObservationLevel>,

@@ -10,7 +10,7 @@ pub use tep_check::checkability::*;
 use tep_check::invariants::{InvariantId, Read};
 use tep_check::{CheckOptions, ScenarioFacts, check_records};
 use tep_model::graph::Revision;
-use tep_model::trace::{ObservationLevel, TraceRecord};
+use tep_model::trace::{NextRequest, ObservationLevel, TraceRecord};
 
 use crate::runner::{Coverage, judge};
 use crate::scenario::Scenario;
@@ -82,6 +82,9 @@ pub fn plant_everywhere(corpus: &[Scenario]) -> Result<Vec<Planted>, String> {
         {
             let trace = run_reference(scenario, revision, &[])
                 .map_err(|e| format!("{} ({revision}): {e}", scenario.id))?;
+            // The reference has no model boundary: its trace gets the request a harness
+            // replaying its log would send the model next (level `boundary`).
+            let trace = NextRequest::add_to(&trace);
             for &id in &scenario.exercises {
                 if !invariant(id).applies_to(revision) {
                     continue;
@@ -130,8 +133,8 @@ pub fn measure(corpus: &[Scenario]) -> Result<Vec<Cell>, String> {
     plant_everywhere(corpus).map(|p| cells(&p))
 }
 
-/// The table's rows: every invariant's checkability at `events`, `hooks`, `full`.
-pub fn rows(cells: &[Cell]) -> Vec<(InvariantId, [Checkability; 3])> {
+/// The table's rows: every invariant's checkability at `events`, `boundary`, `hooks`, `full`.
+pub fn rows(cells: &[Cell]) -> Vec<(InvariantId, [Checkability; LEVELS])> {
     CATALOG
         .iter()
         .map(|inv| {

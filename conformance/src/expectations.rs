@@ -214,14 +214,14 @@ pub fn judge(
         violations: Vec::new(),
         notes: Vec::new(),
     };
-    // At `events` no record shows where a retried program's run starts: an implementation
+    // Below `hooks` no record shows where a retried program's run starts: an implementation
     // whose numbering goes on across runs records ids that say nothing of the run either. Where
     // a retry may run a program again, its sub-calls' outcomes are left free at that level.
     let retried = scenario
         .wrappers
         .iter()
         .any(|w| matches!(w, WrapperSpec::Retry { attempts, .. } if *attempts > 1));
-    let unaligned: BTreeSet<CallId> = if level == ObservationLevel::Events && retried {
+    let unaligned: BTreeSet<CallId> = if level < ObservationLevel::Hooks && retried {
         scenario
             .all_sub_calls()
             .into_iter()

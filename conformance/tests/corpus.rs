@@ -20,6 +20,7 @@ use tep_conformance::runner::{BuiltinReference, RunOptions, Status, judge, run_s
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;
 use tep_model::graph::{Revision, StageGraph};
+use tep_model::trace::NextRequest;
 use tep_reference::mutant::Mutant;
 
 fn scenarios() -> Vec<Scenario> {
@@ -102,7 +103,9 @@ fn every_claimed_breach_is_caught_with_its_id() {
             .into_iter()
             .filter(|&r| scenario.applies_to(r))
         {
-            let trace = run_reference(scenario, revision, &[]).unwrap();
+            // With the request a harness replaying its log would send the model next: the
+            // reference has no model boundary (level `boundary`'s `request` record).
+            let trace = NextRequest::add_to(&run_reference(scenario, revision, &[]).unwrap());
             let options = CheckOptions::new(revision);
             for &id in &scenario.exercises {
                 if !tep_check::invariant(id).applies_to(revision) {
@@ -151,7 +154,7 @@ fn every_invariant_can_be_broken_in_a_scenario_and_is_caught_with_its_id() {
                 .iter()
                 .filter(|s| s.applies_to(revision) && s.exercises.contains(&inv.id))
                 .any(|s| {
-                    let trace = run_reference(s, revision, &[]).unwrap();
+                    let trace = NextRequest::add_to(&run_reference(s, revision, &[]).unwrap());
                     let Some(broken) = plant(inv.id, &trace) else {
                         return false;
                     };

@@ -55,6 +55,11 @@ fn rename(records: &[TraceRecord], name: &dyn Fn(&CallId) -> Option<CallId>) -> 
                 }
             }
             TraceRecord::Mark(m) => swap(&mut m.call),
+            TraceRecord::Request(q) => {
+                for c in q.messages.iter_mut().filter_map(|m| m.call_id.as_mut()) {
+                    swap(c);
+                }
+            }
             TraceRecord::Header(_) => {}
         }
     }

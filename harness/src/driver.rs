@@ -18,7 +18,7 @@ use crate::hook::{HOOKS_FILE, HookRecord, hooks_json};
 use crate::mcp::{BODIES_FILE, BodyRecord, SCRIPT_FILE, read_lines};
 use crate::model_server::{ModelServer, RequestKind};
 use crate::profile::{HookDialect, Placeholders, Profile};
-use crate::record::{locate, read_log, timeline, trace_of_log};
+use crate::record::{locate, read_log, timeline, trace_of_log, with_next_requests};
 use crate::script::RunScript;
 
 /// The bytes of the harness's stderr an error quotes.
@@ -83,7 +83,8 @@ impl HarnessDriver {
                 // N/A by name (`RunScript::of`).
                 capabilities: Capability::ALL.to_vec(),
                 specs: vec![Revision::Rev2],
-                observation: Some(ObservationLevel::Events),
+                // The session log, plus the model's next request (`record::with_next_requests`).
+                observation: Some(ObservationLevel::Boundary),
             },
             options,
             runtime,
@@ -300,7 +301,8 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
     let merged = timeline(&log, &requests, &bodies, &hook_records);
     let _ = write_jsonl(&run.join("timeline.jsonl"), &merged);
     let records = match trace_of_log(&log_path, &log, &profile.tools.prefix, &script.tools) {
-        Ok(records) => records,
+        // Level `boundary`: the log, and what the model was sent after each batch.
+        Ok(records) => with_next_requests(records, &requests),
         Err(e) => return errored(e.to_string(), stderr),
     };
     // A log that lost the batch would pass every check: it is the harness's fault, not a verdict.

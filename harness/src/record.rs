@@ -1,6 +1,7 @@
 //! The record of one run: the harness's session log, found and decompressed in process, read as
-//! a trace by the profile's reader, with the MCP names put back to the scenario's; and a
-//! timeline that merges it with tep's own records (model requests, bodies, hooks) on one clock.
+//! a trace by the profile's reader, with the MCP names put back to the scenario's; the model's
+//! next request after each batch added to it (level `boundary`); and a timeline that merges it
+//! with tep's own records (model requests, bodies, hooks) on one clock.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -8,11 +9,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 use tep_check::deepseek_harness::{self, Options};
-use tep_model::trace::TraceRecord;
+use tep_model::graph::NodeId;
+use tep_model::identity::CallId;
+use tep_model::trace::{NextRequest, ObservationLevel, RequestMessage, RequestRole, TraceRecord};
 
 use crate::hook::HookRecord;
 use crate::mcp::BodyRecord;
-use crate::model_server::ModelRequest;
+use crate::model_server::{ModelRequest, RequestKind};
 use crate::profile::{Compression, LogSpec};
 
 /// Why the log could not be read.
@@ -168,6 +171,123 @@ fn unprefix(record: TraceRecord, names: &[(String, &String)]) -> TraceRecord {
         return record;
     }
     serde_json::from_value(value).unwrap_or(record)
+}
+
+/// The model's next request after each batch of `records`, from the requests the model server
+/// recorded, placed after the batch's last record (before the next `model` record).
+///
+/// Batch k (its k-th `model` record) is answered by the first step request whose messages hold
+/// k + 1 assistant messages with tool calls; its record is the messages after the k-th one, up
+/// to the next assistant message. A batch whose assistant message does not declare exactly the
+/// batch's call ids, in order, gets no record: the evidence would not be about this batch.
+///
+/// The position asserts no order in time: the record is read when its batch is complete, and
+/// the rules that read it compare contents and orders inside the request, never its place among
+/// the log's records.
+pub fn with_next_requests(
+    records: Vec<TraceRecord>,
+    requests: &[ModelRequest],
+) -> Vec<TraceRecord> {
+    let batches: Vec<(usize, Vec<CallId>)> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match r {
+            TraceRecord::Stage(o) if o.node == NodeId::Model => {
+                let calls = o.calls.iter().flatten().map(|d| d.call_id.clone());
+                Some((i, calls.collect()))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = records;
+    let mut added = false;
+    // From the last batch back, so that earlier positions hold.
+    for (k, (at, calls)) in batches.iter().enumerate().rev() {
+        let Some(request) = next_request(requests, k, calls) else {
+            continue;
+        };
+        let end = batches.get(k + 1).map_or(out.len(), |(next, _)| *next);
+        debug_assert!(end > *at);
+        out.insert(end, TraceRecord::Request(Box::new(request)));
+        added = true;
+    }
+    // The log's reader says `events`; the trace now holds the boundary's records too.
+    if let Some(TraceRecord::Header(header)) = out.first_mut().filter(|_| added) {
+        header.observation = Some(ObservationLevel::Boundary);
+    }
+    out
+}
+
+/// The messages the harness sent after batch `k`'s assistant message, when a recorded step
+/// request holds it and it declares exactly `calls`.
+pub fn next_request(requests: &[ModelRequest], k: usize, calls: &[CallId]) -> Option<NextRequest> {
+    requests
+        .iter()
+        .filter(|r| r.kind == RequestKind::Step)
+        .find_map(|r| {
+            let messages = r.body.get("messages")?.as_array()?;
+            let (assistant, _) = messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| role(m) == Some("assistant") && !tool_call_ids(m).is_empty())
+                .nth(k)?;
+            let declared = tool_call_ids(&messages[assistant]);
+            if declared
+                .iter()
+                .map(String::as_str)
+                .ne(calls.iter().map(CallId::as_str))
+            {
+                return None;
+            }
+            let after = messages[assistant + 1..]
+                .iter()
+                .take_while(|m| role(m) != Some("assistant"))
+                .filter_map(request_message)
+                .collect();
+            Some(NextRequest { messages: after })
+        })
+}
+
+fn role(message: &Value) -> Option<&str> {
+    message.get("role").and_then(Value::as_str)
+}
+
+fn tool_call_ids(message: &Value) -> Vec<String> {
+    message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+/// One chat-completions message: its role, a tool message's `tool_call_id`, and its text (a
+/// string, or a list of text parts joined without a separator).
+fn request_message(message: &Value) -> Option<RequestMessage> {
+    let role = match role(message)? {
+        "tool" => RequestRole::Tool,
+        "user" => RequestRole::User,
+        "system" | "developer" => RequestRole::System,
+        _ => return None,
+    };
+    let content = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    };
+    let call_id = message
+        .get("tool_call_id")
+        .and_then(Value::as_str)
+        .map(|id| CallId::new(id.to_owned()));
+    Some(RequestMessage {
+        role,
+        call_id: call_id.filter(|_| role == RequestRole::Tool),
+        content,
+    })
 }
 
 /// One line of the merged timeline.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::graph::{NodeId, Outcome, Revision};
 use crate::identity::{CallId, Identity};
 use crate::result::ToolResult;
-use crate::session::SessionEvent;
+use crate::session::{EventBody as SessionEventBody, SessionEvent};
 
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -26,6 +26,9 @@ pub enum TraceRecord {
     Event(Box<EventRecord>),
     /// Something a scripted part did that is not a stage visit.
     Mark(Mark),
+    /// The model's next request after a batch, as the model's boundary received it (level
+    /// `boundary`).
+    Request(Box<NextRequest>),
 }
 
 impl TraceRecord {
@@ -34,7 +37,7 @@ impl TraceRecord {
         match self {
             TraceRecord::Stage(o) => Some(o.node),
             TraceRecord::Event(e) => e.event.body.node(),
-            TraceRecord::Header(_) | TraceRecord::Mark(_) => None,
+            TraceRecord::Header(_) | TraceRecord::Mark(_) | TraceRecord::Request(_) => None,
         }
     }
 
@@ -44,7 +47,7 @@ impl TraceRecord {
             TraceRecord::Stage(o) => o.call.as_ref(),
             TraceRecord::Event(e) => e.call.as_ref(),
             TraceRecord::Mark(m) => Some(&m.call),
-            TraceRecord::Header(_) => None,
+            TraceRecord::Header(_) | TraceRecord::Request(_) => None,
         }
     }
 }
@@ -76,6 +79,9 @@ pub enum ObservationLevel {
     /// Session events only: what every harness already logs (`tool/call`, `tool/result`, the
     /// injected contexts, approval audit, tool-owned events), plus the batch (`model`).
     Events,
+    /// Plus what the harness's public boundaries show: the model's next request after each
+    /// batch (a `request` record: the tool messages and the messages after them, as sent).
+    Boundary,
     /// Plus the records made at public extension points: the waterfalls' listeners, approval
     /// when a prompt is mounted, guards, the execute wrappers' dispatch, the body, the
     /// definition's `finalizeContent` when it has one, `tools/result` observers, the UI cards.
@@ -86,8 +92,9 @@ pub enum ObservationLevel {
 }
 
 impl ObservationLevel {
-    pub const ALL: [ObservationLevel; 3] = [
+    pub const ALL: [ObservationLevel; 4] = [
         ObservationLevel::Events,
+        ObservationLevel::Boundary,
         ObservationLevel::Hooks,
         ObservationLevel::Full,
     ];
@@ -95,6 +102,7 @@ impl ObservationLevel {
     pub fn as_str(self) -> &'static str {
         match self {
             ObservationLevel::Events => "events",
+            ObservationLevel::Boundary => "boundary",
             ObservationLevel::Hooks => "hooks",
             ObservationLevel::Full => "full",
         }
@@ -109,7 +117,7 @@ impl std::fmt::Display for ObservationLevel {
 
 /// The error for an observation level name that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown observation level `{0}` (one of: events, hooks, full)")]
+#[error("unknown observation level `{0}` (one of: events, boundary, hooks, full)")]
 pub struct UnknownObservationLevel(pub String);
 
 impl std::str::FromStr for ObservationLevel {
@@ -241,6 +249,116 @@ pub struct EventRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<CallId>,
     pub event: SessionEvent,
+}
+
+/// The request a harness sends the model after a batch: the messages that follow the assistant
+/// message declaring the batch, in the order sent (its tool messages, then what it injected).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NextRequest {
+    pub messages: Vec<RequestMessage>,
+}
+
+/// One message of the model's next request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestMessage {
+    pub role: RequestRole,
+    /// A tool message's call id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<CallId>,
+    /// Its text, as sent (a list of text parts joined without a separator).
+    pub content: String,
+}
+
+impl RequestMessage {
+    /// A tool message for `call`.
+    pub fn tool(call: &CallId, content: impl Into<String>) -> Self {
+        RequestMessage {
+            role: RequestRole::Tool,
+            call_id: Some(call.clone()),
+            content: content.into(),
+        }
+    }
+
+    /// A message of another role.
+    pub fn of(role: RequestRole, content: impl Into<String>) -> Self {
+        RequestMessage {
+            role,
+            call_id: None,
+            content: content.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestRole {
+    Tool,
+    User,
+    System,
+    Assistant,
+}
+
+impl NextRequest {
+    /// The request a harness that replays its session log would send after each batch of
+    /// `records`: each batch's `tool/result` contents in log order, then its injected contexts
+    /// in log order. The checkability measurement gives the reference's traces these (the
+    /// reference has no model loop), and tests build breaches from them.
+    pub fn of_session(records: &[TraceRecord]) -> Vec<(usize, NextRequest)> {
+        let mut out: Vec<(usize, NextRequest)> = Vec::new();
+        // The open batch: its declared calls and the request so far.
+        let mut open: Option<(Vec<CallId>, NextRequest)> = None;
+        for (i, record) in records.iter().enumerate() {
+            if let TraceRecord::Stage(o) = record
+                && o.node == NodeId::Model
+            {
+                if let Some((_, request)) = open.take() {
+                    out.push((i, request));
+                }
+                let calls = o.calls.iter().flatten().map(|d| d.call_id.clone());
+                open = Some((calls.collect(), NextRequest::default()));
+                continue;
+            }
+            let (TraceRecord::Event(e), Some((calls, request))) = (record, open.as_mut()) else {
+                continue;
+            };
+            let text =
+                |content: &[crate::result::ContentBlock]| crate::result::content_text(content);
+            match &e.event.body {
+                // Only the calls the model declared answer it: a Code Mode sub-call's result
+                // is not model-facing.
+                SessionEventBody::ToolResult(data) => {
+                    if let Some(call) = data.call_id().filter(|c| calls.contains(c)) {
+                        let message = RequestMessage::tool(call, text(&data.content()));
+                        request.messages.push(message);
+                    }
+                }
+                SessionEventBody::UserMessage(m) => {
+                    let message = RequestMessage::of(RequestRole::User, text(&m.content));
+                    request.messages.push(message);
+                }
+                SessionEventBody::ContextMessage(m) => {
+                    let message = RequestMessage::of(RequestRole::User, text(&m.content));
+                    request.messages.push(message);
+                }
+                _ => {}
+            }
+        }
+        if let Some((_, request)) = open {
+            out.push((records.len(), request));
+        }
+        out
+    }
+
+    /// `records` with each batch's [`NextRequest::of_session`] after its last record.
+    pub fn add_to(records: &[TraceRecord]) -> Vec<TraceRecord> {
+        let mut out = records.to_vec();
+        for (at, request) in NextRequest::of_session(records).into_iter().rev() {
+            out.insert(at, TraceRecord::Request(Box::new(request)));
+        }
+        out
+    }
 }
 
 /// A stage visit. Which fields a node fills is listed in `docs/trace-format.md`.
@@ -498,6 +616,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Two batches: each gets its own request after its last record, holding its results in
+    /// log order and then its contexts; a result of a call the batch did not declare is left
+    /// out. The record reads back as written, through the general path.
+    #[test]
+    fn each_batch_gets_the_request_its_log_would_send() {
+        let model = |calls: &str| format!(r#"{{"kind":"stage","node":"model","calls":[{calls}]}}"#);
+        let declared = |id: &str| format!(r#"{{"callId":"{id}","name":"fetch"}}"#);
+        let result = |seq: u64, id: &str, text: &str, error: bool| {
+            format!(
+                r#"{{"kind":"event","call":"{id}","event":{{"seq":{seq},"time":0,"type":"tool/result","data":{{"turn":1,"step":1,"message":{{"id":"r-{id}","role":"user","source":{{"kind":"tool","callId":"{id}"}},"content":[{{"type":"tool-result","toolCallId":"{id}","content":[{{"type":"text","text":"{text}"}}],"isError":{error}}}]}}}}}}}}"#
+            )
+        };
+        let context = |seq: u64, id: &str, text: &str| {
+            format!(
+                r#"{{"kind":"event","call":"{id}","event":{{"seq":{seq},"time":0,"type":"user/message","data":{{"id":"x-{seq}","role":"user","content":[{{"type":"text","text":"{text}"}}],"source":{{"kind":"tool","callId":"{id}"}}}}}}}}"#
+            )
+        };
+        let lines = [
+            model(&format!("{},{}", declared("c1"), declared("c2"))),
+            result(1, "c2", "Error: no", true),
+            result(2, "zz", "not declared", false),
+            result(3, "c1", "ok", false),
+            context(4, "c1", "first"),
+            model(&declared("c3")),
+            result(5, "c3", "three", false),
+        ];
+        let records: Vec<TraceRecord> = lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let with = NextRequest::add_to(&records);
+        let at: Vec<usize> = (0..with.len())
+            .filter(|&i| matches!(with[i], TraceRecord::Request(_)))
+            .collect();
+        assert_eq!(at, [5, 8], "after each batch's last record");
+        let TraceRecord::Request(first) = &with[5] else {
+            unreachable!()
+        };
+        let c = |id: &str| CallId::new(id.to_owned());
+        assert_eq!(
+            first.messages,
+            [
+                RequestMessage::tool(&c("c2"), "Error: no"),
+                RequestMessage::tool(&c("c1"), "ok"),
+                RequestMessage::of(RequestRole::User, "first"),
+            ]
+        );
+        let line = serde_json::to_string(&with[5]).unwrap_or_default();
+        assert_eq!(
+            line,
+            r#"{"kind":"request","messages":[{"role":"tool","callId":"c2","content":"Error: no"},{"role":"tool","callId":"c1","content":"ok"},{"role":"user","content":"first"}]}"#
+        );
+        let back: TraceRecord = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, with[5]);
+        assert_eq!(
+            TraceRecord::from_json_tag_first(&line),
+            None,
+            "the general path reads it"
+        );
     }
 
     #[test]

@@ -47,15 +47,19 @@ impl fmt::Display for Checkability {
     }
 }
 
-/// One invariant's row: its checkability at `events`, `hooks` and `full`
+/// One invariant's row: its checkability at `events`, `boundary`, `hooks` and `full`
 /// ([`ObservationLevel::ALL`]'s order).
-pub type Row = (&'static str, [Checkability; 3]);
+pub type Row = (&'static str, [Checkability; LEVELS]);
+
+/// How many observation levels a row has a cell for.
+pub const LEVELS: usize = ObservationLevel::ALL.len();
 
 fn column(level: ObservationLevel) -> usize {
     match level {
         ObservationLevel::Events => 0,
-        ObservationLevel::Hooks => 1,
-        ObservationLevel::Full => 2,
+        ObservationLevel::Boundary => 1,
+        ObservationLevel::Hooks => 2,
+        ObservationLevel::Full => 3,
     }
 }
 
@@ -95,13 +99,28 @@ pub const PARTLY: &[(InvariantId, ObservationLevel, &str)] = &[
         "contexts injected out of the order of their calls' `tool/result` events; a lost or invented context needs the announced outcomes (`final`, level `hooks`)",
     ),
     (
+        InvariantId::ContextsFifo,
+        ObservationLevel::Boundary,
+        "contexts injected out of the order of their calls' `tool/result` events; a lost or invented context needs the announced outcomes (`final`, level `hooks`)",
+    ),
+    (
         InvariantId::SubCallLogsDispatch,
         ObservationLevel::Events,
         "a sub-call that logged `tool/code-dispatch-start` (rev2) but no `tool/code-dispatch`; a rev1 sub-call that logs neither leaves no record at this level",
     ),
     (
+        InvariantId::SubCallLogsDispatch,
+        ObservationLevel::Boundary,
+        "a sub-call that logged `tool/code-dispatch-start` (rev2) but no `tool/code-dispatch`; a rev1 sub-call that logs neither leaves no record at this level",
+    ),
+    (
         InvariantId::SubCallContextsOmitted,
         ObservationLevel::Events,
+        "a context injected under a sub-call's id; one forwarded to the `run_code` call's outcome needs `final` (level `hooks`)",
+    ),
+    (
+        InvariantId::SubCallContextsOmitted,
+        ObservationLevel::Boundary,
         "a context injected under a sub-call's id; one forwarded to the `run_code` call's outcome needs `final` (level `hooks`)",
     ),
 ];
@@ -115,13 +134,13 @@ pub fn partly(id: InvariantId, level: ObservationLevel) -> Option<&'static str> 
 }
 
 /// The generated `table.rs` for these rows (every invariant's checkability at `events`,
-/// `hooks`, `full`).
-pub fn render(rows: &[(InvariantId, [Checkability; 3])]) -> String {
+/// `boundary`, `hooks`, `full`).
+pub fn render(rows: &[(InvariantId, [Checkability; LEVELS])]) -> String {
     let mut out = String::from(
         "// generated — do not edit: `TEP_UPDATE_CHECKABILITY=1 cargo test -p tep-conformance --test checkability`\n\
          // writes it from the planted breaches (`tep_conformance::checkability::measure`).\n\n\
          use super::Checkability::{Checked as C, NotCheckable as N, Partly as P};\n\n\
-         /// Every invariant's checkability at `events`, `hooks` and `full`, as measured.\n\
+         /// Every invariant's checkability at `events`, `boundary`, `hooks` and `full`, as measured.\n\
          pub const TABLE: &[super::Row] = &[\n",
     );
     for (id, cells) in rows {
@@ -193,7 +212,7 @@ mod tests {
 
     #[test]
     fn the_table_renders_as_it_is_checked_in() {
-        let rows: Vec<(InvariantId, [Checkability; 3])> = TABLE
+        let rows: Vec<(InvariantId, [Checkability; LEVELS])> = TABLE
             .iter()
             .filter_map(|(name, cells)| Some((name.parse().ok()?, *cells)))
             .collect();

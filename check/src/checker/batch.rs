@@ -106,6 +106,29 @@ impl Checker {
         }
     }
 
+    /// The model's next request after the open batch.
+    pub(super) fn request(&mut self, line: usize, request: &NextRequest) -> Result<(), TraceError> {
+        let Some(batch) = self.batch.as_ref() else {
+            return Err(TraceError::new(
+                line,
+                "a `request` record before the first `model` observation",
+            ));
+        };
+        let mut cx = Cx {
+            options: &self.options,
+            batch,
+            fs: &self.session,
+            found: &mut self.found,
+        };
+        for rule in &self.dispatch.request {
+            if let Some(f) = rule.request {
+                f(&mut cx, line, request);
+            }
+        }
+        self.emit();
+        Ok(())
+    }
+
     pub(super) fn close_batch(&mut self) -> Result<(), TraceError> {
         let Some(batch) = self.batch.take() else {
             return Ok(());

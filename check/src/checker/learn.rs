@@ -127,8 +127,9 @@ impl Checker {
                 }
                 batch.advance_cursors();
             }
-            EventBody::ToolResult(_) if call.commit.result.is_none() && !call.is_sub_call() => {
+            EventBody::ToolResult(data) if call.commit.result.is_none() && !call.is_sub_call() => {
                 call.commit.result = Some(line);
+                call.commit.recorded = Some((data.content(), data.is_error()));
                 batch.open_exclusive.remove(&i);
                 batch.advance_cursors();
                 if batch.is_complete() && batch.completed.is_none() {
@@ -147,6 +148,7 @@ impl Checker {
             EventBody::UserMessage(_) | EventBody::ContextMessage(_) => {
                 if let Some(text) = context_text(&event.body) {
                     batch.consume_context(i, &text);
+                    batch.injected.push((i, text, line));
                 }
                 batch.last_injected = Some(i);
                 batch.first_context.get_or_insert(line);

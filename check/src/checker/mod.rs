@@ -20,7 +20,9 @@ use serde::Serialize;
 use tep_model::graph::{EdgeId, GraphKind, NodeId, NodeKind, Outcome, Scope, StageGraph};
 use tep_model::identity::{CallId, parse_arguments};
 use tep_model::session::{EventBody, FileState, MessageSource, SessionEvent};
-use tep_model::trace::{EventRecord, Mark, MarkKind, Observation, ObservationLevel, TraceRecord};
+use tep_model::trace::{
+    EventRecord, Mark, MarkKind, NextRequest, Observation, ObservationLevel, TraceRecord,
+};
 
 use crate::catalog::invariant;
 use crate::checkability::{self, Checkability};
@@ -259,6 +261,7 @@ struct Dispatch {
     body_marks: Vec<&'static Rule>,
     events: Vec<&'static Rule>,
     settle: Vec<&'static Rule>,
+    request: Vec<&'static Rule>,
     batch_end: Vec<&'static Rule>,
     claims: Vec<&'static Rule>,
 }
@@ -289,6 +292,11 @@ impl Dispatch {
                 .iter()
                 .copied()
                 .filter(|r| r.settle.is_some())
+                .collect(),
+            request: runs
+                .iter()
+                .copied()
+                .filter(|r| r.request.is_some())
                 .collect(),
             batch_end: runs
                 .iter()
@@ -454,6 +462,7 @@ impl Checker {
             TraceRecord::Stage(obs) => self.stage(line, obs),
             TraceRecord::Event(ev) => self.event(line, ev),
             TraceRecord::Mark(mark) => self.mark(line, mark),
+            TraceRecord::Request(request) => self.request(line, request),
         }
     }
 

@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 use tep_model::graph::{NodeId, Outcome, StageGraph};
 use tep_model::identity::CallId;
-use tep_model::result::ToolResult;
+use tep_model::result::{ContentBlock, ToolResult};
 
 use crate::invariants::InvariantId;
 use crate::observation::CallFacts;
@@ -238,6 +238,8 @@ pub(crate) struct CommitState {
     pub notified: Option<(ToolResult, usize)>,
     /// `tool/result` line.
     pub result: Option<usize>,
+    /// The recorded `tool/result`'s content and `isError`: the model-facing outcome.
+    pub recorded: Option<(Vec<ContentBlock>, bool)>,
     pub started: bool,
 }
 
@@ -384,6 +386,8 @@ pub(crate) struct Batch {
     /// The last call a context was injected for, and the first injection's line.
     pub last_injected: Option<usize>,
     pub first_context: Option<usize>,
+    /// Every context injected in the batch, in trace order: the call, the text, the line.
+    pub injected: Vec<(usize, String, usize)>,
 }
 
 /// How an injected context matches the FIFO of announced contexts.
@@ -426,6 +430,7 @@ impl Batch {
             early_contexts: Vec::new(),
             last_injected: None,
             first_context: None,
+            injected: Vec::new(),
         }
     }
 

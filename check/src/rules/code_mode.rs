@@ -292,7 +292,7 @@ pub(crate) const SUB_CALL_ID_SCHEME: Rule = Rule::new(
                 }
             }
             TraceRecord::Mark(m) => m.call = renamed.clone(),
-            TraceRecord::Header(_) => {}
+            TraceRecord::Header(_) | TraceRecord::Request(_) => {}
         }
     }
     Some(())

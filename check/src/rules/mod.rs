@@ -26,6 +26,7 @@ mod execute;
 pub mod expectations;
 mod finalize;
 mod identity;
+mod next_request;
 mod notification;
 mod order;
 mod plant;
@@ -37,7 +38,7 @@ mod walk;
 use tep_model::graph::{NodeId, Outcome, StageGraph, StepError};
 use tep_model::identity::CallId;
 use tep_model::session::SessionEvent;
-use tep_model::trace::{Mark, Observation, TraceRecord};
+use tep_model::trace::{Mark, NextRequest, Observation, TraceRecord};
 
 use crate::facts::state::{Batch, Call, at};
 use crate::facts::walk::Step;
@@ -211,6 +212,8 @@ pub(crate) type VisitFn = fn(&mut Cx<'_>, &Visit<'_>);
 pub(crate) type EventFn = fn(&mut Cx<'_>, usize, &SessionEvent, Option<usize>);
 /// The batch's `allResults` record, at this line.
 pub(crate) type SettleFn = fn(&mut Cx<'_>, usize);
+/// The model's next request after the batch (a `request` record), at this line.
+pub(crate) type RequestFn = fn(&mut Cx<'_>, usize, &NextRequest);
 pub(crate) type BatchEndFn = fn(&mut Cx<'_>);
 /// Plants the invariant's breach in a copy of a valid trace; `None` when the trace has nothing
 /// to break it with (what the records were left as is then thrown away).
@@ -224,6 +227,7 @@ pub(crate) struct Rule {
     pub visit: Option<VisitFn>,
     pub event: Option<EventFn>,
     pub settle: Option<SettleFn>,
+    pub request: Option<RequestFn>,
     pub batch_end: Option<BatchEndFn>,
     /// The invariant's breach (the checker's teeth): every rule has one.
     pub plant: Option<PlantFn>,
@@ -237,6 +241,7 @@ impl Rule {
             visit: None,
             event: None,
             settle: None,
+            request: None,
             batch_end: None,
             plant: None,
         }
@@ -249,6 +254,11 @@ impl Rule {
 
     pub(crate) const fn on_settle(mut self, f: SettleFn) -> Self {
         self.settle = Some(f);
+        self
+    }
+
+    pub(crate) const fn on_request(mut self, f: RequestFn) -> Self {
+        self.request = Some(f);
         self
     }
 
@@ -347,6 +357,10 @@ pub(crate) const RULES: &[&Rule] = &[
     &shapes::DISPATCH_NOT_MODEL_FACING,
     &shapes::CODE_DISPATCH_CONTENT_SHAPE,
     &shapes::CODE_DISPATCH_SUMMARY_SHAPE,
+    &next_request::REQUEST_ONE_RESULT_PER_CALL,
+    &next_request::REQUEST_MODEL_ORDER,
+    &next_request::REQUEST_ERRORS_AS_ERRORS,
+    &next_request::REQUEST_CONTEXTS_AFTER_RESULTS,
     &expectations::EXPECTED_OUTCOME,
     &expectations::EXPECTED_CONTENT,
 ];
@@ -407,6 +421,7 @@ mod tests {
                     || r.visit.is_some()
                     || r.event.is_some()
                     || r.settle.is_some()
+                    || r.request.is_some()
                     || r.batch_end.is_some()
                     || r.entry.reads == [Read::Scenario],
                 "{} has no check",

@@ -2,6 +2,7 @@
 //! corpus traces the reference records, each one with one thing done wrong or left out.
 //!
 //! - `claims`: how a fault is reported (once, under its id, at its line, in words);
+//! - `next_request`: the model's next request (level `boundary`), with its breaches;
 //! - `observation`: the observation contract (only what an implementation can observe);
 //! - `revisions`: the two revisions differ where the spec does, and only there;
 //! - `streaming`: state bounded by the open batch, work per record bounded, the caps;
@@ -15,6 +16,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod claims;
+mod next_request;
 mod observation;
 mod revisions;
 mod shapes;

@@ -45,7 +45,7 @@ pub fn invariants_page(corpus: &[Scenario]) -> String {
          conformance; **SHOULD** invariants come from the reference semantics where the doc is \
          silent and are reported as warnings unless `tep run --strict`. Invariants that need an \
          optional part apply only to implementations that declare it. The columns `events`, \
-         `hooks` and `full` say what each observation level lets the checker catch \
+         `boundary`, `hooks` and `full` say what each observation level lets the checker catch \
          ([conformance.md](conformance.md#observation-levels)), as measured: every invariant's \
          breaches are planted in the reference's traces of the scenarios that exercise it, \
          thinned to the level and checked (`conformance/tests/checkability.rs`, which generates \
@@ -55,7 +55,13 @@ pub fn invariants_page(corpus: &[Scenario]) -> String {
          `check/src/rules/`; `tep invariants explain ID` prints the same entry.\n",
         CATALOG.len()
     );
-    out.push_str("| invariant | level | revisions | needs | events | hooks | full | statement |\n|---|---|---|---|---|---|---|---|\n");
+    let columns: Vec<&str> = ObservationLevel::ALL.iter().map(|l| l.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "| invariant | level | revisions | needs | {} | statement |\n|---|---|---|---|{}---|",
+        columns.join(" | "),
+        "---|".repeat(columns.len())
+    );
     for inv in CATALOG {
         let levels: Vec<&str> = ObservationLevel::ALL
             .iter()
