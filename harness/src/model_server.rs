@@ -105,7 +105,6 @@ impl ModelServer {
             .route("/chat/completions", post(chat))
             .route("/v1/chat/completions", post(chat))
             .route("/messages", post(search))
-            .route("/v1/messages", post(search))
             .fallback(other)
             .with_state(shared.clone());
         let (stop, stopped) = oneshot::channel::<()>();

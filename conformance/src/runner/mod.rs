@@ -863,13 +863,13 @@ mod tests {
             strict: true,
             ..RunOptions::default()
         };
-        let run = |unchecked: Vec<(CallId, String)>| {
+        let run = |scenario: &Scenario, unchecked: Vec<(CallId, String)>| {
             let mut implementation = Unchecking(BuiltinReference::new(vec![]), unchecked);
             let report =
-                run_suite(&mut implementation, std::slice::from_ref(&scenario), &options).unwrap();
+                run_suite(&mut implementation, std::slice::from_ref(scenario), &options).unwrap();
             report.scenarios[0].clone()
         };
-        let judged = run(vec![]);
+        let judged = run(&scenario, vec![]);
         assert!(
             judged
                 .violations
@@ -878,7 +878,7 @@ mod tests {
             "the wrong content is a violation when compared: {:?}",
             judged.violations
         );
-        let unchecked = run(vec![(CallId::from("c1"), "formatted".to_owned())]);
+        let unchecked = run(&scenario, vec![(CallId::from("c1"), "formatted".to_owned())]);
         assert!(unchecked.violations.is_empty(), "{:?}", unchecked.violations);
         assert_eq!(unchecked.status, Status::Passed);
         assert!(
@@ -891,7 +891,7 @@ mod tests {
         );
         // The outcome is still judged: c1 expected to fail now fails the run.
         scenario.expect.calls.get_mut("c1").unwrap().is_error = true;
-        let outcome = run(vec![(CallId::from("c1"), "formatted".to_owned())]);
+        let outcome = run(&scenario, vec![(CallId::from("c1"), "formatted".to_owned())]);
         assert!(
             outcome
                 .violations
