@@ -372,7 +372,11 @@ async fn search(
     let tool = call
         .as_ref()
         .map_or_else(|| "?".to_owned(), |c| c.tool.clone());
-    let mut played = SearchBody::start(shared.clone(), call.as_ref().map(|c| c.call_id.clone()), tool);
+    let mut played = SearchBody::start(
+        shared.clone(),
+        call.as_ref().map(|c| c.call_id.clone()),
+        tool,
+    );
     let Some(call) = call else {
         played.is_error = Some(true);
         return search_failure("tep: no scripted call is named by this search");

@@ -127,7 +127,9 @@ impl RunScript {
             None => overlay.safe_tool_row.clone(),
         };
         let cap = self.max_parallel.map_or_else(String::new, |n| {
-            overlay.pool_cap_row.replace("{max_parallel}", &n.to_string())
+            overlay
+                .pool_cap_row
+                .replace("{max_parallel}", &n.to_string())
         });
         [("safe_tool_rows", safe), ("pool_cap_rows", cap)]
     }
@@ -162,8 +164,9 @@ impl RunScript {
     /// arguments, else with this tool. MCP tools are exclusive, so calls with equal arguments
     /// arrive in model order.
     pub fn match_call(&self, tool: &str, arguments: &Value, claimed: &[String]) -> Option<usize> {
-        let open =
-            |c: &&ScriptedCall| c.tool == tool && c.query.is_none() && !claimed.contains(&c.call_id);
+        let open = |c: &&ScriptedCall| {
+            c.tool == tool && c.query.is_none() && !claimed.contains(&c.call_id)
+        };
         let position = |wanted: &ScriptedCall| self.calls.iter().position(|c| c == wanted);
         self.calls
             .iter()
@@ -423,9 +426,18 @@ mod tests {
         assert!(s.tools.is_empty(), "no MCP tool: {:?}", s.tools);
         assert_eq!(s.calls[0].model_name, "web_search");
         assert_eq!(s.calls[0].query.as_deref(), Some("tep c1"));
-        assert_eq!(s.calls[0].arguments, serde_json::json!({"queries": ["tep c1"]}));
-        assert_eq!(s.call_of_query("Perform a web search for the query: tep c3"), Some(2));
-        assert_eq!(s.call_of_query("Perform a web search for the query: tep c33"), None);
+        assert_eq!(
+            s.calls[0].arguments,
+            serde_json::json!({"queries": ["tep c1"]})
+        );
+        assert_eq!(
+            s.call_of_query("Perform a web search for the query: tep c3"),
+            Some(2)
+        );
+        assert_eq!(
+            s.call_of_query("Perform a web search for the query: tep c33"),
+            None
+        );
         let [(_, safe), (_, cap)] = s.overlay_rows(&profile.overlay);
         assert!(cap.contains("maxParallelToolCalls: 2"), "{cap}");
         assert!(!safe.contains("searchTimeoutMs"), "{safe}");
@@ -466,6 +478,9 @@ mod tests {
         // A harness with no shipped safe tool: the construct is named.
         profile.tools.safe = None;
         let e = script("parallel-pool-is-capped", &profile).unwrap_err();
-        assert!(e.starts_with("a concurrency-safe scripted tool (`fetch`"), "{e}");
+        assert!(
+            e.starts_with("a concurrency-safe scripted tool (`fetch`"),
+            "{e}"
+        );
     }
 }

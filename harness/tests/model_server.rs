@@ -228,7 +228,10 @@ async fn the_search_backend_plays_the_named_calls_body_and_records_it() {
     let bodies = dir.path().join("bodies.jsonl");
     let mut s = script();
     s.calls = vec![
-        searched("c1", vec![BodyStep::Sleep(30), BodyStep::Return(json!("slow"))]),
+        searched(
+            "c1",
+            vec![BodyStep::Sleep(30), BodyStep::Return(json!("slow"))],
+        ),
         searched("c11", vec![BodyStep::Throw("backend down".to_owned())]),
     ];
     let server = ModelServer::start_recording(s, Some(bodies.clone()))
@@ -243,7 +246,10 @@ async fn the_search_backend_plays_the_named_calls_body_and_records_it() {
     // `tep c11` is not `tep c1`: each query names one call.
     let (status, answer) = search(&server, "tep c11").await;
     assert_eq!(status, 500);
-    assert_eq!(answer["error"]["message"], "backend down", "a throw is a failure");
+    assert_eq!(
+        answer["error"]["message"], "backend down",
+        "a throw is a failure"
+    );
     let (status, _) = search(&server, "tep c9").await;
     assert_eq!(status, 500, "a search that names no call fails");
     let records: Vec<BodyRecord> = read_lines(&bodies);
@@ -263,7 +269,10 @@ async fn the_search_backend_plays_the_named_calls_body_and_records_it() {
             s("end", None, Some(true)),
         ]
     );
-    assert!(records[1].wall_ms - records[0].wall_ms >= 30.0, "the body slept");
+    assert!(
+        records[1].wall_ms - records[0].wall_ms >= 30.0,
+        "the body slept"
+    );
     let kinds: Vec<RequestKind> = server.requests().iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [RequestKind::Search; 3], "every search is recorded");
 }

@@ -865,8 +865,12 @@ mod tests {
         };
         let run = |scenario: &Scenario, unchecked: Vec<(CallId, String)>| {
             let mut implementation = Unchecking(BuiltinReference::new(vec![]), unchecked);
-            let report =
-                run_suite(&mut implementation, std::slice::from_ref(scenario), &options).unwrap();
+            let report = run_suite(
+                &mut implementation,
+                std::slice::from_ref(scenario),
+                &options,
+            )
+            .unwrap();
             report.scenarios[0].clone()
         };
         let judged = run(&scenario, vec![]);
@@ -878,8 +882,15 @@ mod tests {
             "the wrong content is a violation when compared: {:?}",
             judged.violations
         );
-        let unchecked = run(&scenario, vec![(CallId::from("c1"), "formatted".to_owned())]);
-        assert!(unchecked.violations.is_empty(), "{:?}", unchecked.violations);
+        let unchecked = run(
+            &scenario,
+            vec![(CallId::from("c1"), "formatted".to_owned())],
+        );
+        assert!(
+            unchecked.violations.is_empty(),
+            "{:?}",
+            unchecked.violations
+        );
         assert_eq!(unchecked.status, Status::Passed);
         assert!(
             unchecked
@@ -891,7 +902,10 @@ mod tests {
         );
         // The outcome is still judged: c1 expected to fail now fails the run.
         scenario.expect.calls.get_mut("c1").unwrap().is_error = true;
-        let outcome = run(&scenario, vec![(CallId::from("c1"), "formatted".to_owned())]);
+        let outcome = run(
+            &scenario,
+            vec![(CallId::from("c1"), "formatted".to_owned())],
+        );
         assert!(
             outcome
                 .violations
