@@ -12,6 +12,7 @@ use tep_conformance::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
 use tep_conformance::runner::{Answer, Implementation};
 use tep_conformance::scenario::Scenario;
 use tep_model::graph::Revision;
+use tep_model::identity::CallId;
 use tep_model::trace::{Capability, ObservationLevel};
 
 use crate::hook::{HOOKS_FILE, HookRecord, hooks_json};
@@ -98,6 +99,33 @@ impl Implementation for HarnessDriver {
         &self.ready
     }
 
+    /// A call played by the shipped safe tool that is expected to succeed: its answer reaches
+    /// the model as the harness formats it, so its expected content cannot be compared.
+    fn unchecked_content(&self, scenario: &Scenario) -> Vec<(CallId, String)> {
+        let Ok(script) = RunScript::of(scenario, &self.options.profile) else {
+            return Vec::new();
+        };
+        script
+            .calls
+            .iter()
+            .filter(|c| c.query.is_some())
+            .filter(|c| {
+                scenario
+                    .expect
+                    .calls
+                    .get(&c.call_id)
+                    .is_some_and(|e| !e.is_error)
+            })
+            .map(|c| {
+                let why = format!(
+                    "`{}` is played by the shipped `{}`, which formats a successful answer its own way",
+                    c.tool, c.model_name
+                );
+                (CallId::from(c.call_id.as_str()), why)
+            })
+            .collect()
+    }
+
     fn run(&mut self, _seq: u64, _spec: Revision, scenario: &Scenario) -> Answer {
         let script = match RunScript::of(scenario, &self.options.profile) {
             Ok(script) => script,
@@ -156,7 +184,8 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
     if let Err(e) = written {
         return errored(format!("cannot write the run's script: {e}"), None);
     }
-    let model = match ModelServer::start(script.clone()).await {
+    let bodies = Some(run.join(BODIES_FILE));
+    let model = match ModelServer::start_recording(script.clone(), bodies).await {
         Ok(m) => m,
         Err(e) => return errored(format!("cannot start the model server: {e}"), None),
     };
@@ -200,6 +229,9 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
         values.0.insert("hooks_rows", row);
     } else {
         values.0.insert("hooks_rows", String::new());
+    }
+    for (name, row) in script.overlay_rows(&profile.overlay) {
+        values.0.insert(name, row);
     }
     if let Err(e) = std::fs::write(&overlay, values.fill(&profile.overlay.template)) {
         return errored(format!("cannot write the overlay: {e}"), None);
@@ -300,7 +332,7 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
     let hook_records: Vec<HookRecord> = read_lines(&run.join(HOOKS_FILE));
     let merged = timeline(&log, &requests, &bodies, &hook_records);
     let _ = write_jsonl(&run.join("timeline.jsonl"), &merged);
-    let records = match trace_of_log(&log_path, &log, &profile.tools.prefix, &script.tools) {
+    let records = match trace_of_log(&log_path, &log, &profile.tools, script) {
         // Level `boundary`: the log, and what the model was sent after each batch.
         Ok(records) => with_next_requests(records, &requests),
         Err(e) => return errored(e.to_string(), stderr),

@@ -4,10 +4,18 @@
 //! request) answers the scenario's batch at k = 0 and the final text after; a request with no
 //! `tools` is the harness's own (a session title) and gets a short title. Every request is
 //! recorded.
+//!
+//! The same server plays the search backend of the harness's shipped concurrency-safe tool
+//! (`POST {base}/messages`, an Anthropic Messages search): the query names a scenario call
+//! ([`RunScript::call_of_query`]); the backend plays that call's scripted body (sleep, return
+//! text, throw = HTTP 500, hang until the harness drops the request) and records its start and
+//! end in the run's body records, as the MCP server does.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -20,8 +28,11 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
+use tep_conformance::scenario::BodyStep;
+
 use crate::clock::wall_ms;
-use crate::script::RunScript;
+use crate::mcp::{BodyRecord, append_line};
+use crate::script::{DEFAULT_BODY_TEXT, RunScript};
 
 /// The title the model gives a session.
 pub const TITLE: &str = "tep scenario";
@@ -36,6 +47,8 @@ pub enum RequestKind {
     Aux,
     /// Not a chat-completions request the script knows (answered 404 or 400).
     Other,
+    /// A search the harness's shipped safe tool sent to its backend.
+    Search,
 }
 
 /// One request as the model received it.
@@ -57,6 +70,8 @@ pub struct ModelRequest {
 struct Shared {
     script: RunScript,
     requests: Mutex<Vec<ModelRequest>>,
+    /// Where the search backend's body records go (`None`: not recorded).
+    bodies: Option<PathBuf>,
 }
 
 /// A running model server. Dropping it stops it.
@@ -71,15 +86,25 @@ impl ModelServer {
     /// Starts serving `script` on 127.0.0.1 at a port the system picks (never one in use), on
     /// the current tokio runtime.
     pub async fn start(script: RunScript) -> std::io::Result<ModelServer> {
+        ModelServer::start_recording(script, None).await
+    }
+
+    /// [`ModelServer::start`], with the search backend's body records appended to `bodies`.
+    pub async fn start_recording(
+        script: RunScript,
+        bodies: Option<PathBuf>,
+    ) -> std::io::Result<ModelServer> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             script,
             requests: Mutex::new(Vec::new()),
+            bodies,
         });
         let app = Router::new()
             .route("/chat/completions", post(chat))
             .route("/v1/chat/completions", post(chat))
+            .route("/messages", post(search))
             .fallback(other)
             .with_state(shared.clone());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -262,4 +287,159 @@ pub fn text_chunks(text: &str) -> Vec<Value> {
         chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}])),
         usage(),
     ]
+}
+
+/// The search backend's body of one call: records its end when it finishes or when the harness
+/// drops the request (a cancelled body: `is_error` unknown).
+struct SearchBody {
+    shared: Arc<Shared>,
+    call: Option<String>,
+    tool: String,
+    is_error: Option<bool>,
+}
+
+impl SearchBody {
+    fn start(shared: Arc<Shared>, call: Option<String>, tool: String) -> SearchBody {
+        let body = SearchBody {
+            shared,
+            call,
+            tool,
+            is_error: None,
+        };
+        body.record("start");
+        body
+    }
+
+    fn record(&self, event: &str) {
+        if let Some(path) = &self.shared.bodies {
+            append_line(
+                path,
+                &BodyRecord {
+                    wall_ms: wall_ms(),
+                    event: event.to_owned(),
+                    call: self.call.clone(),
+                    tool: self.tool.clone(),
+                    is_error: self.is_error,
+                },
+            );
+        }
+    }
+}
+
+impl Drop for SearchBody {
+    fn drop(&mut self) {
+        self.record("end");
+    }
+}
+
+/// The query of an Anthropic Messages search: the text of its first user message.
+fn search_query(body: &Value) -> Option<String> {
+    let content = body.pointer("/messages/0/content")?;
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(blocks) => blocks
+            .iter()
+            .find_map(|b| b.get("text").and_then(Value::as_str).map(str::to_owned)),
+        _ => None,
+    }
+}
+
+async fn search(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+    body: axum::body::Bytes,
+) -> Response {
+    let user_agent = headers
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = serde_json::from_slice::<Value>(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    record(
+        &shared,
+        ModelRequest {
+            wall_ms: wall_ms(),
+            path: uri.path().to_owned(),
+            kind: RequestKind::Search,
+            step: None,
+            user_agent,
+            body: body.clone(),
+        },
+    );
+    let index = search_query(&body).and_then(|q| shared.script.call_of_query(&q));
+    let call = index.map(|i| shared.script.calls[i].clone());
+    let tool = call
+        .as_ref()
+        .map_or_else(|| "?".to_owned(), |c| c.tool.clone());
+    let mut played = SearchBody::start(
+        shared.clone(),
+        call.as_ref().map(|c| c.call_id.clone()),
+        tool,
+    );
+    let Some(call) = call else {
+        played.is_error = Some(true);
+        return search_failure("tep: no scripted call is named by this search");
+    };
+    let (text, is_error) = play(&call.body).await;
+    played.is_error = Some(is_error);
+    if is_error {
+        search_failure(&text)
+    } else {
+        search_answer(&call.call_id, &text)
+    }
+}
+
+/// Plays scripted body steps as the search backend: the text it answers, and whether it fails.
+/// A hang waits until the harness drops the request (the handler is dropped with it).
+async fn play(steps: &[BodyStep]) -> (String, bool) {
+    for step in steps {
+        match step {
+            BodyStep::Sleep(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+            BodyStep::Hang => std::future::pending::<()>().await,
+            BodyStep::Return(Value::String(s)) => return (s.clone(), false),
+            BodyStep::Return(v) => {
+                return (
+                    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()),
+                    false,
+                );
+            }
+            BodyStep::Throw(message) => return (message.clone(), true),
+            // Not applicable in this mode (`RunScript::of` refuses them).
+            _ => {}
+        }
+    }
+    (DEFAULT_BODY_TEXT.to_owned(), false)
+}
+
+/// A failed search: HTTP 500 with an Anthropic error whose message is `message`.
+fn search_failure(message: &str) -> Response {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        axum::Json(json!({"type": "error", "error": {"type": "api_error", "message": message}})),
+    )
+        .into_response()
+}
+
+/// A search's answer: one `web_search_tool_result` whose one result is titled `text` (the
+/// harness formats it as a list of sources: the text does not reach the model as it is).
+fn search_answer(call: &str, text: &str) -> Response {
+    axum::Json(json!({
+        "id": format!("msg_tep_{call}"),
+        "type": "message",
+        "role": "assistant",
+        "model": "tep-scripted",
+        "content": [{
+            "type": "web_search_tool_result",
+            "tool_use_id": format!("srvtoolu_tep_{call}"),
+            "content": [{
+                "type": "web_search_result",
+                "url": format!("https://example.invalid/{call}"),
+                "title": text,
+            }],
+        }],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }))
+    .into_response()
 }

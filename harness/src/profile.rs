@@ -49,6 +49,18 @@ pub struct OverlaySpec {
     /// Inserted as `{hooks_rows}` when the scenario scripts hooks.
     #[serde(default)]
     pub hooks_row: String,
+    /// Inserted as `{pool_cap_rows}` when the scenario caps the parallel pool (`{max_parallel}`
+    /// stands for the cap); empty: the harness has no pool cap tep can set.
+    #[serde(default)]
+    pub pool_cap_row: String,
+    /// Inserted as `{safe_tool_rows}` when the scenario's concurrency-safe tools declare no
+    /// timeout the scenario applies.
+    #[serde(default)]
+    pub safe_tool_row: String,
+    /// Inserted as `{safe_tool_rows}` instead when they share one timeout a `timeout` wrapper
+    /// applies (`{timeout_ms}` stands for it); empty: such a timeout cannot be set.
+    #[serde(default)]
+    pub safe_tool_timeout_row: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -72,6 +84,37 @@ pub struct ToolsSpec {
     /// The tools the harness ships.
     #[serde(default)]
     pub shipped: Vec<String>,
+    /// Which of them are concurrency-safe (the session log does not say; its reader needs it).
+    #[serde(default)]
+    pub concurrency_safe: Vec<String>,
+    /// The shipped concurrency-safe tool that plays a scenario's concurrency-safe tools, whose
+    /// backend tep's model server plays; absent: such scenarios are not applicable.
+    #[serde(default)]
+    pub safe: Option<SafeToolSpec>,
+}
+
+/// A shipped concurrency-safe tool whose backend tep plays: each call of a scenario's
+/// concurrency-safe tool becomes a call of it whose arguments name the call.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SafeToolSpec {
+    /// The shipped tool's name (`web_search`).
+    pub tool: String,
+    /// How the backend receives the call: its dialect.
+    pub backend: BackendDialect,
+    /// The text that names one call (`{call}`: its id); the backend finds the call by it.
+    pub query: String,
+    /// The call's arguments, as JSON (`{query}`: the text above).
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendDialect {
+    /// An Anthropic Messages search (`POST {base}/messages`, a `web_search_20250305` server
+    /// tool): the query is the text of the first user message; the answer holds one
+    /// `web_search_tool_result`; an HTTP 500 is a failure.
+    AnthropicMessagesSearch,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

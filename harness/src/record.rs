@@ -16,7 +16,8 @@ use tep_model::trace::{NextRequest, ObservationLevel, RequestMessage, RequestRol
 use crate::hook::HookRecord;
 use crate::mcp::BodyRecord;
 use crate::model_server::{ModelRequest, RequestKind};
-use crate::profile::{Compression, LogSpec};
+use crate::profile::{Compression, LogSpec, ToolsSpec};
+use crate::script::RunScript;
 
 /// Why the log could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -127,16 +128,20 @@ pub fn read_log(path: &Path, compression: Compression) -> Result<Vec<u8>, Record
     Ok(out)
 }
 
-/// The trace a session log makes, with the names the harness gave the MCP tools
-/// (`<prefix><tool>`) put back to the scenario's.
+/// The trace a session log makes, read with the harness's concurrency-safe tools, with the
+/// names the harness gave the scenario's tools put back to the scenario's: the MCP names
+/// (`<prefix><tool>`), and the shipped safe tool's name in the records of each call it played.
 pub fn trace_of_log(
     path: &Path,
     log: &[u8],
-    prefix: &str,
-    tools: &[String],
+    tools: &ToolsSpec,
+    script: &RunScript,
 ) -> Result<Vec<TraceRecord>, RecordError> {
     let mut records = Vec::new();
-    deepseek_harness::convert(log, Options::default(), |_, record| {
+    let options = Options {
+        safe: Some(tools.concurrency_safe.iter().cloned().collect()),
+    };
+    deepseek_harness::convert(log, options, |_, record| {
         records.push(record.clone());
         Ok(())
     })
@@ -144,33 +149,71 @@ pub fn trace_of_log(
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    let names: Vec<(String, &String)> = tools.iter().map(|t| (format!("{prefix}{t}"), t)).collect();
-    Ok(records.into_iter().map(|r| unprefix(r, &names)).collect())
+    let names = Names {
+        mcp: script
+            .tools
+            .iter()
+            .map(|t| (format!("{}{t}", tools.prefix), t.clone()))
+            .collect(),
+        per_call: script.played_by_safe_tool(),
+    };
+    Ok(records.into_iter().map(|r| names.put_back(r)).collect())
 }
 
-/// `record` with every string that is exactly an MCP name replaced by the scenario's name.
-fn unprefix(record: TraceRecord, names: &[(String, &String)]) -> TraceRecord {
-    fn walk(v: &mut Value, names: &[(String, &String)]) -> bool {
+/// The scenario's names of the tools the harness calls by others.
+struct Names {
+    /// (MCP name, scenario name).
+    mcp: Vec<(String, String)>,
+    /// (call id, the shipped tool's name, scenario name).
+    per_call: Vec<(String, String, String)>,
+}
+
+impl Names {
+    /// `record` with every string that is exactly an MCP name replaced by the scenario's name,
+    /// and the shipped safe tool's name in an object of a call it played (by `callId`, or the
+    /// record's `call`) replaced by that call's scenario tool.
+    fn put_back(&self, record: TraceRecord) -> TraceRecord {
+        let Ok(mut value) = serde_json::to_value(&record) else {
+            return record;
+        };
+        if !self.walk(&mut value, None) {
+            return record;
+        }
+        serde_json::from_value(value).unwrap_or(record)
+    }
+
+    fn walk(&self, v: &mut Value, call: Option<&(String, String, String)>) -> bool {
         match v {
-            Value::String(s) => match names.iter().find(|(mcp, _)| mcp == s) {
-                Some((_, tool)) => {
-                    *s = (*tool).clone();
-                    true
+            Value::String(s) => {
+                let name = self
+                    .mcp
+                    .iter()
+                    .find(|(mcp, _)| mcp == s)
+                    .map(|(_, tool)| tool)
+                    .or(call.filter(|(_, shipped, _)| shipped == s).map(|c| &c.2));
+                match name {
+                    Some(tool) => {
+                        *s = tool.clone();
+                        true
+                    }
+                    None => false,
                 }
-                None => false,
-            },
-            Value::Array(a) => a.iter_mut().fold(false, |c, v| walk(v, names) | c),
-            Value::Object(m) => m.values_mut().fold(false, |c, v| walk(v, names) | c),
+            }
+            Value::Array(a) => a.iter_mut().fold(false, |c, v| self.walk(v, call) | c),
+            Value::Object(m) => {
+                let id = ["callId", "call", "toolCallId"]
+                    .iter()
+                    .find_map(|k| m.get(*k).and_then(Value::as_str));
+                // An object that names a call speaks of that call; others, of the enclosing one.
+                let call = match id {
+                    Some(id) => self.per_call.iter().find(|(c, _, _)| c == id),
+                    None => call,
+                };
+                m.values_mut().fold(false, |c, v| self.walk(v, call) | c)
+            }
             _ => false,
         }
     }
-    let Ok(mut value) = serde_json::to_value(&record) else {
-        return record;
-    };
-    if !walk(&mut value, names) {
-        return record;
-    }
-    serde_json::from_value(value).unwrap_or(record)
 }
 
 /// The model's next request after each batch of `records`, from the requests the model server

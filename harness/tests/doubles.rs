@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tep_conformance::scenario::{BlockSpec, BodyStep, Listener, PostAction, PreAction};
 use tep_harness::hook::{HOOKS_FILE, HookRecord, answer, invoke};
 use tep_harness::mcp::{BODIES_FILE, BodyRecord, SCRIPT_FILE, read_lines, serve};
-use tep_harness::profile::Compression;
+use tep_harness::profile::{Compression, Profile};
 use tep_harness::record::{read_log, trace_of_log};
 use tep_harness::script::{FINAL_TEXT, RunScript, ScriptedCall};
 use tep_model::graph::NodeId;
@@ -23,6 +23,7 @@ fn call(id: &str, tool: &str, arguments: Value, body: Vec<BodyStep>) -> Scripted
         model_name: format!("mcp__tep__{tool}"),
         arguments,
         body,
+        query: None,
     }
 }
 
@@ -44,6 +45,8 @@ fn script(calls: Vec<ScriptedCall>) -> RunScript {
         pre: vec![],
         post: vec![],
         final_text: FINAL_TEXT.to_owned(),
+        max_parallel: None,
+        safe_timeout_ms: None,
     }
 }
 
@@ -274,7 +277,10 @@ fn the_real_harnesss_log_decodes_every_frame_and_reads_as_a_trace_with_the_scena
     let log = read_log(&path, Compression::Zstd).unwrap();
     let lines = log.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
     assert_eq!(lines, 33, "all the frames the harness appended");
-    let records = trace_of_log(&path, &log, "mcp__tep__", &["read".to_owned()]).unwrap();
+    let profile = Profile::load("deepseek-harness").unwrap();
+    let mut script = script(vec![]);
+    script.tools = vec!["read".to_owned()];
+    let records = trace_of_log(&path, &log, &profile.tools, &script).unwrap();
     let batches = records
         .iter()
         .filter(|r| r.node() == Some(NodeId::Model))
@@ -286,4 +292,37 @@ fn the_real_harnesss_log_decodes_every_frame_and_reads_as_a_trace_with_the_scena
         .collect();
     assert!(text.contains("\"nope\""), "the unknown tool's call");
     assert!(text.contains("UNKNOWN_TOOL"), "{text}");
+}
+
+/// A run of `parallel-results-commit-in-model-order` on the published harness: two `fetch` calls
+/// played by the shipped `web_search`.
+#[test]
+fn calls_played_by_the_shipped_safe_tool_get_the_scenarios_tool_back_and_stay_safe() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/dsh-0.1.0-rc.8-web-search.session.jsonl.zstd");
+    let log = read_log(&path, Compression::Zstd).unwrap();
+    let profile = Profile::load("deepseek-harness").unwrap();
+    let corpus = tep_conformance::scenario::corpus().unwrap();
+    let scenario = corpus
+        .iter()
+        .find(|s| s.id == "parallel-results-commit-in-model-order")
+        .unwrap();
+    let script = RunScript::of(scenario, &profile).unwrap();
+    let records = trace_of_log(&path, &log, &profile.tools, &script).unwrap();
+    let model = records
+        .iter()
+        .find(|r| r.node() == Some(NodeId::Model))
+        .map(|r| serde_json::to_value(r).unwrap())
+        .unwrap();
+    assert_eq!(
+        model["calls"],
+        json!([{"callId": "c1", "name": "fetch", "concurrencySafe": true},
+               {"callId": "c2", "name": "fetch", "concurrencySafe": true}]),
+        "{model}"
+    );
+    let text: String = records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap())
+        .collect();
+    assert!(!text.contains("\"web_search\""), "{text}");
 }

@@ -10,6 +10,7 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tep_conformance::scenario::BodyStep;
+use tep_harness::mcp::{BodyRecord, read_lines};
 use tep_harness::model_server::{ModelServer, RequestKind, TITLE};
 use tep_harness::script::{FINAL_TEXT, RunScript, ScriptedCall};
 
@@ -20,6 +21,7 @@ fn script() -> RunScript {
         model_name: format!("mcp__tep__{name}"),
         arguments: json!({"path": id}),
         body: vec![BodyStep::Return(json!("x"))],
+        query: None,
     };
     RunScript {
         scenario: "s".to_owned(),
@@ -28,6 +30,8 @@ fn script() -> RunScript {
         pre: vec![],
         post: vec![],
         final_text: FINAL_TEXT.to_owned(),
+        max_parallel: None,
+        safe_timeout_ms: None,
     }
 }
 
@@ -179,4 +183,96 @@ async fn other_paths_and_bodies_are_refused_not_answered() {
             m
         });
     assert_eq!(kinds, BTreeMap::from([("Aux".to_owned(), 1)]));
+}
+
+/// A call played by the shipped safe tool: its query names it.
+fn searched(id: &str, body: Vec<BodyStep>) -> ScriptedCall {
+    ScriptedCall {
+        call_id: id.to_owned(),
+        tool: "fetch".to_owned(),
+        model_name: "web_search".to_owned(),
+        arguments: json!({"queries": [format!("tep {id}")]}),
+        body,
+        query: Some(format!("tep {id}")),
+    }
+}
+
+/// POSTs an Anthropic Messages search for `query` (as deepseek-harness's provider words it).
+async fn search(server: &ModelServer, query: &str) -> (u16, Value) {
+    let url: hyper::Uri = format!("{}/messages", server.url()).parse().unwrap();
+    let stream = tokio::net::TcpStream::connect((url.host().unwrap(), url.port_u16().unwrap()))
+        .await
+        .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let body = json!({"model": "deepseek-v4-flash", "max_tokens": 4096,
+        "messages": [{"role": "user", "content": [{"type": "text",
+            "text": format!("Perform a web search for the query: {query}")}]}],
+        "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}]});
+    let request = hyper::Request::post("/messages")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
+#[tokio::test]
+async fn the_search_backend_plays_the_named_calls_body_and_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let bodies = dir.path().join("bodies.jsonl");
+    let mut s = script();
+    s.calls = vec![
+        searched(
+            "c1",
+            vec![BodyStep::Sleep(30), BodyStep::Return(json!("slow"))],
+        ),
+        searched("c11", vec![BodyStep::Throw("backend down".to_owned())]),
+    ];
+    let server = ModelServer::start_recording(s, Some(bodies.clone()))
+        .await
+        .unwrap();
+    let (status, answer) = search(&server, "tep c1").await;
+    assert_eq!(status, 200, "{answer}");
+    let result = &answer["content"][0];
+    assert_eq!(result["type"], "web_search_tool_result");
+    assert_eq!(result["content"][0]["type"], "web_search_result");
+    assert_eq!(result["content"][0]["title"], "slow", "the returned text");
+    // `tep c11` is not `tep c1`: each query names one call.
+    let (status, answer) = search(&server, "tep c11").await;
+    assert_eq!(status, 500);
+    assert_eq!(
+        answer["error"]["message"], "backend down",
+        "a throw is a failure"
+    );
+    let (status, _) = search(&server, "tep c9").await;
+    assert_eq!(status, 500, "a search that names no call fails");
+    let records: Vec<BodyRecord> = read_lines(&bodies);
+    let seen: Vec<(String, Option<String>, Option<bool>)> = records
+        .iter()
+        .map(|r| (r.event.clone(), r.call.clone(), r.is_error))
+        .collect();
+    let s = |e: &str, c: Option<&str>, err: Option<bool>| (e.to_owned(), c.map(str::to_owned), err);
+    assert_eq!(
+        seen,
+        [
+            s("start", Some("c1"), None),
+            s("end", Some("c1"), Some(false)),
+            s("start", Some("c11"), None),
+            s("end", Some("c11"), Some(true)),
+            s("start", None, None),
+            s("end", None, Some(true)),
+        ]
+    );
+    assert!(
+        records[1].wall_ms - records[0].wall_ms >= 30.0,
+        "the body slept"
+    );
+    let kinds: Vec<RequestKind> = server.requests().iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, [RequestKind::Search; 3], "every search is recorded");
 }

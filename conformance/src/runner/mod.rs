@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tep_model::graph::{EdgeId, Revision, StageGraph};
+use tep_model::identity::CallId;
 use tep_model::trace::{Capability, ObservationLevel, TraceRecord};
 use tep_reference::mutant::Mutant;
 
@@ -36,6 +37,36 @@ pub trait Implementation {
     fn is_the_reference(&self) -> bool {
         false
     }
+    /// The calls of `scenario` whose expected content this implementation's trace cannot be
+    /// compared with, and why (e.g. a harness that plays a scripted tool through a shipped one
+    /// which formats the answer its own way). Those comparisons are reported as not checked,
+    /// never as passed; the calls' outcomes stay judged.
+    fn unchecked_content(&self, _scenario: &Scenario) -> Vec<(CallId, String)> {
+        Vec::new()
+    }
+}
+
+/// `scenario` with no content expected of the `unchecked` calls, and a note per call saying
+/// that its content was not checked and why.
+fn without_content(scenario: &Scenario, unchecked: &[(CallId, String)]) -> (Scenario, Vec<Note>) {
+    let mut judged = scenario.clone();
+    let mut notes = Vec::new();
+    for (call, why) in unchecked {
+        let Some(expected) = judged.expect.calls.get_mut(call.as_str()) else {
+            continue;
+        };
+        let had = expected.content.take().is_some()
+            | expected.content_includes.take().is_some()
+            | expected.reference_content.take().is_some();
+        if had {
+            notes.push(Note {
+                call: Some(call.clone()),
+                lines: Vec::new(),
+                message: format!("call {call}: expected content not checked: {why}"),
+            });
+        }
+    }
+    (judged, notes)
 }
 
 /// What an implementation answered for one scenario.
@@ -611,6 +642,9 @@ impl Plan {
         let started = Instant::now();
         let mut coverage = Coverage::default();
         let answer = implementation.run(seq, self.options.spec, scenario);
+        let unchecked = implementation.unchecked_content(scenario);
+        let (judged, not_checked) = without_content(scenario, &unchecked);
+        let scenario = &judged;
         let mut result = match answer {
             Answer::Skipped(reason) => ScenarioResult::skipped(&scenario.id, reason),
             Answer::Errored { message, stderr } => ScenarioResult {
@@ -623,6 +657,9 @@ impl Plan {
                 self.judge(scenario, records, Some(&message), &mut coverage)
             }
         };
+        if result.trace.is_some() {
+            result.notes.extend(not_checked);
+        }
         result.duration = started.elapsed();
         (result, coverage)
     }
@@ -794,6 +831,88 @@ mod tests {
         assert_eq!(
             errored(text, Some("Traceback: line 3")),
             format!("{text} (Traceback: line 3)")
+        );
+    }
+
+    /// The reference, with the expected content of some calls declared not comparable.
+    struct Unchecking(BuiltinReference, Vec<(CallId, String)>);
+
+    impl Implementation for Unchecking {
+        fn ready(&self) -> &Ready {
+            self.0.ready()
+        }
+        fn run(&mut self, seq: u64, spec: Revision, scenario: &Scenario) -> Answer {
+            self.0.run(seq, spec, scenario)
+        }
+        fn unchecked_content(&self, _scenario: &Scenario) -> Vec<(CallId, String)> {
+            self.1.clone()
+        }
+    }
+
+    #[test]
+    fn content_declared_not_comparable_is_noted_not_judged_and_outcomes_stay_judged() {
+        let corpus = crate::scenario::corpus().unwrap();
+        let mut scenario = corpus
+            .iter()
+            .find(|s| s.id == "parallel-results-commit-in-model-order")
+            .unwrap()
+            .clone();
+        let c1 = scenario.expect.calls.get_mut("c1").unwrap();
+        c1.content = Some("not what c1 returns".to_owned());
+        let options = RunOptions {
+            strict: true,
+            ..RunOptions::default()
+        };
+        let run = |scenario: &Scenario, unchecked: Vec<(CallId, String)>| {
+            let mut implementation = Unchecking(BuiltinReference::new(vec![]), unchecked);
+            let report = run_suite(
+                &mut implementation,
+                std::slice::from_ref(scenario),
+                &options,
+            )
+            .unwrap();
+            report.scenarios[0].clone()
+        };
+        let judged = run(&scenario, vec![]);
+        assert!(
+            judged
+                .violations
+                .iter()
+                .any(|v| v.invariant == InvariantId::ExpectedContent),
+            "the wrong content is a violation when compared: {:?}",
+            judged.violations
+        );
+        let unchecked = run(
+            &scenario,
+            vec![(CallId::from("c1"), "formatted".to_owned())],
+        );
+        assert!(
+            unchecked.violations.is_empty(),
+            "{:?}",
+            unchecked.violations
+        );
+        assert_eq!(unchecked.status, Status::Passed);
+        assert!(
+            unchecked
+                .notes
+                .iter()
+                .any(|n| n.message == "call c1: expected content not checked: formatted"),
+            "{:?}",
+            unchecked.notes
+        );
+        // The outcome is still judged: c1 expected to fail now fails the run.
+        scenario.expect.calls.get_mut("c1").unwrap().is_error = true;
+        let outcome = run(
+            &scenario,
+            vec![(CallId::from("c1"), "formatted".to_owned())],
+        );
+        assert!(
+            outcome
+                .violations
+                .iter()
+                .any(|v| v.invariant == InvariantId::ExpectedOutcome),
+            "{:?}",
+            outcome.violations
         );
     }
 }
