@@ -8,7 +8,9 @@ use std::path::Path;
 use serde_json::Value;
 use tep_check::{CheckOptions, InvariantId, InvariantStatus, check_records};
 use tep_harness::model_server::{ModelRequest, RequestKind};
+use tep_harness::profile::Profile;
 use tep_harness::record::{next_request, trace_of_log, with_next_requests};
+use tep_harness::script::{FINAL_TEXT, RunScript};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::trace::{ObservationLevel, RequestMessage, RequestRole, TraceRecord};
@@ -41,7 +43,20 @@ fn requests() -> Vec<ModelRequest> {
 /// The run's trace at level `boundary`, as the driver makes it (the MCP tool's name is the
 /// harness's own here: the study's server was not tep's).
 fn merged() -> Vec<TraceRecord> {
-    let records = trace_of_log(Path::new("s2.jsonl"), LOG.as_bytes(), "mcp__probe__", &[]).unwrap();
+    let mut tools = Profile::load("deepseek-harness").unwrap().tools;
+    tools.prefix = "mcp__probe__".to_owned();
+    // No scenario: the study's calls keep their own names (`web_search` among them).
+    let script = RunScript {
+        scenario: "s2".to_owned(),
+        tools: vec![],
+        calls: vec![],
+        pre: vec![],
+        post: vec![],
+        final_text: FINAL_TEXT.to_owned(),
+        max_parallel: None,
+        safe_timeout_ms: None,
+    };
+    let records = trace_of_log(Path::new("s2.jsonl"), LOG.as_bytes(), &tools, &script).unwrap();
     with_next_requests(records, &requests())
 }
 
