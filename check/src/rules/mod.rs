@@ -33,6 +33,7 @@ mod redispatch;
 mod shapes;
 mod throws;
 mod walk;
+mod waterfalls;
 
 use tep_model::graph::{NodeId, Outcome, StageGraph, StepError};
 use tep_model::identity::CallId;
@@ -287,20 +288,24 @@ pub(crate) const RULES: &[&Rule] = &[
     &calls::TOOL_CALL_FIRST,
     &calls::TOOL_CALL_ONCE,
     &calls::PRE_EXECUTE_ONCE,
+    &waterfalls::WATERFALL_REGISTRATION_ORDER,
     &decisions::APPROVAL_ONLY_AFTER_ASK,
     &decisions::APPROVAL_ABSENT_DENIES,
     &decisions::APPROVAL_ONCE,
     &decisions::GUARDS_ONLY_AFTER_ALLOW,
+    &decisions::ALLOW_REACHES_GUARDS,
     &decisions::GUARD_DENY_BINDS,
     &decisions::DENY_SKIPS_BODY,
     &decisions::DENIAL_REACHES_POST,
     &decisions::DENIAL_IS_ERROR,
     &throws::THROW_SKIPS_POST,
     &throws::THROW_IS_NORMALIZED,
+    &throws::GUARD_THROW_IS_NORMALIZED,
     &throws::THROW_IS_ERROR,
     &execute::BODY_INSIDE_EXECUTE,
     &execute::BODY_SETTLES_BEFORE_COMMIT,
     &execute::BODY_THROW_IS_A_RESULT,
+    &contexts::DEFERRED_CONTEXTS_SURVIVE_A_THROW,
     &redispatch::REDISPATCH_THROUGH_WRAPPERS,
     &execute::FS_GATE_INSIDE_BODY,
     &execute::READ_BEFORE_EDIT,
@@ -376,6 +381,7 @@ pub(crate) const CLAIMS: &[&Rule] = &[
     &decisions::APPROVAL_ONCE,
     &decisions::APPROVAL_ONLY_AFTER_ASK,
     &decisions::GUARDS_ONLY_AFTER_ALLOW,
+    &decisions::ALLOW_REACHES_GUARDS,
     &throws::THROW_SKIPS_POST,
     &throws::THROW_IS_NORMALIZED,
     &decisions::DENIAL_REACHES_POST,
