@@ -107,6 +107,12 @@ mutants! {
     PreListenersReversed = "pre-listeners-reversed",
     /// A retry's second `next()` goes straight to the body, past the wrappers inside the retry.
     RetrySkipsInnerWrappers = "retry-skips-inner-wrappers",
+    /// A call the approval prompt allowed once goes on to its dispatch without the guards.
+    AllowedOnceSkipsGuards = "allowed-once-skips-guards",
+    /// A guard's throw is taken for a deny with its message.
+    GuardThrowDenies = "guard-throw-denies",
+    /// The contexts a body deferred are dropped when it fails.
+    FailureDropsDeferredContexts = "failure-drops-deferred-contexts",
 }
 
 impl fmt::Display for Mutant {
