@@ -100,6 +100,7 @@ invariant_ids! {
     SubCallIdScheme = "sub-call-id-scheme",
     SubCallStartLogged = "sub-call-start-logged",
     SubCallLogsDispatch = "sub-call-logs-dispatch",
+    SubCallLogsNoCallOrResult = "sub-call-logs-no-call-or-result",
     BindingSettles = "binding-settles",
     RejectionIsToolCallError = "rejection-is-tool-call-error",
     SubCallContextsOmitted = "sub-call-contexts-omitted",

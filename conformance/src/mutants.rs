@@ -62,5 +62,6 @@ pub fn breaks(mutant: Mutant) -> &'static [InvariantId] {
         Mutant::AllowedOnceSkipsGuards => &[I::AllowReachesGuards],
         Mutant::GuardThrowDenies => &[I::GuardThrowIsNormalized],
         Mutant::FailureDropsDeferredContexts => &[I::DeferredContextsSurviveAThrow],
+        Mutant::SubCallLogsToolCall => &[I::SubCallLogsNoCallOrResult],
     }
 }

@@ -113,6 +113,8 @@ mutants! {
     GuardThrowDenies = "guard-throw-denies",
     /// The contexts a body deferred are dropped when it fails.
     FailureDropsDeferredContexts = "failure-drops-deferred-contexts",
+    /// A Code Mode sub-call is also logged as a `tool/call`, as a model's call is.
+    SubCallLogsToolCall = "sub-call-logs-tool-call",
 }
 
 impl fmt::Display for Mutant {

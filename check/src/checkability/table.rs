@@ -67,6 +67,7 @@ pub const TABLE: &[super::Row] = &[
     ("sub-call-id-scheme", [C, C, C]),
     ("sub-call-start-logged", [C, C, C]),
     ("sub-call-logs-dispatch", [P, C, C]),
+    ("sub-call-logs-no-call-or-result", [C, C, C]),
     ("binding-settles", [N, C, C]),
     ("rejection-is-tool-call-error", [N, C, C]),
     ("sub-call-contexts-omitted", [P, C, C]),

@@ -346,6 +346,7 @@ pub(crate) const RULES: &[&Rule] = &[
     &code_mode::SUB_CALL_ID_SCHEME,
     &code_mode::SUB_CALL_START_LOGGED,
     &code_mode::SUB_CALL_LOGS_DISPATCH,
+    &code_mode::SUB_CALL_LOGS_NO_CALL_OR_RESULT,
     &code_mode::BINDING_SETTLES,
     &code_mode::REJECTION_IS_TOOL_CALL_ERROR,
     &code_mode::SUB_CALL_CONTEXTS_OMITTED,
@@ -369,6 +370,7 @@ pub(crate) const CATALOG: [Invariant; RULES.len()] = {
 
 /// The rules that claim refused steps, most specific first.
 pub(crate) const CLAIMS: &[&Rule] = &[
+    &code_mode::SUB_CALL_LOGS_NO_CALL_OR_RESULT,
     &calls::TOOL_CALL_ONCE,
     &calls::TOOL_CALL_FIRST,
     &calls::ONE_RESULT_PER_CALL,

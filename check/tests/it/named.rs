@@ -198,3 +198,34 @@ fn a_body_that_never_ran_deferred_nothing() {
         findings(&full(id), &records)
     );
 }
+
+#[test]
+fn a_sub_call_logged_as_a_models_call_is_named_at_every_level() {
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let records = trace(id);
+    let planted = tep_check::mutation::plant(InvariantId::SubCallLogsNoCallOrResult, &records)
+        .expect("a sub-call is dispatched here");
+    let at = position(&planted, |r| {
+        matches!(r, TraceRecord::Event(e) if e.event.body.type_name() == "tool/call")
+            && r.call().is_some_and(|c| c.as_str() != "c1")
+    });
+    for level in ObservationLevel::ALL {
+        let thinned = thin(&planted, level);
+        let found = findings(&options(id, level), &thinned);
+        let named: Vec<_> = found
+            .iter()
+            .filter(|v| v.invariant == InvariantId::SubCallLogsNoCallOrResult)
+            .collect();
+        assert_eq!(named.len(), 1, "{level}: {found:#?}");
+        assert!(
+            named[0].message.contains("logs a tool/call of its own"),
+            "{}",
+            named[0].message
+        );
+        if level == ObservationLevel::Full {
+            assert_eq!(named[0].lines[0], at + 1);
+            // Reported once, under its own name: nothing generic besides it.
+            assert_eq!(found.len(), 1, "{found:#?}");
+        }
+    }
+}

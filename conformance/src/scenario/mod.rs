@@ -676,7 +676,12 @@ impl From<&Scenario> for tep_check::ScenarioFacts {
                 .iter()
                 // A call to a tool no definition has runs no body.
                 .filter(|c| scenario.tools.iter().any(|t| t.name == c.tool))
-                .map(|c| (c.call_id.as_str().to_owned(), deferred_before_any_end(&c.body)))
+                .map(|c| {
+                    (
+                        c.call_id.as_str().to_owned(),
+                        deferred_before_any_end(&c.body),
+                    )
+                })
                 .filter(|(_, texts)| !texts.is_empty())
                 .collect(),
         }

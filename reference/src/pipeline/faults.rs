@@ -45,6 +45,7 @@
 //! | `result-differs-from-notification` | seam | [`recorded_content`] | `registry/commit.rs` |
 //! | `sub-calls-overlap` | seam | [`sub_call_turn`] | `code_mode.rs` |
 //! | `sub-call-contexts-forwarded` | seam | [`sub_call_contexts`] | `registry/sub_call.rs` |
+//! | `sub-call-logs-tool-call` | seam | [`sub_call_tool_call`] | `registry/sub_call.rs` |
 //! | `no-dispatch-event` | seam | [`dispatch_log`] | `registry/sub_call.rs` |
 //! | `rejection-leaks-fields` | seam | [`rejection_details`] | `registry/sub_call.rs` |
 
@@ -720,6 +721,15 @@ pub(super) fn sub_call_contexts(faults: &Faults, frozen: &ToolResult, defer: imp
         for context in &frozen.additional_contexts {
             defer(context.text.clone());
         }
+    }
+}
+
+/// Logs a sub-call as a model's call: never, its dispatch events log it
+/// (`sub-call-logs-tool-call`: a `tool/call` too).
+pub(super) fn sub_call_tool_call(faults: &Faults, record: impl FnOnce()) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::SubCallLogsToolCall) {
+        record();
     }
 }
 

@@ -42,11 +42,11 @@ impl ToolRegistry {
             let mut contexts: Vec<AdditionalContext> =
                 faults::deferred_kept(&self.faults, &result, deferred)
                     .into_iter()
-                .map(|text| AdditionalContext {
-                    origin: ContextOrigin::Tool,
-                    text,
-                })
-                .collect();
+                    .map(|text| AdditionalContext {
+                        origin: ContextOrigin::Tool,
+                        text,
+                    })
+                    .collect();
             contexts.append(&mut result.additional_contexts);
             result.additional_contexts = contexts;
             result
