@@ -19,14 +19,14 @@ pub fn breaks(mutant: Mutant) -> &'static [InvariantId] {
         Mutant::CommitInCompletionOrder => &[I::ModelOrderCommit, I::ContextsFifo],
         Mutant::ContextsBeforeResults => &[I::ContextsAfterAllResults],
         Mutant::ContextsReversed => &[I::ContextsFifo],
-        // Guards that run before approval also take the approval out of its place, and when
-        // they deny, the ask is never put to the prompt at all.
+        // Guards that run before approval also take the approval out of its place, leave none
+        // after its allow, and when they deny, the ask is never put to the prompt at all.
         Mutant::GuardsBeforeApproval => &[
             I::GuardsOnlyAfterAllow,
             I::ApprovalOnlyAfterAsk,
             I::ApprovalOnce,
             I::ApprovalAudited,
-            I::StageGraphWalk,
+            I::AllowReachesGuards,
         ],
         Mutant::GuardDenyIgnored => &[I::GuardDenyBinds],
         Mutant::FinalizeTwice => &[I::FinalizeOnce],
@@ -56,9 +56,12 @@ pub fn breaks(mutant: Mutant) -> &'static [InvariantId] {
         Mutant::ApprovalAskedTwice => &[I::ApprovalOnce],
         // The reused answer is not audited either.
         Mutant::ApprovalAnswerReused => &[I::ApprovalOnce, I::ApprovalAudited],
-        // No invariant names it (the trace does not say which listener is which in the
-        // waterfall's order): the oracle sees the decision that wins.
-        Mutant::PreListenersReversed => &[],
+        // The trace says which listeners pre-execute entered; the scenario, their registration.
+        Mutant::PreListenersReversed => &[I::WaterfallRegistrationOrder],
         Mutant::RetrySkipsInnerWrappers => &[I::RedispatchThroughWrappers],
+        Mutant::AllowedOnceSkipsGuards => &[I::AllowReachesGuards],
+        Mutant::GuardThrowDenies => &[I::GuardThrowIsNormalized],
+        Mutant::FailureDropsDeferredContexts => &[I::DeferredContextsSurviveAThrow],
+        Mutant::SubCallLogsToolCall => &[I::SubCallLogsNoCallOrResult],
     }
 }

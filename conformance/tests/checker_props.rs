@@ -401,7 +401,15 @@ fn after_drop(k: Kind) -> Option<Vec<InvariantId>> {
             I::ApprovalOnlyAfterAsk,
             I::StageGraphWalk,
         ],
-        Kind::Node(N::Guards | N::Denied | N::Post) => {
+        // Guards dropped after an allow: what goes on without them is named.
+        Kind::Node(N::Guards) => vec![
+            I::AllowReachesGuards,
+            I::StageGraphWalk,
+            I::BodyInsideExecute,
+            I::DenialReachesPost,
+            I::FsGateInsideBody,
+        ],
+        Kind::Node(N::Denied | N::Post) => {
             vec![
                 I::StageGraphWalk,
                 I::BodyInsideExecute,

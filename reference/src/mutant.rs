@@ -107,6 +107,14 @@ mutants! {
     PreListenersReversed = "pre-listeners-reversed",
     /// A retry's second `next()` goes straight to the body, past the wrappers inside the retry.
     RetrySkipsInnerWrappers = "retry-skips-inner-wrappers",
+    /// A call the approval prompt allowed once goes on to its dispatch without the guards.
+    AllowedOnceSkipsGuards = "allowed-once-skips-guards",
+    /// A guard's throw is taken for a deny with its message.
+    GuardThrowDenies = "guard-throw-denies",
+    /// The contexts a body deferred are dropped when it fails.
+    FailureDropsDeferredContexts = "failure-drops-deferred-contexts",
+    /// A Code Mode sub-call is also logged as a `tool/call`, as a model's call is.
+    SubCallLogsToolCall = "sub-call-logs-tool-call",
 }
 
 impl fmt::Display for Mutant {

@@ -38,6 +38,17 @@ pub struct ScenarioFacts {
     pub answers: BTreeMap<String, Outcome>,
     /// The parallel pool's cap, where the scenario states one.
     pub max_parallel: Option<usize>,
+    /// The ids of the `tools/pre-execute` listeners, in registration order (every listener
+    /// applies to every call).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pre: Vec<String>,
+    /// The ids of the `tools/post-execute` listeners, in registration order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub post: Vec<String>,
+    /// Per call of the batch (by id), the contexts its body defers before any step that could
+    /// end it: a body that runs at all has deferred these.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deferred: BTreeMap<String, Vec<String>>,
 }
 
 /// What to check a trace against. Build it with [`CheckOptions::from_header`] (what `tep check`

@@ -7,7 +7,7 @@ use serde_json::json;
 use tep_model::graph::NodeId as N;
 use tep_model::result::ContentBlock;
 use tep_model::session::{
-    ContextMessage, EventBody, MessageSource, Role, ToolResultData, UserMessage,
+    ContextMessage, EventBody, MessageSource, Role, ToolCallData, ToolResultData, UserMessage,
 };
 use tep_model::trace::{Capability, MarkKind, TraceRecord};
 
@@ -384,6 +384,74 @@ pub(crate) const SUB_CALL_LOGS_DISPATCH: Rule = Rule::new(
 .plants(|r| {
     let at = find(r, |x| event_type(x) == Some("tool/code-dispatch"))?;
     r.remove(at);
+    Some(())
+});
+
+pub(crate) const SUB_CALL_LOGS_NO_CALL_OR_RESULT: Rule = Rule::new(
+    entry(
+        I::SubCallLogsNoCallOrResult,
+        Should,
+        "A Code Mode sub-call is logged by its dispatch events only: it logs no `tool/call` and no `tool/result` of its own, which would put a call the model never made among the model's calls and results.",
+        &[
+            Doc("log `tool/code-dispatch`"),
+            Doc("to preserve call/result adjacency"),
+            Semantics(&[46, 50]),
+        ],
+        Step,
+        Events,
+        &[Read::Node(N::ToolCall), Read::Node(N::ToolResult)],
+    )
+    .needs(Capability::CodeMode),
+)
+.claims(|r| {
+    (r.call.is_sub_call() && matches!(r.node, N::ToolCall | N::ToolResult)).then_some(())?;
+    let event = if r.node == N::ToolCall {
+        "tool/call"
+    } else {
+        "tool/result"
+    };
+    r.claim(
+        format!(
+            "{}: sub-call {} logs a {event} of its own; a sub-call is logged by tool/code-dispatch-start and tool/code-dispatch, never as a model's call",
+            r.here(),
+            r.call.id
+        ),
+        true,
+    )
+})
+.plants(|r| {
+    // The sub-call logged as a `tool/call` too, beside its dispatch log.
+    let sub = first_sub_call(r)?;
+    let d = find(r, |x| {
+        event_type(x) == Some("tool/code-dispatch") && call_of(x) == Some(&sub)
+    })?;
+    let mut logged = r[d].clone();
+    let TraceRecord::Event(e) = &mut logged else {
+        return None;
+    };
+    let EventBody::CodeDispatch(data) = &e.event.body else {
+        return None;
+    };
+    e.event.body = EventBody::ToolCall(ToolCallData {
+        turn: 1,
+        step: 1,
+        call_id: sub.clone(),
+        name: data.name.clone(),
+        arguments: data.arguments.to_string(),
+    });
+    // It takes the dispatch log's seq; the log moves up by one from there.
+    let seq = e.event.seq;
+    for record in r.iter_mut().skip(d) {
+        if let TraceRecord::Event(later) = record {
+            later.event.seq += 1;
+            for s in later.event.source_event_seqs.iter_mut().flatten() {
+                if *s >= seq {
+                    *s += 1;
+                }
+            }
+        }
+    }
+    r.insert(d, logged);
     Some(())
 });
 

@@ -318,3 +318,80 @@ pub(crate) const BLOCK_DROPS_CONTEXTS: Rule = Rule::new(entry(
         );
     Some(())
 });
+
+pub(crate) const DEFERRED_CONTEXTS_SURVIVE_A_THROW: Rule = Rule::new(entry(
+    I::DeferredContextsSurviveAThrow,
+    Should,
+    "Contexts a tool body deferred survive its failure: the failed result `tools/post-execute` is handed still carries them (origin `tool`).",
+    &[Semantics(&[30])],
+    Stage,
+    Hooks,
+    &[Read::Node(N::ToolBody), Read::Node(N::Post), Read::Scenario],
+))
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    if v.node != Some(N::Post) {
+        return;
+    }
+    let Some(result) = v.observation().and_then(|o| o.result.as_ref()) else {
+        return;
+    };
+    let call = cx.call(v.call);
+    // A failed result from a body that ran: what it deferred before anything could end it
+    // (the scenario's scripts say which) was deferred.
+    if !result.is_error || !call.has_visited(N::ToolBody) {
+        return;
+    }
+    let name = cx.scripted_name(v.call);
+    let Some(deferred) = cx
+        .options
+        .facts
+        .as_ref()
+        .and_then(|f| f.deferred.get(name.as_str()))
+    else {
+        return;
+    };
+    let lost: Vec<&str> = deferred
+        .iter()
+        .filter(|text| {
+            !result
+                .additional_contexts
+                .iter()
+                .any(|c| c.origin == ContextOrigin::Tool && &c.text == *text)
+        })
+        .map(String::as_str)
+        .collect();
+    if lost.is_empty() {
+        return;
+    }
+    let message = format!(
+        "{} is handed the body's failure without the context(s) the body deferred before it failed ({}): deferred contexts survive a throw",
+        v.here(&call.id),
+        lost.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>().join(", ")
+    );
+    cx.report(I::DeferredContextsSurviveAThrow, Some(v.call), vec![v.line], message);
+})
+.plants(|r| {
+    // The failure reaches post-execute without what the body deferred, and so does every
+    // later stage of the call.
+    let deferred = |o: &tep_model::trace::Observation| {
+        o.result.as_ref().is_some_and(|res| {
+            res.is_error
+                && res
+                    .additional_contexts
+                    .iter()
+                    .any(|c| c.origin == ContextOrigin::Tool)
+        })
+    };
+    let p = find(r, |x| is_stage(x, N::Post) && stage(x).is_some_and(deferred))?;
+    let call = call_of(&r[p])?.clone();
+    for record in r.iter_mut().skip(p) {
+        if call_of(record) != Some(&call) {
+            continue;
+        }
+        if let Some(res) = stage_mut(record).and_then(|o| o.result.as_mut()) {
+            res.additional_contexts
+                .retain(|c| c.origin != ContextOrigin::Tool);
+        }
+    }
+    Some(())
+});

@@ -263,6 +263,41 @@ pub(crate) const GUARDS_ONLY_AFTER_ALLOW: Rule = Rule::new(entry(
     Some(())
 });
 
+pub(crate) const ALLOW_REACHES_GUARDS: Rule = Rule::new(entry(
+    I::AllowReachesGuards,
+    Must,
+    "After a final allow (pre-execute `allow`, or approval `allowed-once`) the guards run: nothing goes on past the guards without them.",
+    &[
+        Edge(N::Pre, N::Guards),
+        Edge(N::Approval, N::Guards),
+        Semantics(&[19]),
+    ],
+    Step,
+    Hooks,
+    &[Read::Node(N::Guards)],
+))
+.claims(|r| {
+    let allowed = matches!(
+        (r.call.walk.position, r.call.walk.outcome),
+        (N::Pre, Some(Outcome::Allow)) | (N::Approval, Some(Outcome::AllowedOnce))
+    );
+    (allowed && r.node != N::Guards && r.missing.contains(&N::Guards)).then_some(())?;
+    r.claim(
+        format!(
+            "{} after {}: after an allow the guards run, and the call went on without them",
+            r.here(),
+            r.call.at_position()
+        ),
+        false,
+    )
+})
+.plants(|r| {
+    // The guards skipped after an allow: the call goes straight on to what they decided.
+    let g = find(r, |x| is_stage(x, N::Guards))?;
+    r.remove(g);
+    Some(())
+});
+
 pub(crate) const GUARD_DENY_BINDS: Rule = Rule::new(entry(
     I::GuardDenyBinds,
     Must,

@@ -34,6 +34,7 @@ mod redispatch;
 mod shapes;
 mod throws;
 mod walk;
+mod waterfalls;
 
 use tep_model::graph::{NodeId, Outcome, StageGraph, StepError};
 use tep_model::identity::CallId;
@@ -297,20 +298,24 @@ pub(crate) const RULES: &[&Rule] = &[
     &calls::TOOL_CALL_FIRST,
     &calls::TOOL_CALL_ONCE,
     &calls::PRE_EXECUTE_ONCE,
+    &waterfalls::WATERFALL_REGISTRATION_ORDER,
     &decisions::APPROVAL_ONLY_AFTER_ASK,
     &decisions::APPROVAL_ABSENT_DENIES,
     &decisions::APPROVAL_ONCE,
     &decisions::GUARDS_ONLY_AFTER_ALLOW,
+    &decisions::ALLOW_REACHES_GUARDS,
     &decisions::GUARD_DENY_BINDS,
     &decisions::DENY_SKIPS_BODY,
     &decisions::DENIAL_REACHES_POST,
     &decisions::DENIAL_IS_ERROR,
     &throws::THROW_SKIPS_POST,
     &throws::THROW_IS_NORMALIZED,
+    &throws::GUARD_THROW_IS_NORMALIZED,
     &throws::THROW_IS_ERROR,
     &execute::BODY_INSIDE_EXECUTE,
     &execute::BODY_SETTLES_BEFORE_COMMIT,
     &execute::BODY_THROW_IS_A_RESULT,
+    &contexts::DEFERRED_CONTEXTS_SURVIVE_A_THROW,
     &redispatch::REDISPATCH_THROUGH_WRAPPERS,
     &execute::FS_GATE_INSIDE_BODY,
     &execute::READ_BEFORE_EDIT,
@@ -351,6 +356,7 @@ pub(crate) const RULES: &[&Rule] = &[
     &code_mode::SUB_CALL_ID_SCHEME,
     &code_mode::SUB_CALL_START_LOGGED,
     &code_mode::SUB_CALL_LOGS_DISPATCH,
+    &code_mode::SUB_CALL_LOGS_NO_CALL_OR_RESULT,
     &code_mode::BINDING_SETTLES,
     &code_mode::REJECTION_IS_TOOL_CALL_ERROR,
     &code_mode::SUB_CALL_CONTEXTS_OMITTED,
@@ -378,6 +384,7 @@ pub(crate) const CATALOG: [Invariant; RULES.len()] = {
 
 /// The rules that claim refused steps, most specific first.
 pub(crate) const CLAIMS: &[&Rule] = &[
+    &code_mode::SUB_CALL_LOGS_NO_CALL_OR_RESULT,
     &calls::TOOL_CALL_ONCE,
     &calls::TOOL_CALL_FIRST,
     &calls::ONE_RESULT_PER_CALL,
@@ -390,6 +397,7 @@ pub(crate) const CLAIMS: &[&Rule] = &[
     &decisions::APPROVAL_ONCE,
     &decisions::APPROVAL_ONLY_AFTER_ASK,
     &decisions::GUARDS_ONLY_AFTER_ALLOW,
+    &decisions::ALLOW_REACHES_GUARDS,
     &throws::THROW_SKIPS_POST,
     &throws::THROW_IS_NORMALIZED,
     &decisions::DENIAL_REACHES_POST,

@@ -1,9 +1,12 @@
 //! Throws (rev2): a throw skips post-execute, is caught by the registry's outer normalization,
 //! and ends as an error outcome.
 
-use tep_model::graph::NodeId as N;
+use tep_model::graph::{NodeId as N, Outcome};
+use tep_model::trace::{GuardVerdictKind, Observation, TraceRecord};
 
-use super::plant::{call_of, find, find_after, is_stage, observation, stage, stage_mut};
+use super::plant::{
+    call_of, find, find_after, is_stage, observation, outcome_of, stage, stage_mut,
+};
 use super::{Cx, Rule, Visit};
 use crate::invariants::{
     CheckKind::{Stage, Step},
@@ -92,6 +95,63 @@ pub(crate) const THROW_IS_NORMALIZED: Rule = Rule::new(
 .plants(|r| {
     let n = find(r, |x| is_stage(x, N::Normalized))?;
     r.remove(n);
+    Some(())
+});
+
+pub(crate) const GUARD_THROW_IS_NORMALIZED: Rule = Rule::new(
+    entry(
+        I::GuardThrowIsNormalized,
+        Must,
+        "A guard's throw ends the guards with `throw`, for the outer normalization: it is never turned into a deny (nor an allow).",
+        &[Edge(N::Guards, N::Normalized), Semantics(&[23])],
+        Stage,
+        Hooks,
+        &[Read::Node(N::Guards)],
+    )
+    .rev2(),
+)
+.visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
+    let Some(obs) = v.observation() else { return };
+    let Some(thrower) = obs
+        .verdicts
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .find(|g| g.verdict == GuardVerdictKind::Throw)
+    else {
+        return;
+    };
+    let Some(outcome) = obs.outcome.filter(|&o| o != Outcome::Throw) else {
+        return;
+    };
+    let id = cx.call(v.call).id.clone();
+    let message = format!(
+        "{}: guard {} threw ({:?}), so the guards end with throw and the call goes to the outer normalization; but they ended with {outcome}",
+        v.here(&id),
+        thrower.guard,
+        thrower.reason.as_deref().unwrap_or_default(),
+    );
+    cx.report(I::GuardThrowIsNormalized, Some(v.call), vec![v.line], message);
+})
+.plants(|r| {
+    // The throw taken for a deny: the guards deny with its message, and the call goes on to
+    // the denial and post-execute instead of the normalization.
+    let g = find(r, |x| {
+        is_stage(x, N::Guards) && outcome_of(x) == Some(Outcome::Throw)
+    })?;
+    let call = call_of(&r[g])?.clone();
+    let reason = {
+        let o = stage_mut(&mut r[g])?;
+        o.outcome = Some(Outcome::Deny);
+        o.reason.clone()
+    };
+    let n = find_after(r, g, &call, |x| is_stage(x, N::Normalized))?;
+    let mut denied = Observation::at(N::Denied).call(&call);
+    denied.reason = reason;
+    let mut post = Observation::at(N::Post).call(&call);
+    post.outcome = Some(Outcome::Accept);
+    r[n] = TraceRecord::Stage(Box::new(denied));
+    r.insert(n + 1, TraceRecord::Stage(Box::new(post)));
     Some(())
 });
 

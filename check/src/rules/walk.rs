@@ -1,9 +1,9 @@
 //! `stage-graph-walk`: every visit is a step of the graph. The core computes the step
 //! (`crate::checker::walk`); this rule names the refused steps nothing more specific explains.
 
-use tep_model::graph::{NodeId as N, Outcome};
+use tep_model::graph::NodeId as N;
 
-use super::plant::{find, is_stage, outcome_of};
+use super::plant::{call_of, is_stage, stage};
 use super::{Claim, Refused, Rule};
 use crate::invariants::{CheckKind::Step, InvariantId as I, Level::Must, Read, Source::Doc, entry};
 use crate::observation::ObservationLevel::Events;
@@ -35,12 +35,16 @@ pub(crate) const STAGE_GRAPH_WALK: Rule = Rule::new(entry(
 ))
 .claims(refused)
 .plants(|r| {
-    // An allowed call whose guards were never recorded: pre-execute straight to
-    // tools/execute.
-    let g = find(r, |x| {
-        is_stage(x, N::Guards) && outcome_of(x) == Some(Outcome::Allow)
+    // A dispatched call whose post-execute was never recorded: tools/execute straight to what
+    // follows post-execute (a skipped guard after an allow is `allow-reaches-guards`').
+    let p = (1..r.len()).find(|&i| {
+        is_stage(&r[i], N::Post)
+            && (0..i)
+                .rev()
+                .find(|&k| call_of(&r[k]) == call_of(&r[i]) && stage(&r[k]).is_some())
+                .is_some_and(|k| is_stage(&r[k], N::Around))
     })?;
-    r.remove(g);
+    r.remove(p);
     Some(())
 });
 

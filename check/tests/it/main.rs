@@ -2,6 +2,8 @@
 //! corpus traces the reference records, each one with one thing done wrong or left out.
 //!
 //! - `claims`: how a fault is reported (once, under its id, at its line, in words);
+//! - `named`: the guarantees once held only by an expected outcome or the walk, under their
+//!   own names, and silent where the premise is not seen;
 //! - `next_request`: the model's next request (level `boundary`), with its breaches;
 //! - `observation`: the observation contract (only what an implementation can observe);
 //! - `revisions`: the two revisions differ where the spec does, and only there;
@@ -16,6 +18,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod claims;
+mod named;
 mod next_request;
 mod observation;
 mod revisions;

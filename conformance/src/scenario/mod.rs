@@ -623,6 +623,20 @@ pub fn corpus() -> Result<Vec<Scenario>, ScenarioError> {
         .collect()
 }
 
+/// The contexts a body defers before any step that could end it (a wait, a file step, a
+/// failure, a return): every run of the body reaches them.
+fn deferred_before_any_end(body: &[BodyStep]) -> Vec<String> {
+    let mut texts = Vec::new();
+    for step in body {
+        match step {
+            BodyStep::DeferContext(text) => texts.push(text.clone()),
+            BodyStep::Todo(_) | BodyStep::Hook(_) | BodyStep::ExternalWrite(_) => {}
+            _ => break,
+        }
+    }
+    texts
+}
+
 /// The raw JSON of each corpus file, by file name.
 pub fn corpus_files() -> &'static [(&'static str, &'static str)] {
     embedded::CORPUS
@@ -655,6 +669,21 @@ impl From<&Scenario> for tep_check::ScenarioFacts {
                 )
                 .collect(),
             max_parallel: scenario.max_parallel,
+            pre: scenario.pre.iter().map(|l| l.id.clone()).collect(),
+            post: scenario.post.iter().map(|l| l.id.clone()).collect(),
+            deferred: scenario
+                .calls
+                .iter()
+                // A call to a tool no definition has runs no body.
+                .filter(|c| scenario.tools.iter().any(|t| t.name == c.tool))
+                .map(|c| {
+                    (
+                        c.call_id.as_str().to_owned(),
+                        deferred_before_any_end(&c.body),
+                    )
+                })
+                .filter(|(_, texts)| !texts.is_empty())
+                .collect(),
         }
     }
 }

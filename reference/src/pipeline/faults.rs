@@ -23,13 +23,16 @@
 //! | `late-tool-call` | seam | [`tool_call_then`] | `registry/prepare.rs` |
 //! | `pre-rewrites-arguments` | seam | [`pre_rewritten`] | `registry/prepare.rs` |
 //! | `guards-before-approval` | seam | [`approval_then_guards`] | `registry/prepare.rs` |
+//! | `allowed-once-skips-guards` | seam | [`guards_after_allowed_once`] | `registry/prepare.rs` |
 //! | `absent-approval-allows` | seam | [`absent_approval_allows`] | `registry/approval.rs` |
 //! | `approval-unaudited` | seam | [`approval_audit`] | `registry/approval.rs` |
 //! | `approval-answer-reused` | seam | [`answer_reused`], [`answer_given`] | `registry/approval.rs` |
 //! | `rewrite-arguments` | seam | [`guard_view`] | `registry/guards.rs` |
 //! | `guard-deny-ignored` | seam | [`guard_deny`], [`guards_stop_at_deny`] | `registry/guards.rs` |
 //! | `guard-allow-overrides-deny` | seam | [`guard_allow`], [`guards_stop_at_deny`] | `registry/guards.rs` |
+//! | `guard-throw-denies` | seam | [`guard_throw`] | `registry/guards.rs` |
 //! | `body-throw-reaches-wrappers` | seam | [`body_throw`] | `registry/execute.rs` |
+//! | `failure-drops-deferred-contexts` | seam | [`deferred_kept`] | `registry/execute.rs` |
 //! | `edit-without-read` | seam | [`read_before_edit`] | `tool.rs` |
 //! | `denial-not-error` | seam | [`denial_result`] | `registry/settle.rs` |
 //! | `post-after-throw` | seam | [`skip_post`] | `registry/settle.rs` |
@@ -42,6 +45,7 @@
 //! | `result-differs-from-notification` | seam | [`recorded_content`] | `registry/commit.rs` |
 //! | `sub-calls-overlap` | seam | [`sub_call_turn`] | `code_mode.rs` |
 //! | `sub-call-contexts-forwarded` | seam | [`sub_call_contexts`] | `registry/sub_call.rs` |
+//! | `sub-call-logs-tool-call` | seam | [`sub_call_tool_call`] | `registry/sub_call.rs` |
 //! | `no-dispatch-event` | seam | [`dispatch_log`] | `registry/sub_call.rs` |
 //! | `rejection-leaks-fields` | seam | [`rejection_details`] | `registry/sub_call.rs` |
 
@@ -396,6 +400,16 @@ pub(super) fn approval_then_guards<S>(faults: &Faults, approval: S, guards: S) -
     (approval, guards)
 }
 
+/// Whether the guards judge a call the approval prompt allowed once: always
+/// (`allowed-once-skips-guards`: never, the call goes on to its dispatch).
+pub(super) fn guards_after_allowed_once(faults: &Faults) -> bool {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::AllowedOnceSkipsGuards) {
+        return false;
+    }
+    true
+}
+
 /// Whether an ask without `ctx.approval` is allowed: never, it is denied
 /// (`absent-approval-allows`: always).
 pub(super) fn absent_approval_allows(faults: &Faults) -> bool {
@@ -486,6 +500,22 @@ pub(super) fn guards_stop_at_deny(faults: &Faults) -> bool {
     true
 }
 
+/// How the guards end after their consultation: a throw if one threw, else the denial if one
+/// denied (`guard-throw-denies`: a throw becomes a denial with its message).
+pub(super) fn guard_throw(
+    faults: &Faults,
+    threw: Option<Failure>,
+    denial: Option<String>,
+) -> (Option<Failure>, Option<String>) {
+    #[cfg(feature = "mutants")]
+    if let Some(failure) = &threw
+        && faults.has(Mutant::GuardThrowDenies)
+    {
+        return (None, Some(failure.message.clone()));
+    }
+    (threw, denial)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Execute: the body.
 
@@ -505,6 +535,20 @@ pub(super) fn body_throw(
         return Err(failure.clone());
     }
     Ok(())
+}
+
+/// The contexts the body deferred that the dispatch's result carries: all of them
+/// (`failure-drops-deferred-contexts`: none when the result is a failure).
+pub(super) fn deferred_kept(
+    faults: &Faults,
+    result: &ToolResult,
+    deferred: Vec<String>,
+) -> Vec<String> {
+    #[cfg(feature = "mutants")]
+    if result.is_error && faults.has(Mutant::FailureDropsDeferredContexts) {
+        return Vec::new();
+    }
+    deferred
 }
 
 /// Whether the fs gate enforces read-before-edit: always (`edit-without-read`: never).
@@ -677,6 +721,15 @@ pub(super) fn sub_call_contexts(faults: &Faults, frozen: &ToolResult, defer: imp
         for context in &frozen.additional_contexts {
             defer(context.text.clone());
         }
+    }
+}
+
+/// Logs a sub-call as a model's call: never, its dispatch events log it
+/// (`sub-call-logs-tool-call`: a `tool/call` too).
+pub(super) fn sub_call_tool_call(faults: &Faults, record: impl FnOnce()) {
+    #[cfg(feature = "mutants")]
+    if faults.has(Mutant::SubCallLogsToolCall) {
+        record();
     }
 }
 

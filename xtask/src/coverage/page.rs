@@ -158,7 +158,7 @@ fn gap_sections(out: &mut String, coverage: &Coverage<'_>) {
             cell(reason)
         );
     }
-    out.push_str("\n## Guarantees held only by a generic invariant\n\nOnly `stage-graph-walk` (a walk off the graph) or a scenario's expected outcome (`expected-outcome`, `expected-content`: drive mode only) holds these: a breach is caught when it changes the walk or the outcome of a corpus scenario, never named, and not at all in replay mode.\n\n| clause | level | says | held by |\n|---|---|---|---|\n");
+    out.push_str("\n## Guarantees held only by a generic invariant\n\nOnly `stage-graph-walk` (a walk off the graph) or a scenario's expected outcome (`expected-outcome`, `expected-content`: drive mode only) holds these. A breach is caught when it changes the walk or the outcome of a corpus scenario, and not at all in replay mode. **A failure of `expected-outcome` alone leaves these clauses unnamed**: the report says that a call's outcome differs from the one the scripts determine (or that a walk left the graph), not which of these guarantees broke. Every other guarantee has an invariant of its own that names its breach.\n\n| clause | level | says | held by |\n|---|---|---|---|\n");
     for c in coverage
         .clauses
         .iter()
@@ -291,6 +291,20 @@ fn clause_section(out: &mut String, c: &Covered<'_>, corpus: &[Scenario]) {
         let _ = writeln!(out, "- Mutants that break them: {}.", mutants.join(", "));
     } else if !specific.is_empty() {
         out.push_str("- Mutants that break them: none.\n");
+    }
+    // What a failure of the scenario's expectations alone does not name (`stage-graph-walk`
+    // alone names a walk off the flowchart, which is the `title` clause itself).
+    let expectations: Vec<String> = generic
+        .iter()
+        .filter(|i| i.id != tep_check::invariants::InvariantId::StageGraphWalk)
+        .map(|i| format!("`{}`", i.id))
+        .collect();
+    if clause.kind.is_guarantee() && c.generic_only() && !expectations.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Unnamed: a failure of {} alone leaves this clause unnamed (no invariant of its own names its breach).",
+            expectations.join(" or ")
+        );
     }
     if let Some(note) = &clause.note {
         let _ = writeln!(out, "- Note: {note}");

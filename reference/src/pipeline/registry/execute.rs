@@ -39,13 +39,14 @@ impl ToolRegistry {
             .unwrap_or_else(PoisonError::into_inner);
         let outcome = outcome.map(|mut result| {
             // Tool-deferred contexts come first, then the wrappers'.
-            let mut contexts: Vec<AdditionalContext> = deferred
-                .into_iter()
-                .map(|text| AdditionalContext {
-                    origin: ContextOrigin::Tool,
-                    text,
-                })
-                .collect();
+            let mut contexts: Vec<AdditionalContext> =
+                faults::deferred_kept(&self.faults, &result, deferred)
+                    .into_iter()
+                    .map(|text| AdditionalContext {
+                        origin: ContextOrigin::Tool,
+                        text,
+                    })
+                    .collect();
             contexts.append(&mut result.additional_contexts);
             result.additional_contexts = contexts;
             result

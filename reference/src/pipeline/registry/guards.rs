@@ -53,6 +53,7 @@ impl ToolRegistry {
                 }
             }
         }
+        let (threw, denial) = faults::guard_throw(&self.faults, threw, denial);
         let mut obs = self.stage(NodeId::Guards, exec).identity(seen.identity());
         obs.listeners = Some(verdicts.iter().map(|v| v.guard.clone()).collect());
         obs.verdicts = Some(verdicts);

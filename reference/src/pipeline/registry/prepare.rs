@@ -108,7 +108,9 @@ impl ToolRegistry {
                 let guards: BoxFuture<'_, Prepared> = Box::pin(self.run_guards(exec));
                 let (first, then) = faults::approval_then_guards(&self.faults, approval, guards);
                 match first.await {
-                    Prepared::Allowed => then.await,
+                    Prepared::Allowed if faults::guards_after_allowed_once(&self.faults) => {
+                        then.await
+                    }
                     refused => refused,
                 }
             }

@@ -8,7 +8,7 @@ use crate::pipeline::faults;
 use crate::pipeline::tool::ToolContext;
 use tep_model::graph::{NodeId, Revision};
 use tep_model::result::content_text;
-use tep_model::session::{CodeDispatch, CodeDispatchStart, EventBody};
+use tep_model::session::{CodeDispatch, CodeDispatchStart, EventBody, ToolCallData};
 
 impl ToolRegistry {
     /// A Code Mode sub-call: the `n`-th binding call of the program `parent` runs. It re-enters
@@ -50,6 +50,20 @@ impl ToolRegistry {
                 None,
             );
         }
+        faults::sub_call_tool_call(&self.faults, || {
+            self.recorder.append(
+                Some(&id),
+                EventBody::ToolCall(ToolCallData {
+                    turn: 1,
+                    step: 1,
+                    call_id: id.clone(),
+                    name: tool.to_owned(),
+                    arguments: plan.call.arguments.clone(),
+                }),
+                None,
+                None,
+            );
+        });
         let (prepared, exec) = self.decide(exec).await;
         let settled = match prepared {
             Prepared::Allowed => Settled::Executed(self.execute(0, &plan, exec.clone()).await.1),
