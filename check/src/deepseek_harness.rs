@@ -38,11 +38,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::BufRead;
 
+use serde::Deserialize;
+use serde::de::value::MapDeserializer;
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
-use tep_model::session::SessionEvent;
-use tep_model::strict_json;
+use tep_model::session::{EventBody, SessionEvent, SurfaceOp};
+use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::TraceRecord;
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
 
@@ -57,8 +60,9 @@ pub const FORMAT_VERSION: u64 = 0;
 /// The first four bytes of a Zstandard frame (the harness's default `session.jsonl.zstd`).
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
-/// Every event type deepseek-harness 0.1.0-rc.8 declares (its `KNOWN_SESSION_EVENT_TYPES`).
-/// A type outside this list (and the packed chunk rows) is passed over and counted.
+/// Every event type deepseek-harness 0.1.0-rc.8 declares (its `KNOWN_SESSION_EVENT_TYPES`), in
+/// sorted order (looked up by binary search). A type outside this list (and the packed chunk
+/// rows) is passed over and counted.
 pub const KNOWN_EVENT_TYPES: &[&str] = &[
     "agent-preset/selected",
     "agent/inbox/spliced",
@@ -112,6 +116,126 @@ pub const KNOWN_EVENT_TYPES: &[&str] = &[
 
 /// The storage rows that pack a run of `assistant/chunk` events into one line.
 const CHUNK_ROWS: &[&str] = &["text-chunks", "reasoning-chunks", "tool-call-chunks"];
+
+/// How much of a line of some type the converter reads: the rest of the line is checked as
+/// strictly and built into nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// The whole event: the types it makes trace records of (their data decides it).
+    Event,
+    /// Only its `data` (and the envelope's `type`, `seq` and `time`).
+    Data,
+    /// Only the envelope: turns, steps, chunks, requests, types it does not know.
+    Envelope,
+}
+
+impl Need {
+    fn of(kind: &str) -> Self {
+        match kind {
+            "user/message"
+            | "tool/call"
+            | "tool/result"
+            | "approval/asked"
+            | "approval/decided"
+            | "tool/code-dispatch-start"
+            | "tool/code-dispatch"
+            | "hook/invoked"
+            | "hook/result"
+            | "todo/write" => Need::Event,
+            "assistant/message" | "agent/inbox/spliced" => Need::Data,
+            _ => Need::Envelope,
+        }
+    }
+}
+
+/// A line after the header, read in one strict pass: the members its `type` needs, as
+/// `Value`s. A line that [`strict_json::value_from_str`] refuses is refused with the same error.
+enum Line {
+    /// Not a JSON object.
+    Other,
+    /// An object: its `type`, `seq` and `time`, and those other members its type needs (every
+    /// member until `type` is read).
+    Object {
+        members: Map<String, Value>,
+        /// Whether it has a `data` member, read or not.
+        data: bool,
+    },
+}
+
+impl<'de> Deserialize<'de> for Line {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LineVisitor)
+    }
+}
+
+struct LineVisitor;
+
+impl<'de> Visitor<'de> for LineVisitor {
+    type Value = Line;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Line, A::Error> {
+        Skip(&mut Keys::default()).visit_seq(seq)?;
+        Ok(Line::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Line, A::Error> {
+        let mut keys = Keys::default();
+        let start = keys.enter();
+        let mut members = Map::new();
+        let mut data = false;
+        // Until `type` is read, everything is.
+        let mut need = Need::Event;
+        while let Some(key) = map.next_key_seed(Key)? {
+            keys.insert(start, key.clone())?;
+            let kept = match key.as_ref() {
+                "type" | "seq" | "time" => true,
+                "data" => {
+                    data = true;
+                    need != Need::Envelope
+                }
+                _ => need == Need::Event,
+            };
+            if !kept {
+                map.next_value_seed(Skip(&mut keys))?;
+                continue;
+            }
+            let StrictValue(value) = map.next_value()?;
+            if let ("type", Value::String(kind)) = (key.as_ref(), &value) {
+                need = Need::of(kind);
+            }
+            members.insert(key.into_owned(), value);
+        }
+        Ok(Line::Object { members, data })
+    }
+}
 
 /// What the converter is told beyond the log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -329,8 +453,11 @@ pub struct Converter {
     staging: Option<CallId>,
     /// Contexts staged by a call and not yet injected: message id → call.
     staged: HashMap<String, CallId>,
-    /// Approval prompts asked: prompt id → call.
+    /// Approval prompts asked and not decided yet: prompt id → call.
     prompts: HashMap<String, CallId>,
+    /// Prompts decided in the open batch: a second decision is still its call's (and breaks
+    /// `approval-once`); the next batch forgets them.
+    decided: HashMap<String, CallId>,
     /// Calls of the open batch that started and have no result yet.
     running: BTreeSet<CallId>,
     /// Code Mode sub-calls that started and are not committed yet, with their `run_code` call.
@@ -363,21 +490,26 @@ impl Converter {
             return Ok(None);
         }
         self.summary.lines += 1;
-        // Strict: a key named twice (a forged `type`, `callId`) is refused, not the last kept.
-        let value: Value = strict_json::value_from_str(text).map_err(|e| LogError::NotAnEvent {
+        let invalid = |e: serde_json::Error| LogError::NotAnEvent {
             line,
             why: format!("invalid JSON ({e})"),
-        })?;
-        let Value::Object(map) = value else {
-            return Err(LogError::NotAnEvent {
-                line,
-                why: "a session event is a JSON object".to_owned(),
-            });
         };
+        let not_object = || LogError::NotAnEvent {
+            line,
+            why: "a session event is a JSON object".to_owned(),
+        };
+        // Strict: a key named twice (a forged `type`, `callId`) is refused, not the last kept.
         if !self.header_seen {
+            let Value::Object(map) = strict_json::value_from_str(text).map_err(invalid)? else {
+                return Err(not_object());
+            };
             self.header_seen = true;
             return self.header(line, &map).map(Some);
         }
+        // The members its type needs; the rest is checked and dropped as it is read.
+        let Line::Object { members: map, data } = read_line(text).map_err(invalid)? else {
+            return Err(not_object());
+        };
         let kind = match map.get("type") {
             Some(Value::String(t)) => t.clone(),
             Some(_) => return Err(not_an_event(line, "field `type` must be a string")),
@@ -398,10 +530,10 @@ impl Converter {
                 ));
             }
         }
-        if !map.contains_key("data") {
+        if !data {
             return Err(not_an_event(line, "it has no `data`"));
         }
-        if !KNOWN_EVENT_TYPES.contains(&kind.as_str()) {
+        if KNOWN_EVENT_TYPES.binary_search(&kind.as_str()).is_err() {
             let entry = self.summary.unknown.entry(kind).or_insert((0, line));
             entry.0 += 1;
             return Ok(None);
@@ -504,7 +636,7 @@ impl Converter {
                 }
                 None
             }
-            "approval/decided" => str_field(data, "id").and_then(|p| self.prompts.get(p).cloned()),
+            "approval/decided" => str_field(data, "id").and_then(|p| self.decide(p)),
             "tool/code-dispatch-start" => {
                 if let (Some(sub), Some(parent)) = (
                     str_field(data, "subCallId"),
@@ -540,12 +672,11 @@ impl Converter {
             }
             _ => return Ok(None),
         };
-        let event: SessionEvent =
-            serde_json::from_value(Value::Object(map)).map_err(|e| LogError::Shape {
-                line,
-                kind: kind.to_owned(),
-                why: e.to_string(),
-            })?;
+        let event = session_event(kind, map).map_err(|e| LogError::Shape {
+            line,
+            kind: kind.to_owned(),
+            why: e.to_string(),
+        })?;
         Ok(Some(TraceRecord::Event(Box::new(EventRecord {
             call,
             event,
@@ -571,10 +702,12 @@ impl Converter {
         if calls.is_empty() {
             return None;
         }
+        // What the last batch left open closes with it: every map stays as small as a batch.
         self.running.clear();
         self.running_subs.clear();
         self.units.clear();
         self.hooks.clear();
+        self.decided.clear();
         let mut model = Observation::at(NodeId::Model);
         model.calls = Some(calls);
         Some(TraceRecord::Stage(Box::new(model)))
@@ -601,6 +734,17 @@ impl Converter {
             if let (Some(id), false) = (str_field(message, "id"), from_user) {
                 self.staged.insert(id.to_owned(), call.clone());
             }
+        }
+    }
+
+    /// The call a decision of prompt `id` is for: the prompt settles.
+    fn decide(&mut self, id: &str) -> Option<CallId> {
+        match self.prompts.remove_entry(id) {
+            Some((id, call)) => {
+                self.decided.insert(id, call.clone());
+                Some(call)
+            }
+            None => self.decided.get(id).cloned(),
         }
     }
 
@@ -792,6 +936,49 @@ impl Converter {
         let one = innermost.next()?;
         innermost.next().is_none().then_some(one)
     }
+}
+
+/// The session event of a line's members, as `serde_json::from_value::<SessionEvent>` reads
+/// it, without the detour through serde's buffered content that its flattened body takes: the
+/// envelope's members one by one, then the body from its `type` and `data`, in that order. Where
+/// that fails, `from_value` says why, in its words.
+fn session_event(kind: &str, map: Map<String, Value>) -> Result<SessionEvent, serde_json::Error> {
+    let direct = || -> Option<SessionEvent> {
+        let number = |field| map.get(field).and_then(Value::as_u64);
+        let optional = |field| map.get(field).filter(|v| !v.is_null());
+        let surface_op = match optional("surfaceOp") {
+            Some(v) => Some(SurfaceOp::deserialize(v).ok()?),
+            None => None,
+        };
+        let source_event_seqs = match optional("sourceEventSeqs") {
+            Some(v) => Some(Vec::<u64>::deserialize(v).ok()?),
+            None => None,
+        };
+        let kind = Value::from(kind);
+        let members = [("type", &kind), ("data", map.get("data")?)];
+        let body = MapDeserializer::<_, serde_json::Error>::new(members.into_iter());
+        // It reads `type` first, then `data`, and refuses a member left over.
+        let event_body = EventBody::deserialize(body).ok()?;
+        Some(SessionEvent {
+            seq: number("seq")?,
+            time: number("time")?,
+            body: event_body,
+            surface_op,
+            source_event_seqs,
+        })
+    };
+    match direct() {
+        Some(event) => Ok(event),
+        None => serde_json::from_value(Value::Object(map)),
+    }
+}
+
+/// Reads a line after the header as [`Line`]: one pass, what it does not need built into nothing.
+fn read_line(text: &str) -> Result<Line, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let line = Line::deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(line)
 }
 
 fn str_field<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
@@ -1338,6 +1525,108 @@ mod tests {
             matches!(e, ConvertError::Log(LogError::Version { line: 1, .. })),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_known_types_are_sorted_for_their_binary_search() {
+        assert!(KNOWN_EVENT_TYPES.windows(2).all(|w| w[0] < w[1]));
+        for kind in KNOWN_EVENT_TYPES {
+            assert!(KNOWN_EVENT_TYPES.binary_search(kind).is_ok(), "{kind}");
+        }
+    }
+
+    /// Lines of the types the converter does not use are read into nothing, yet refused as
+    /// strictly as the others: a key named twice anywhere, with the error the whole-line reader
+    /// gives; and a line whose `data` comes before its `type` is read whole.
+    #[test]
+    fn passed_over_lines_are_checked_as_strictly_as_the_others() {
+        let refused = [
+            (
+                r#"{"type":"request/header","seq":1,"time":1,"data":{"a":[{"x":1,"x":2}]}}"#,
+                "duplicate key `x` at line 1 column 65",
+            ),
+            (
+                r#"{"type":"turn/start","seq":1,"type":"turn/end","time":1,"data":{}}"#,
+                "duplicate key `type`",
+            ),
+            (
+                r#"{"type":"x/y","seq":1,"time":1,"data":{"a\u0062":1,"ab":2}}"#,
+                "duplicate key `ab`",
+            ),
+            (
+                r#"{"type":"text-chunks","data":{"b":[1}}"#,
+                "expected `,` or `]`",
+            ),
+            (
+                r#"{"type":"step/end","seq":1,"time":1,"data":"\ud800"}"#,
+                "hex escape",
+            ),
+            (r#"[{"a":1,"a":2}]"#, "duplicate key `a`"),
+        ];
+        for (line, want) in refused {
+            let e = convert_lines(Options::default(), &[line])
+                .unwrap_err()
+                .to_string();
+            let whole = strict_json::value_from_str(line).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("line 2: not a session event: invalid JSON ({whole})")
+            );
+            assert!(e.contains(want), "{line}: {e}");
+        }
+        let first = r#"{"data":{"turn":1,"step":1,"callId":"a","name":"x","arguments":"{}"},"seq":1,"time":1,"type":"tool/call"}"#;
+        let lines = [batch(0, &[("a", "x")]), first.to_owned()];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (records, _) = convert_lines(Options::default(), &lines).unwrap();
+        let TraceRecord::Event(e) = &records[2].1 else {
+            panic!("{records:?}")
+        };
+        assert_eq!(e.event.body.type_name(), "tool/call");
+    }
+
+    /// Every map of the converter holds what is still open: a prompt until it is decided (a
+    /// second decision in the same batch still names its call), a batch's decisions until the
+    /// next batch.
+    #[test]
+    fn approval_prompts_are_forgotten_once_settled() {
+        let asked = |seq, prompt: &str, call: &str| {
+            event(
+                seq,
+                "approval/asked",
+                &format!(r#"{{"id":"{prompt}","toolName":"rm","callId":"{call}"}}"#),
+            )
+        };
+        let decided = |seq, prompt: &str| {
+            event(
+                seq,
+                "approval/decided",
+                &format!(r#"{{"id":"{prompt}","outcome":"rejected"}}"#),
+            )
+        };
+        let mut converter = Converter::new(Options::default());
+        let mut lines = vec![HEADER.to_owned()];
+        for n in 0..50u64 {
+            let call = format!("c{n}");
+            let prompt = format!("p{n}");
+            lines.push(batch(4 * n, &[(&call, "rm")]));
+            lines.push(asked(4 * n + 1, &prompt, &call));
+            lines.push(decided(4 * n + 2, &prompt));
+            lines.push(decided(4 * n + 3, &prompt));
+        }
+        let mut calls = Vec::new();
+        for (i, text) in lines.iter().enumerate() {
+            if let Some(TraceRecord::Event(e)) = converter.line(i + 1, text.as_bytes()).unwrap() {
+                calls.push(e.call.as_ref().map(ToString::to_string));
+            }
+        }
+        // Each batch: asked (its data names the call), then both decisions for the call.
+        assert_eq!(calls.len(), 150);
+        assert_eq!(
+            calls[148..],
+            [Some("c49".to_owned()), Some("c49".to_owned())]
+        );
+        assert!(converter.prompts.is_empty(), "{:?}", converter.prompts);
+        assert_eq!(converter.decided.len(), 1, "{:?}", converter.decided);
     }
 
     #[test]
