@@ -44,7 +44,7 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
-use tep_model::session::{EventBody, SessionEvent, SurfaceOp};
+use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
 use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::TraceRecord;
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
@@ -121,7 +121,10 @@ const CHUNK_ROWS: &[&str] = &["text-chunks", "reasoning-chunks", "tool-call-chun
 /// strictly and built into nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Need {
-    /// The whole event: the types it makes trace records of (their data decides it).
+    /// Only the envelope, then the whole line again straight into its typed event (a type
+    /// that always makes a trace record).
+    Typed,
+    /// The whole event: `user/message`, a trace record only when a call staged it.
     Event,
     /// Only its `data` (and the envelope's `type`, `seq` and `time`).
     Data,
@@ -132,8 +135,7 @@ enum Need {
 impl Need {
     fn of(kind: &str) -> Self {
         match kind {
-            "user/message"
-            | "tool/call"
+            "tool/call"
             | "tool/result"
             | "approval/asked"
             | "approval/decided"
@@ -141,7 +143,8 @@ impl Need {
             | "tool/code-dispatch"
             | "hook/invoked"
             | "hook/result"
-            | "todo/write" => Need::Event,
+            | "todo/write" => Need::Typed,
+            "user/message" => Need::Event,
             "assistant/message" | "agent/inbox/spliced" => Need::Data,
             _ => Need::Envelope,
         }
@@ -162,13 +165,10 @@ enum Line {
     },
 }
 
-impl<'de> Deserialize<'de> for Line {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(LineVisitor)
-    }
+/// Reads a line as [`Line`]; `whole`: every member, whatever the type.
+struct LineVisitor {
+    whole: bool,
 }
-
-struct LineVisitor;
 
 impl<'de> Visitor<'de> for LineVisitor {
     type Value = Line;
@@ -219,7 +219,7 @@ impl<'de> Visitor<'de> for LineVisitor {
                 "type" | "seq" | "time" => true,
                 "data" => {
                     data = true;
-                    need != Need::Envelope
+                    matches!(need, Need::Event | Need::Data)
                 }
                 _ => need == Need::Event,
             };
@@ -228,7 +228,7 @@ impl<'de> Visitor<'de> for LineVisitor {
                 continue;
             }
             let StrictValue(value) = map.next_value()?;
-            if let ("type", Value::String(kind)) = (key.as_ref(), &value) {
+            if let ("type", Value::String(kind), false) = (key.as_ref(), &value, self.whole) {
                 need = Need::of(kind);
             }
             members.insert(key.into_owned(), value);
@@ -507,7 +507,9 @@ impl Converter {
             return self.header(line, &map).map(Some);
         }
         // The members its type needs; the rest is checked and dropped as it is read.
-        let Line::Object { members: map, data } = read_line(text).map_err(invalid)? else {
+        let Line::Object { members: map, data } =
+            read_line(text, Need::Envelope).map_err(invalid)?
+        else {
             return Err(not_object());
         };
         let kind = match map.get("type") {
@@ -538,7 +540,7 @@ impl Converter {
             entry.0 += 1;
             return Ok(None);
         }
-        let record = self.event(line, &kind, map)?;
+        let record = self.event(line, &kind, map, text)?;
         if record.is_some() {
             self.summary.records += 1;
         } else {
@@ -589,37 +591,69 @@ impl Converter {
         line: usize,
         kind: &str,
         map: Map<String, Value>,
+        text: &str,
     ) -> Result<Option<TraceRecord>, LogError> {
+        let map = if Need::of(kind) == Need::Typed {
+            if let Some(event) = typed_event(text) {
+                let Some(call) = self.attribute(line, kind, &Ids::of_body(&event.body)) else {
+                    return Ok(None);
+                };
+                return Ok(Some(record(call, event)));
+            }
+            // Declined: read as every other line is, whole.
+            match read_line(text, Need::Event) {
+                Ok(Line::Object { members, .. }) => members,
+                _ => map,
+            }
+        } else {
+            map
+        };
         let data = map.get("data").unwrap_or(&Value::Null);
         // Contexts are staged right after their call's result, before anything else happens.
-        let staging = self.staging.take();
-        let call = match kind {
-            "assistant/message" => return Ok(self.batch(data)),
+        match kind {
+            "assistant/message" => {
+                self.staging = None;
+                return Ok(self.batch(data));
+            }
             "agent/inbox/spliced" => {
+                let staging = self.staging.take();
                 self.stage_contexts(data, staging.as_ref());
                 self.staging = staging;
                 return Ok(None);
             }
+            _ => {}
+        }
+        let Some(call) = self.attribute(line, kind, &Ids::of_value(data)) else {
+            return Ok(None);
+        };
+        let event = session_event(kind, map).map_err(|e| LogError::Shape {
+            line,
+            kind: kind.to_owned(),
+            why: e.to_string(),
+        })?;
+        Ok(Some(record(call, event)))
+    }
+
+    /// Follows the open batch through an event of `kind` whose data holds `ids`: the call the
+    /// record is attributed to (`Some(None)`: no call, its data names it), or `None` when the
+    /// event is no pipeline event and makes no record.
+    fn attribute(&mut self, line: usize, kind: &str, ids: &Ids<'_>) -> Option<Option<CallId>> {
+        // Contexts are staged right after their call's result, before anything else happens.
+        self.staging = None;
+        let call = match kind {
             "user/message" => {
-                let id = data.get("id").and_then(Value::as_str).unwrap_or_default();
-                match self.staged.remove(id) {
-                    Some(call) => Some(call),
-                    // A user's own message, or one no call staged: not a pipeline event.
-                    None => return Ok(None),
-                }
+                // A user's own message, or one no call staged: not a pipeline event.
+                Some(self.staged.remove(ids.id.unwrap_or_default())?)
             }
             "tool/call" => {
-                if let Some(id) = str_field(data, "callId") {
+                if let Some(id) = ids.call {
                     self.running.insert(CallId::new(id));
                     self.start_unit(CallId::new(id), None);
                 }
                 None
             }
             "tool/result" => {
-                let id = data
-                    .pointer("/message/content/0/toolCallId")
-                    .and_then(Value::as_str);
-                if let Some(id) = id {
+                if let Some(id) = ids.result_call {
                     let id = CallId::new(id);
                     self.end_unit(&id, line);
                     self.running.remove(&id);
@@ -629,19 +663,14 @@ impl Converter {
                 None
             }
             "approval/asked" => {
-                if let (Some(prompt), Some(call)) =
-                    (str_field(data, "id"), str_field(data, "callId"))
-                {
+                if let (Some(prompt), Some(call)) = (ids.id, ids.call) {
                     self.prompts.insert(prompt.to_owned(), CallId::new(call));
                 }
                 None
             }
-            "approval/decided" => str_field(data, "id").and_then(|p| self.decide(p)),
+            "approval/decided" => ids.id.and_then(|p| self.decide(p)),
             "tool/code-dispatch-start" => {
-                if let (Some(sub), Some(parent)) = (
-                    str_field(data, "subCallId"),
-                    str_field(data, "parentCallId"),
-                ) {
+                if let (Some(sub), Some(parent)) = (ids.sub, ids.parent) {
                     self.dispatch_after_result(line, kind, parent, sub);
                     self.running_subs
                         .insert(CallId::new(sub), CallId::new(parent));
@@ -650,8 +679,8 @@ impl Converter {
                 None
             }
             "tool/code-dispatch" => {
-                if let Some(sub) = str_field(data, "subCallId") {
-                    if let Some(parent) = str_field(data, "parentCallId") {
+                if let Some(sub) = ids.sub {
+                    if let Some(parent) = ids.parent {
                         self.dispatch_after_result(line, kind, parent, sub);
                     }
                     self.end_unit(&CallId::new(sub), line);
@@ -660,7 +689,7 @@ impl Converter {
                 None
             }
             "hook/invoked" | "hook/result" => {
-                self.hook_stage(line, kind, data);
+                self.hook_stage(line, kind, ids.point, ids.handler.unwrap_or_default());
                 None
             }
             "todo/write" => {
@@ -670,17 +699,9 @@ impl Converter {
                 }
                 call
             }
-            _ => return Ok(None),
+            _ => return None,
         };
-        let event = session_event(kind, map).map_err(|e| LogError::Shape {
-            line,
-            kind: kind.to_owned(),
-            why: e.to_string(),
-        })?;
-        Ok(Some(TraceRecord::Event(Box::new(EventRecord {
-            call,
-            event,
-        }))))
+        Some(call)
     }
 
     /// The `model` record of an assistant message that calls tools.
@@ -836,9 +857,9 @@ impl Converter {
     }
 
     /// Reads a hook event as its call's pre- or post-execute stage, and checks its place.
-    fn hook_stage(&mut self, line: usize, kind: &str, data: &Value) {
-        let stage = str_field(data, "point").and_then(HookStage::of);
-        let handler = str_field(data, "handlerId").unwrap_or_default().to_owned();
+    fn hook_stage(&mut self, line: usize, kind: &str, point: Option<&str>, handler: &str) {
+        let stage = point.and_then(HookStage::of);
+        let handler = handler.to_owned();
         let Some(stage) = stage else {
             // A hook of no tool call (a session or prompt hook): not a pipeline stage.
             self.summary.unattributed.push(line);
@@ -973,12 +994,118 @@ fn session_event(kind: &str, map: Map<String, Value>) -> Result<SessionEvent, se
     }
 }
 
-/// Reads a line after the header as [`Line`]: one pass, what it does not need built into nothing.
-fn read_line(text: &str) -> Result<Line, serde_json::Error> {
+/// Reads a line after the header as [`Line`]: one pass, what its type does not need (`need`:
+/// [`Need::Event`] for everything) built into nothing.
+fn read_line(text: &str, need: Need) -> Result<Line, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let line = Line::deserialize(&mut deserializer)?;
+    let visitor = LineVisitor {
+        whole: need == Need::Event,
+    };
+    let line = (&mut deserializer).deserialize_any(visitor)?;
     deserializer.end()?;
     Ok(line)
+}
+
+/// A line's session event read straight from its text, in one typed pass
+/// ([`TraceRecord::from_json_tag_first`]), when it leads with its `type` and has no member the
+/// event does not know; `None` otherwise. It reads what `from_value` reads from the line's
+/// members (that reader's promise); the line was checked strictly before.
+fn typed_event(text: &str) -> Option<SessionEvent> {
+    const OPEN: &str = r#"{"kind":"event","event":"#;
+    let mut wrapped = String::with_capacity(OPEN.len() + text.len() + 1);
+    wrapped.push_str(OPEN);
+    wrapped.push_str(text);
+    wrapped.push('}');
+    match TraceRecord::from_json_tag_first(&wrapped)? {
+        TraceRecord::Event(e) if e.call.is_none() => Some(e.event),
+        _ => None,
+    }
+}
+
+fn record(call: Option<CallId>, event: SessionEvent) -> TraceRecord {
+    TraceRecord::Event(Box::new(EventRecord { call, event }))
+}
+
+/// The string members of an event's data that attribute it (each read only for the types
+/// whose data has it).
+#[derive(Debug, Default)]
+struct Ids<'a> {
+    /// `id`: a user message's, an approval prompt's.
+    id: Option<&'a str>,
+    /// `callId` (`tool/call`, `approval/asked`).
+    call: Option<&'a str>,
+    /// A `tool/result`'s `message.content[0].toolCallId`.
+    result_call: Option<&'a str>,
+    /// `subCallId`, `parentCallId` (the dispatch events).
+    sub: Option<&'a str>,
+    parent: Option<&'a str>,
+    /// `point`, `handlerId` (the hook events).
+    point: Option<&'a str>,
+    handler: Option<&'a str>,
+}
+
+impl<'a> Ids<'a> {
+    fn of_value(data: &'a Value) -> Self {
+        Ids {
+            id: str_field(data, "id"),
+            call: str_field(data, "callId"),
+            result_call: data
+                .pointer("/message/content/0/toolCallId")
+                .and_then(Value::as_str),
+            sub: str_field(data, "subCallId"),
+            parent: str_field(data, "parentCallId"),
+            point: str_field(data, "point"),
+            handler: str_field(data, "handlerId"),
+        }
+    }
+
+    fn of_body(body: &'a EventBody) -> Self {
+        match body {
+            EventBody::ToolCall(d) => Ids {
+                call: Some(d.call_id.as_str()),
+                ..Ids::default()
+            },
+            // A flat result has no `message`: it names no call here, as in `of_value`.
+            EventBody::ToolResult(ToolResultData::Message(m)) => Ids {
+                result_call: m.message.content.first().map(|b| b.tool_call_id.as_str()),
+                ..Ids::default()
+            },
+            EventBody::UserMessage(m) => Ids {
+                id: Some(&m.id),
+                ..Ids::default()
+            },
+            EventBody::ApprovalAsked(a) => Ids {
+                id: Some(&a.id),
+                call: a.call_id.as_ref().map(CallId::as_str),
+                ..Ids::default()
+            },
+            EventBody::ApprovalDecided(d) => Ids {
+                id: Some(&d.id),
+                ..Ids::default()
+            },
+            EventBody::CodeDispatchStart(d) => Ids {
+                sub: Some(d.sub_call_id.as_str()),
+                parent: Some(d.parent_call_id.as_str()),
+                ..Ids::default()
+            },
+            EventBody::CodeDispatch(d) => Ids {
+                sub: Some(d.sub_call_id.as_str()),
+                parent: Some(d.parent_call_id.as_str()),
+                ..Ids::default()
+            },
+            EventBody::HookInvoked(h) => Ids {
+                point: Some(&h.point),
+                handler: Some(&h.handler_id),
+                ..Ids::default()
+            },
+            EventBody::HookResult(h) => Ids {
+                point: Some(&h.point),
+                handler: Some(&h.handler_id),
+                ..Ids::default()
+            },
+            _ => Ids::default(),
+        }
+    }
 }
 
 fn str_field<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
@@ -1525,6 +1652,49 @@ mod tests {
             matches!(e, ConvertError::Log(LogError::Version { line: 1, .. })),
             "{e}"
         );
+    }
+
+    /// The typed pass reads every event the real logs hold as the `Value` path reads it, and
+    /// attributes it by the same members.
+    #[test]
+    fn the_typed_pass_reads_the_real_logs_as_the_value_path_does() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../cli/tests/data/deepseek-harness");
+        let mut typed = 0;
+        for name in ["rc8-session", "rc8-cli-s2", "rc8-cli-s3", "rc8-cli-s4"] {
+            let text = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).unwrap();
+            for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+                let Line::Object { members, .. } = read_line(line, Need::Event).unwrap() else {
+                    panic!("{line}")
+                };
+                let kind = members["type"].as_str().unwrap().to_owned();
+                if Need::of(&kind) != Need::Typed {
+                    continue;
+                }
+                let event = typed_event(line).unwrap_or_else(|| panic!("declined: {line}"));
+                // The members `attribute` reads for this type.
+                let used = |i: &Ids<'_>| -> Vec<Option<String>> {
+                    let fields = match kind.as_str() {
+                        "tool/call" => vec![i.call],
+                        "tool/result" => vec![i.result_call],
+                        "approval/asked" => vec![i.id, i.call],
+                        "approval/decided" => vec![i.id],
+                        "tool/code-dispatch-start" | "tool/code-dispatch" => vec![i.sub, i.parent],
+                        "hook/invoked" | "hook/result" => vec![i.point, i.handler],
+                        _ => vec![],
+                    };
+                    fields.into_iter().map(|f| f.map(str::to_owned)).collect()
+                };
+                assert_eq!(
+                    used(&Ids::of_body(&event.body)),
+                    used(&Ids::of_value(&members["data"])),
+                    "{line}"
+                );
+                assert_eq!(Some(event), session_event(&kind, members).ok(), "{line}");
+                typed += 1;
+            }
+        }
+        assert!(typed > 150, "{typed}");
     }
 
     #[test]
