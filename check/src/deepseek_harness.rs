@@ -38,11 +38,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::BufRead;
 
+use serde::Deserialize;
+use serde::de::value::MapDeserializer;
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
-use tep_model::session::SessionEvent;
-use tep_model::strict_json;
+use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
+use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::TraceRecord;
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
 
@@ -57,8 +60,9 @@ pub const FORMAT_VERSION: u64 = 0;
 /// The first four bytes of a Zstandard frame (the harness's default `session.jsonl.zstd`).
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
-/// Every event type deepseek-harness 0.1.0-rc.8 declares (its `KNOWN_SESSION_EVENT_TYPES`).
-/// A type outside this list (and the packed chunk rows) is passed over and counted.
+/// Every event type deepseek-harness 0.1.0-rc.8 declares (its `KNOWN_SESSION_EVENT_TYPES`), in
+/// sorted order (looked up by binary search). A type outside this list (and the packed chunk
+/// rows) is passed over and counted.
 pub const KNOWN_EVENT_TYPES: &[&str] = &[
     "agent-preset/selected",
     "agent/inbox/spliced",
@@ -112,6 +116,126 @@ pub const KNOWN_EVENT_TYPES: &[&str] = &[
 
 /// The storage rows that pack a run of `assistant/chunk` events into one line.
 const CHUNK_ROWS: &[&str] = &["text-chunks", "reasoning-chunks", "tool-call-chunks"];
+
+/// How much of a line of some type the converter reads: the rest of the line is checked as
+/// strictly and built into nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Only the envelope, then the whole line again straight into its typed event (a type
+    /// that always makes a trace record).
+    Typed,
+    /// The whole event: `user/message`, a trace record only when a call staged it.
+    Event,
+    /// Only its `data` (and the envelope's `type`, `seq` and `time`).
+    Data,
+    /// Only the envelope: turns, steps, chunks, requests, types it does not know.
+    Envelope,
+}
+
+impl Need {
+    fn of(kind: &str) -> Self {
+        match kind {
+            "tool/call"
+            | "tool/result"
+            | "approval/asked"
+            | "approval/decided"
+            | "tool/code-dispatch-start"
+            | "tool/code-dispatch"
+            | "hook/invoked"
+            | "hook/result"
+            | "todo/write" => Need::Typed,
+            "user/message" => Need::Event,
+            "assistant/message" | "agent/inbox/spliced" => Need::Data,
+            _ => Need::Envelope,
+        }
+    }
+}
+
+/// A line after the header, read in one strict pass: the members its `type` needs, as
+/// `Value`s. A line that [`strict_json::value_from_str`] refuses is refused with the same error.
+enum Line {
+    /// Not a JSON object.
+    Other,
+    /// An object: its `type`, `seq` and `time`, and those other members its type needs (every
+    /// member until `type` is read).
+    Object {
+        members: Map<String, Value>,
+        /// Whether it has a `data` member, read or not.
+        data: bool,
+    },
+}
+
+/// Reads a line as [`Line`]; `whole`: every member, whatever the type.
+struct LineVisitor {
+    whole: bool,
+}
+
+impl<'de> Visitor<'de> for LineVisitor {
+    type Value = Line;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Line, E> {
+        Ok(Line::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Line, A::Error> {
+        Skip(&mut Keys::default()).visit_seq(seq)?;
+        Ok(Line::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Line, A::Error> {
+        let mut keys = Keys::default();
+        let start = keys.enter();
+        let mut members = Map::new();
+        let mut data = false;
+        // Until `type` is read, everything is.
+        let mut need = Need::Event;
+        while let Some(key) = map.next_key_seed(Key)? {
+            keys.insert(start, key.clone())?;
+            let kept = match key.as_ref() {
+                "type" | "seq" | "time" => true,
+                "data" => {
+                    data = true;
+                    matches!(need, Need::Event | Need::Data)
+                }
+                _ => need == Need::Event,
+            };
+            if !kept {
+                map.next_value_seed(Skip(&mut keys))?;
+                continue;
+            }
+            let StrictValue(value) = map.next_value()?;
+            if let ("type", Value::String(kind), false) = (key.as_ref(), &value, self.whole) {
+                need = Need::of(kind);
+            }
+            members.insert(key.into_owned(), value);
+        }
+        Ok(Line::Object { members, data })
+    }
+}
 
 /// What the converter is told beyond the log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -329,8 +453,11 @@ pub struct Converter {
     staging: Option<CallId>,
     /// Contexts staged by a call and not yet injected: message id → call.
     staged: HashMap<String, CallId>,
-    /// Approval prompts asked: prompt id → call.
+    /// Approval prompts asked and not decided yet: prompt id → call.
     prompts: HashMap<String, CallId>,
+    /// Prompts decided in the open batch: a second decision is still its call's (and breaks
+    /// `approval-once`); the next batch forgets them.
+    decided: HashMap<String, CallId>,
     /// Calls of the open batch that started and have no result yet.
     running: BTreeSet<CallId>,
     /// Code Mode sub-calls that started and are not committed yet, with their `run_code` call.
@@ -363,21 +490,28 @@ impl Converter {
             return Ok(None);
         }
         self.summary.lines += 1;
-        // Strict: a key named twice (a forged `type`, `callId`) is refused, not the last kept.
-        let value: Value = strict_json::value_from_str(text).map_err(|e| LogError::NotAnEvent {
+        let invalid = |e: serde_json::Error| LogError::NotAnEvent {
             line,
             why: format!("invalid JSON ({e})"),
-        })?;
-        let Value::Object(map) = value else {
-            return Err(LogError::NotAnEvent {
-                line,
-                why: "a session event is a JSON object".to_owned(),
-            });
         };
+        let not_object = || LogError::NotAnEvent {
+            line,
+            why: "a session event is a JSON object".to_owned(),
+        };
+        // Strict: a key named twice (a forged `type`, `callId`) is refused, not the last kept.
         if !self.header_seen {
+            let Value::Object(map) = strict_json::value_from_str(text).map_err(invalid)? else {
+                return Err(not_object());
+            };
             self.header_seen = true;
             return self.header(line, &map).map(Some);
         }
+        // The members its type needs; the rest is checked and dropped as it is read.
+        let Line::Object { members: map, data } =
+            read_line(text, Need::Envelope).map_err(invalid)?
+        else {
+            return Err(not_object());
+        };
         let kind = match map.get("type") {
             Some(Value::String(t)) => t.clone(),
             Some(_) => return Err(not_an_event(line, "field `type` must be a string")),
@@ -398,15 +532,15 @@ impl Converter {
                 ));
             }
         }
-        if !map.contains_key("data") {
+        if !data {
             return Err(not_an_event(line, "it has no `data`"));
         }
-        if !KNOWN_EVENT_TYPES.contains(&kind.as_str()) {
+        if KNOWN_EVENT_TYPES.binary_search(&kind.as_str()).is_err() {
             let entry = self.summary.unknown.entry(kind).or_insert((0, line));
             entry.0 += 1;
             return Ok(None);
         }
-        let record = self.event(line, &kind, map)?;
+        let record = self.event(line, &kind, map, text)?;
         if record.is_some() {
             self.summary.records += 1;
         } else {
@@ -457,37 +591,69 @@ impl Converter {
         line: usize,
         kind: &str,
         map: Map<String, Value>,
+        text: &str,
     ) -> Result<Option<TraceRecord>, LogError> {
+        let map = if Need::of(kind) == Need::Typed {
+            if let Some(event) = typed_event(text) {
+                let Some(call) = self.attribute(line, kind, &Ids::of_body(&event.body)) else {
+                    return Ok(None);
+                };
+                return Ok(Some(record(call, event)));
+            }
+            // Declined: read as every other line is, whole.
+            match read_line(text, Need::Event) {
+                Ok(Line::Object { members, .. }) => members,
+                _ => map,
+            }
+        } else {
+            map
+        };
         let data = map.get("data").unwrap_or(&Value::Null);
         // Contexts are staged right after their call's result, before anything else happens.
-        let staging = self.staging.take();
-        let call = match kind {
-            "assistant/message" => return Ok(self.batch(data)),
+        match kind {
+            "assistant/message" => {
+                self.staging = None;
+                return Ok(self.batch(data));
+            }
             "agent/inbox/spliced" => {
+                let staging = self.staging.take();
                 self.stage_contexts(data, staging.as_ref());
                 self.staging = staging;
                 return Ok(None);
             }
+            _ => {}
+        }
+        let Some(call) = self.attribute(line, kind, &Ids::of_value(data)) else {
+            return Ok(None);
+        };
+        let event = session_event(kind, map).map_err(|e| LogError::Shape {
+            line,
+            kind: kind.to_owned(),
+            why: e.to_string(),
+        })?;
+        Ok(Some(record(call, event)))
+    }
+
+    /// Follows the open batch through an event of `kind` whose data holds `ids`: the call the
+    /// record is attributed to (`Some(None)`: no call, its data names it), or `None` when the
+    /// event is no pipeline event and makes no record.
+    fn attribute(&mut self, line: usize, kind: &str, ids: &Ids<'_>) -> Option<Option<CallId>> {
+        // Contexts are staged right after their call's result, before anything else happens.
+        self.staging = None;
+        let call = match kind {
             "user/message" => {
-                let id = data.get("id").and_then(Value::as_str).unwrap_or_default();
-                match self.staged.remove(id) {
-                    Some(call) => Some(call),
-                    // A user's own message, or one no call staged: not a pipeline event.
-                    None => return Ok(None),
-                }
+                // A user's own message, or one no call staged: not a pipeline event.
+                Some(self.staged.remove(ids.id.unwrap_or_default())?)
             }
             "tool/call" => {
-                if let Some(id) = str_field(data, "callId") {
+                if let Some(id) = ids.call {
                     self.running.insert(CallId::new(id));
                     self.start_unit(CallId::new(id), None);
                 }
                 None
             }
             "tool/result" => {
-                let id = data
-                    .pointer("/message/content/0/toolCallId")
-                    .and_then(Value::as_str);
-                if let Some(id) = id {
+                if let Some(id) = ids.result_call {
                     let id = CallId::new(id);
                     self.end_unit(&id, line);
                     self.running.remove(&id);
@@ -497,19 +663,14 @@ impl Converter {
                 None
             }
             "approval/asked" => {
-                if let (Some(prompt), Some(call)) =
-                    (str_field(data, "id"), str_field(data, "callId"))
-                {
+                if let (Some(prompt), Some(call)) = (ids.id, ids.call) {
                     self.prompts.insert(prompt.to_owned(), CallId::new(call));
                 }
                 None
             }
-            "approval/decided" => str_field(data, "id").and_then(|p| self.prompts.get(p).cloned()),
+            "approval/decided" => ids.id.and_then(|p| self.decide(p)),
             "tool/code-dispatch-start" => {
-                if let (Some(sub), Some(parent)) = (
-                    str_field(data, "subCallId"),
-                    str_field(data, "parentCallId"),
-                ) {
+                if let (Some(sub), Some(parent)) = (ids.sub, ids.parent) {
                     self.dispatch_after_result(line, kind, parent, sub);
                     self.running_subs
                         .insert(CallId::new(sub), CallId::new(parent));
@@ -518,8 +679,8 @@ impl Converter {
                 None
             }
             "tool/code-dispatch" => {
-                if let Some(sub) = str_field(data, "subCallId") {
-                    if let Some(parent) = str_field(data, "parentCallId") {
+                if let Some(sub) = ids.sub {
+                    if let Some(parent) = ids.parent {
                         self.dispatch_after_result(line, kind, parent, sub);
                     }
                     self.end_unit(&CallId::new(sub), line);
@@ -528,7 +689,7 @@ impl Converter {
                 None
             }
             "hook/invoked" | "hook/result" => {
-                self.hook_stage(line, kind, data);
+                self.hook_stage(line, kind, ids.point, ids.handler.unwrap_or_default());
                 None
             }
             "todo/write" => {
@@ -538,18 +699,9 @@ impl Converter {
                 }
                 call
             }
-            _ => return Ok(None),
+            _ => return None,
         };
-        let event: SessionEvent =
-            serde_json::from_value(Value::Object(map)).map_err(|e| LogError::Shape {
-                line,
-                kind: kind.to_owned(),
-                why: e.to_string(),
-            })?;
-        Ok(Some(TraceRecord::Event(Box::new(EventRecord {
-            call,
-            event,
-        }))))
+        Some(call)
     }
 
     /// The `model` record of an assistant message that calls tools.
@@ -571,10 +723,12 @@ impl Converter {
         if calls.is_empty() {
             return None;
         }
+        // What the last batch left open closes with it: every map stays as small as a batch.
         self.running.clear();
         self.running_subs.clear();
         self.units.clear();
         self.hooks.clear();
+        self.decided.clear();
         let mut model = Observation::at(NodeId::Model);
         model.calls = Some(calls);
         Some(TraceRecord::Stage(Box::new(model)))
@@ -601,6 +755,17 @@ impl Converter {
             if let (Some(id), false) = (str_field(message, "id"), from_user) {
                 self.staged.insert(id.to_owned(), call.clone());
             }
+        }
+    }
+
+    /// The call a decision of prompt `id` is for: the prompt settles.
+    fn decide(&mut self, id: &str) -> Option<CallId> {
+        match self.prompts.remove_entry(id) {
+            Some((id, call)) => {
+                self.decided.insert(id, call.clone());
+                Some(call)
+            }
+            None => self.decided.get(id).cloned(),
         }
     }
 
@@ -692,9 +857,9 @@ impl Converter {
     }
 
     /// Reads a hook event as its call's pre- or post-execute stage, and checks its place.
-    fn hook_stage(&mut self, line: usize, kind: &str, data: &Value) {
-        let stage = str_field(data, "point").and_then(HookStage::of);
-        let handler = str_field(data, "handlerId").unwrap_or_default().to_owned();
+    fn hook_stage(&mut self, line: usize, kind: &str, point: Option<&str>, handler: &str) {
+        let stage = point.and_then(HookStage::of);
+        let handler = handler.to_owned();
         let Some(stage) = stage else {
             // A hook of no tool call (a session or prompt hook): not a pipeline stage.
             self.summary.unattributed.push(line);
@@ -791,6 +956,155 @@ impl Converter {
         );
         let one = innermost.next()?;
         innermost.next().is_none().then_some(one)
+    }
+}
+
+/// The session event of a line's members, as `serde_json::from_value::<SessionEvent>` reads
+/// it, without the detour through serde's buffered content that its flattened body takes: the
+/// envelope's members one by one, then the body from its `type` and `data`, in that order. Where
+/// that fails, `from_value` says why, in its words.
+fn session_event(kind: &str, map: Map<String, Value>) -> Result<SessionEvent, serde_json::Error> {
+    let direct = || -> Option<SessionEvent> {
+        let number = |field| map.get(field).and_then(Value::as_u64);
+        let optional = |field| map.get(field).filter(|v| !v.is_null());
+        let surface_op = match optional("surfaceOp") {
+            Some(v) => Some(SurfaceOp::deserialize(v).ok()?),
+            None => None,
+        };
+        let source_event_seqs = match optional("sourceEventSeqs") {
+            Some(v) => Some(Vec::<u64>::deserialize(v).ok()?),
+            None => None,
+        };
+        let kind = Value::from(kind);
+        let members = [("type", &kind), ("data", map.get("data")?)];
+        let body = MapDeserializer::<_, serde_json::Error>::new(members.into_iter());
+        // It reads `type` first, then `data`, and refuses a member left over.
+        let event_body = EventBody::deserialize(body).ok()?;
+        Some(SessionEvent {
+            seq: number("seq")?,
+            time: number("time")?,
+            body: event_body,
+            surface_op,
+            source_event_seqs,
+        })
+    };
+    match direct() {
+        Some(event) => Ok(event),
+        None => serde_json::from_value(Value::Object(map)),
+    }
+}
+
+/// Reads a line after the header as [`Line`]: one pass, what its type does not need (`need`:
+/// [`Need::Event`] for everything) built into nothing.
+fn read_line(text: &str, need: Need) -> Result<Line, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let visitor = LineVisitor {
+        whole: need == Need::Event,
+    };
+    let line = (&mut deserializer).deserialize_any(visitor)?;
+    deserializer.end()?;
+    Ok(line)
+}
+
+/// A line's session event read straight from its text, in one typed pass
+/// ([`TraceRecord::from_json_tag_first`]), when it leads with its `type` and has no member the
+/// event does not know; `None` otherwise. It reads what `from_value` reads from the line's
+/// members (that reader's promise); the line was checked strictly before.
+fn typed_event(text: &str) -> Option<SessionEvent> {
+    const OPEN: &str = r#"{"kind":"event","event":"#;
+    let mut wrapped = String::with_capacity(OPEN.len() + text.len() + 1);
+    wrapped.push_str(OPEN);
+    wrapped.push_str(text);
+    wrapped.push('}');
+    match TraceRecord::from_json_tag_first(&wrapped)? {
+        TraceRecord::Event(e) if e.call.is_none() => Some(e.event),
+        _ => None,
+    }
+}
+
+fn record(call: Option<CallId>, event: SessionEvent) -> TraceRecord {
+    TraceRecord::Event(Box::new(EventRecord { call, event }))
+}
+
+/// The string members of an event's data that attribute it (each read only for the types
+/// whose data has it).
+#[derive(Debug, Default)]
+struct Ids<'a> {
+    /// `id`: a user message's, an approval prompt's.
+    id: Option<&'a str>,
+    /// `callId` (`tool/call`, `approval/asked`).
+    call: Option<&'a str>,
+    /// A `tool/result`'s `message.content[0].toolCallId`.
+    result_call: Option<&'a str>,
+    /// `subCallId`, `parentCallId` (the dispatch events).
+    sub: Option<&'a str>,
+    parent: Option<&'a str>,
+    /// `point`, `handlerId` (the hook events).
+    point: Option<&'a str>,
+    handler: Option<&'a str>,
+}
+
+impl<'a> Ids<'a> {
+    fn of_value(data: &'a Value) -> Self {
+        Ids {
+            id: str_field(data, "id"),
+            call: str_field(data, "callId"),
+            result_call: data
+                .pointer("/message/content/0/toolCallId")
+                .and_then(Value::as_str),
+            sub: str_field(data, "subCallId"),
+            parent: str_field(data, "parentCallId"),
+            point: str_field(data, "point"),
+            handler: str_field(data, "handlerId"),
+        }
+    }
+
+    fn of_body(body: &'a EventBody) -> Self {
+        match body {
+            EventBody::ToolCall(d) => Ids {
+                call: Some(d.call_id.as_str()),
+                ..Ids::default()
+            },
+            // A flat result has no `message`: it names no call here, as in `of_value`.
+            EventBody::ToolResult(ToolResultData::Message(m)) => Ids {
+                result_call: m.message.content.first().map(|b| b.tool_call_id.as_str()),
+                ..Ids::default()
+            },
+            EventBody::UserMessage(m) => Ids {
+                id: Some(&m.id),
+                ..Ids::default()
+            },
+            EventBody::ApprovalAsked(a) => Ids {
+                id: Some(&a.id),
+                call: a.call_id.as_ref().map(CallId::as_str),
+                ..Ids::default()
+            },
+            EventBody::ApprovalDecided(d) => Ids {
+                id: Some(&d.id),
+                ..Ids::default()
+            },
+            EventBody::CodeDispatchStart(d) => Ids {
+                sub: Some(d.sub_call_id.as_str()),
+                parent: Some(d.parent_call_id.as_str()),
+                ..Ids::default()
+            },
+            EventBody::CodeDispatch(d) => Ids {
+                sub: Some(d.sub_call_id.as_str()),
+                parent: Some(d.parent_call_id.as_str()),
+                ..Ids::default()
+            },
+            EventBody::HookInvoked(h) => Ids {
+                point: Some(&h.point),
+                handler: Some(&h.handler_id),
+                ..Ids::default()
+            },
+            EventBody::HookResult(h) => Ids {
+                point: Some(&h.point),
+                handler: Some(&h.handler_id),
+                ..Ids::default()
+            },
+            _ => Ids::default(),
+        }
     }
 }
 
@@ -1338,6 +1652,151 @@ mod tests {
             matches!(e, ConvertError::Log(LogError::Version { line: 1, .. })),
             "{e}"
         );
+    }
+
+    /// The typed pass reads every event the real logs hold as the `Value` path reads it, and
+    /// attributes it by the same members.
+    #[test]
+    fn the_typed_pass_reads_the_real_logs_as_the_value_path_does() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../cli/tests/data/deepseek-harness");
+        let mut typed = 0;
+        for name in ["rc8-session", "rc8-cli-s2", "rc8-cli-s3", "rc8-cli-s4"] {
+            let text = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).unwrap();
+            for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+                let Line::Object { members, .. } = read_line(line, Need::Event).unwrap() else {
+                    panic!("{line}")
+                };
+                let kind = members["type"].as_str().unwrap().to_owned();
+                if Need::of(&kind) != Need::Typed {
+                    continue;
+                }
+                let event = typed_event(line).unwrap_or_else(|| panic!("declined: {line}"));
+                // The members `attribute` reads for this type.
+                let used = |i: &Ids<'_>| -> Vec<Option<String>> {
+                    let fields = match kind.as_str() {
+                        "tool/call" => vec![i.call],
+                        "tool/result" => vec![i.result_call],
+                        "approval/asked" => vec![i.id, i.call],
+                        "approval/decided" => vec![i.id],
+                        "tool/code-dispatch-start" | "tool/code-dispatch" => vec![i.sub, i.parent],
+                        "hook/invoked" | "hook/result" => vec![i.point, i.handler],
+                        _ => vec![],
+                    };
+                    fields.into_iter().map(|f| f.map(str::to_owned)).collect()
+                };
+                assert_eq!(
+                    used(&Ids::of_body(&event.body)),
+                    used(&Ids::of_value(&members["data"])),
+                    "{line}"
+                );
+                assert_eq!(Some(event), session_event(&kind, members).ok(), "{line}");
+                typed += 1;
+            }
+        }
+        assert!(typed > 150, "{typed}");
+    }
+
+    #[test]
+    fn the_known_types_are_sorted_for_their_binary_search() {
+        assert!(KNOWN_EVENT_TYPES.windows(2).all(|w| w[0] < w[1]));
+        for kind in KNOWN_EVENT_TYPES {
+            assert!(KNOWN_EVENT_TYPES.binary_search(kind).is_ok(), "{kind}");
+        }
+    }
+
+    /// Lines of the types the converter does not use are read into nothing, yet refused as
+    /// strictly as the others: a key named twice anywhere, with the error the whole-line reader
+    /// gives; and a line whose `data` comes before its `type` is read whole.
+    #[test]
+    fn passed_over_lines_are_checked_as_strictly_as_the_others() {
+        let refused = [
+            (
+                r#"{"type":"request/header","seq":1,"time":1,"data":{"a":[{"x":1,"x":2}]}}"#,
+                "duplicate key `x` at line 1 column 65",
+            ),
+            (
+                r#"{"type":"turn/start","seq":1,"type":"turn/end","time":1,"data":{}}"#,
+                "duplicate key `type`",
+            ),
+            (
+                r#"{"type":"x/y","seq":1,"time":1,"data":{"a\u0062":1,"ab":2}}"#,
+                "duplicate key `ab`",
+            ),
+            (
+                r#"{"type":"text-chunks","data":{"b":[1}}"#,
+                "expected `,` or `]`",
+            ),
+            (
+                r#"{"type":"step/end","seq":1,"time":1,"data":"\ud800"}"#,
+                "hex escape",
+            ),
+            (r#"[{"a":1,"a":2}]"#, "duplicate key `a`"),
+        ];
+        for (line, want) in refused {
+            let e = convert_lines(Options::default(), &[line])
+                .unwrap_err()
+                .to_string();
+            let whole = strict_json::value_from_str(line).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("line 2: not a session event: invalid JSON ({whole})")
+            );
+            assert!(e.contains(want), "{line}: {e}");
+        }
+        let first = r#"{"data":{"turn":1,"step":1,"callId":"a","name":"x","arguments":"{}"},"seq":1,"time":1,"type":"tool/call"}"#;
+        let lines = [batch(0, &[("a", "x")]), first.to_owned()];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (records, _) = convert_lines(Options::default(), &lines).unwrap();
+        let TraceRecord::Event(e) = &records[2].1 else {
+            panic!("{records:?}")
+        };
+        assert_eq!(e.event.body.type_name(), "tool/call");
+    }
+
+    /// Every map of the converter holds what is still open: a prompt until it is decided (a
+    /// second decision in the same batch still names its call), a batch's decisions until the
+    /// next batch.
+    #[test]
+    fn approval_prompts_are_forgotten_once_settled() {
+        let asked = |seq, prompt: &str, call: &str| {
+            event(
+                seq,
+                "approval/asked",
+                &format!(r#"{{"id":"{prompt}","toolName":"rm","callId":"{call}"}}"#),
+            )
+        };
+        let decided = |seq, prompt: &str| {
+            event(
+                seq,
+                "approval/decided",
+                &format!(r#"{{"id":"{prompt}","outcome":"rejected"}}"#),
+            )
+        };
+        let mut converter = Converter::new(Options::default());
+        let mut lines = vec![HEADER.to_owned()];
+        for n in 0..50u64 {
+            let call = format!("c{n}");
+            let prompt = format!("p{n}");
+            lines.push(batch(4 * n, &[(&call, "rm")]));
+            lines.push(asked(4 * n + 1, &prompt, &call));
+            lines.push(decided(4 * n + 2, &prompt));
+            lines.push(decided(4 * n + 3, &prompt));
+        }
+        let mut calls = Vec::new();
+        for (i, text) in lines.iter().enumerate() {
+            if let Some(TraceRecord::Event(e)) = converter.line(i + 1, text.as_bytes()).unwrap() {
+                calls.push(e.call.as_ref().map(ToString::to_string));
+            }
+        }
+        // Each batch: asked (its data names the call), then both decisions for the call.
+        assert_eq!(calls.len(), 150);
+        assert_eq!(
+            calls[148..],
+            [Some("c49".to_owned()), Some("c49".to_owned())]
+        );
+        assert!(converter.prompts.is_empty(), "{:?}", converter.prompts);
+        assert_eq!(converter.decided.len(), 1, "{:?}", converter.decided);
     }
 
     #[test]

@@ -1,0 +1,423 @@
+//! The session-log reader (`tep check --from deepseek-harness`) against the JSON floor, and its
+//! memory as a log grows.
+//!
+//! The log is made of real ones: the session logs of deepseek-harness 0.1.0-rc.8 the project
+//! keeps (`cli/tests/data/deepseek-harness/rc8-*.jsonl`, copies of the shared fixtures), one
+//! session header, then all their other lines, repeated as often as a size needs. Each
+//! repetition is the same batches again, its approval prompts numbered anew (a real session's
+//! prompt ids all differ), so the converter's and the checker's state must not grow with it.
+//!
+//! - `floor`: reading each line, from the same reader and as the converter reads it, into
+//!   `serde::de::IgnoredAny` (the least any reader can do);
+//! - `read`: [`deepseek_harness::convert`], every record made and dropped;
+//! - `check`: what `tep check --from deepseek-harness` does: convert and check each record
+//!   ([`TraceCheck`]), on one thread.
+//!
+//! The criterion group times them on about 10⁵ lines; after it the bench prints their speed
+//! relative to the floor (1.0 = as fast as merely reading the JSON; the goal is at least 0.5
+//! for `check`), in CPU time (this thread's, from Linux's schedstat) and in wall time. Then, in
+//! a process of its own for each size, it checks 10⁵, 10⁶ and 5·10⁶ lines streamed from one
+//! repetition held in memory, and prints lines per second, the ratio to the floor and the
+//! process's peak resident memory (`VmHWM`): it must stay flat as the log grows.
+//!
+//! Run with `cargo bench -p tep-conformance --bench session_log`; `-- --quick` is criterion's.
+//! The 5·10⁶-line run reads about 3 GB of JSON and takes some seconds.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::io::{BufRead, Read};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use serde::de::IgnoredAny;
+use tep_check::TraceCheck;
+use tep_check::deepseek_harness::{self, Options};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The real logs, in the project.
+const LOGS: [&str; 4] = [
+    "rc8-session.jsonl",
+    "rc8-cli-s2.jsonl",
+    "rc8-cli-s3.jsonl",
+    "rc8-cli-s4.jsonl",
+];
+
+/// The sizes of the memory runs, in lines.
+const SIZES: [usize; 3] = [100_000, 1_000_000, 5_000_000];
+
+/// The environment variable that makes this bench a child that checks that many lines.
+const CHILD: &str = "TEP_SESSION_LOG_BENCH_LINES";
+
+const PASSES: [&str; 3] = ["floor", "read", "check"];
+
+/// One session header and the lines of every log after their own headers, each ending in a
+/// newline: what is repeated, cut after every approval prompt id (where a repetition's number
+/// goes).
+struct Unit {
+    header: Vec<u8>,
+    pieces: Vec<Vec<u8>>,
+    lines: usize,
+}
+
+impl Unit {
+    /// The `n`th repetition of the body, into `out`.
+    fn body(&self, n: usize, out: &mut Vec<u8>) {
+        out.clear();
+        for (i, piece) in self.pieces.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(format!("-{n}").as_bytes());
+            }
+            out.extend_from_slice(piece);
+        }
+    }
+}
+
+/// The approval prompt ids of the lines, quoted.
+fn prompt_ids(body: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for line in body.lines() {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let kind = event["type"].as_str().unwrap_or_default();
+        if let ("approval/asked" | "approval/decided", Some(id)) =
+            (kind, event["data"]["id"].as_str())
+        {
+            ids.push(format!("\"{id}\""));
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+fn unit() -> Unit {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/data/deepseek-harness");
+    let mut header = Vec::new();
+    let mut body = String::new();
+    let mut lines = 0;
+    for name in LOGS {
+        let text = std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("cannot read {name}: {e}"));
+        let mut rows = text.lines().filter(|l| !l.trim().is_empty());
+        let first = rows.next().unwrap_or_default();
+        if header.is_empty() {
+            header = format!("{first}\n").into_bytes();
+        }
+        for row in rows {
+            body.push_str(row);
+            body.push('\n');
+            lines += 1;
+        }
+    }
+    // Cut before the closing quote of every prompt id.
+    let mut cuts: Vec<usize> = prompt_ids(&body)
+        .iter()
+        .flat_map(|id| {
+            body.match_indices(id.as_str())
+                .map(|(at, id)| at + id.len() - 1)
+        })
+        .collect();
+    cuts.sort_unstable();
+    assert!(!cuts.is_empty(), "the logs ask no approval");
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for cut in cuts {
+        pieces.push(body.as_bytes()[from..cut].to_vec());
+        from = cut;
+    }
+    pieces.push(body.as_bytes()[from..].to_vec());
+    Unit {
+        header,
+        pieces,
+        lines,
+    }
+}
+
+/// The header, then `times` repetitions of the body, as one reader: one repetition in memory at
+/// a time.
+struct Repeated<'u> {
+    unit: &'u Unit,
+    times: usize,
+    /// The repetition being given (0: the header).
+    at_rep: usize,
+    current: Vec<u8>,
+    at: usize,
+}
+
+impl<'u> Repeated<'u> {
+    fn new(unit: &'u Unit, times: usize) -> Self {
+        Repeated {
+            unit,
+            times,
+            at_rep: 0,
+            current: unit.header.clone(),
+            at: 0,
+        }
+    }
+}
+
+impl Read for Repeated<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = {
+            let available = self.fill_buf()?;
+            let n = available.len().min(out.len());
+            out[..n].copy_from_slice(&available[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Repeated<'_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        Ok(&self.current[self.at..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.at += n;
+        if self.at >= self.current.len() && self.at_rep < self.times {
+            self.at_rep += 1;
+            self.at = 0;
+            self.unit.body(self.at_rep, &mut self.current);
+        }
+    }
+}
+
+/// Reads every line as the converter does (from the same reader, one line at a time) into
+/// `IgnoredAny`.
+fn floor(mut log: Repeated<'_>) -> usize {
+    let mut line = Vec::new();
+    let mut n = 0;
+    loop {
+        line.clear();
+        match log.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return n,
+            Ok(_) => {}
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        if !text.is_empty() && serde_json::from_slice::<IgnoredAny>(text).is_ok() {
+            n += 1;
+        }
+    }
+}
+
+/// Converts the log, dropping every record.
+fn read(log: Repeated<'_>) -> usize {
+    match deepseek_harness::convert(log, Options::default(), |_, r| {
+        black_box(r);
+        Ok(())
+    }) {
+        Ok(summary) => summary.lines,
+        Err(e) => panic!("the log cannot be read: {e}"),
+    }
+}
+
+/// Converts and checks the log, as `tep check --from deepseek-harness` does.
+fn check(log: Repeated<'_>) -> usize {
+    let mut check = TraceCheck::default();
+    let summary = deepseek_harness::convert(log, Options::default(), |line, r| check.feed(line, r));
+    match (summary, check.finish()) {
+        (Ok(summary), Ok((_, report))) => {
+            black_box(report.violations.len());
+            summary.lines
+        }
+        (Err(e), _) => panic!("the log cannot be read: {e}"),
+        (_, Err(e)) => panic!("the log cannot be checked: {e}"),
+    }
+}
+
+fn run(pass: &str, log: Repeated<'_>) -> usize {
+    match pass {
+        "floor" => floor(log),
+        "read" => read(log),
+        _ => check(log),
+    }
+}
+
+/// The time this thread has run on a CPU (Linux's schedstat), so that a shared machine's other
+/// processes do not count. Wall time where Linux does not say.
+fn on_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    Some(Duration::from_nanos(
+        stat.split_whitespace().next()?.parse().ok()?,
+    ))
+}
+
+/// Per-iteration (CPU, wall) times of every pass, in nanoseconds.
+type Samples = BTreeMap<&'static str, Vec<(f64, f64)>>;
+
+thread_local! {
+    static SAMPLES: RefCell<Samples> = RefCell::default();
+}
+
+/// Repetitions for about `lines` lines (at least one).
+fn times_for(unit: &Unit, lines: usize) -> usize {
+    (lines.saturating_sub(1)).div_ceil(unit.lines).max(1)
+}
+
+fn bench(c: &mut Criterion, unit: &Unit) -> usize {
+    let times = times_for(unit, 100_000);
+    let lines = 1 + times * unit.lines;
+    for pass in PASSES {
+        assert_eq!(
+            run(pass, Repeated::new(unit, times)),
+            lines,
+            "{pass} reads every line"
+        );
+    }
+    let mut group = c.benchmark_group("session-log");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Elements(lines as u64));
+    for pass in PASSES {
+        group.bench_function(pass, |b| {
+            b.iter_custom(|iters| {
+                let (start, cpu) = (Instant::now(), on_cpu());
+                for _ in 0..iters {
+                    black_box(run(pass, Repeated::new(unit, times)));
+                }
+                let wall = start.elapsed();
+                let spent = match (cpu, on_cpu()) {
+                    (Some(a), Some(b)) => b.saturating_sub(a),
+                    _ => wall,
+                };
+                let per = |d: Duration| d.as_nanos() as f64 / iters as f64;
+                SAMPLES.with(|s| {
+                    s.borrow_mut()
+                        .entry(pass)
+                        .or_default()
+                        .push((per(spent), per(wall)))
+                });
+                wall
+            })
+        });
+    }
+    group.finish();
+    lines
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn report(lines: usize) {
+    SAMPLES.with(|s| {
+        let s = s.borrow();
+        let per_line = |pass: &str, wall: bool| -> Option<f64> {
+            let samples = s.get(pass)?;
+            let times = samples.iter().map(|(cpu, w)| if wall { *w } else { *cpu });
+            Some(median(times.collect()) / lines as f64)
+        };
+        println!();
+        println!("{lines} lines of real deepseek-harness logs, ns per line (median), and speed relative to the IgnoredAny floor:");
+        println!(
+            "{:<6} {:>8} {:>8} {:>8} {:>11} {:>12} {:>13}",
+            "time", "floor", "read", "check", "read/floor", "check/floor", "check lines/s"
+        );
+        for (name, wall) in [("cpu", false), ("wall", true)] {
+            let (Some(f), Some(r), Some(c)) = (
+                per_line("floor", wall),
+                per_line("read", wall),
+                per_line("check", wall),
+            ) else {
+                continue;
+            };
+            println!(
+                "{name:<6} {f:>8.0} {r:>8.0} {c:>8.0} {:>10.2}x {:>11.2}x {:>13.0}",
+                f / r,
+                f / c,
+                1e9 / c
+            );
+        }
+    });
+}
+
+/// In a child: checks `lines` lines and prints `lines floor-cpu-ns check-cpu-ns check-wall-ns
+/// peak-kB`.
+fn child(unit: &Unit, lines: usize) {
+    let times = times_for(unit, lines);
+    let cpu = || on_cpu().unwrap_or_default();
+    let start = cpu();
+    let read = floor(Repeated::new(unit, times));
+    let floor_cpu = cpu().saturating_sub(start);
+    let (start, wall) = (cpu(), Instant::now());
+    assert_eq!(check(Repeated::new(unit, times)), read);
+    let (check_cpu, check_wall) = (cpu().saturating_sub(start), wall.elapsed());
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let peak = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    println!(
+        "{read} {} {} {} {peak}",
+        floor_cpu.as_nanos(),
+        check_cpu.as_nanos(),
+        check_wall.as_nanos()
+    );
+}
+
+/// Runs a child per size and prints the table.
+fn sizes() {
+    let Ok(me) = std::env::current_exe() else {
+        return;
+    };
+    println!();
+    println!(
+        "a process per size: the whole check, its speed relative to the floor, and the process's peak memory:"
+    );
+    println!(
+        "{:>9} {:>10} {:>10} {:>12} {:>13} {:>11} {:>9}",
+        "lines", "floor s", "check s", "check wall s", "check/floor", "lines/s", "peak MB"
+    );
+    for size in SIZES {
+        let out = match Command::new(&me).env(CHILD, size.to_string()).output() {
+            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
+            Ok(out) => panic!(
+                "the {size}-line run failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(e) => panic!("cannot run {}: {e}", me.display()),
+        };
+        let fields: Vec<f64> = out
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        let [lines, floor, check, wall, peak] = fields[..] else {
+            panic!("the {size}-line run printed {out}");
+        };
+        println!(
+            "{lines:>9} {:>10.2} {:>10.2} {:>12.2} {:>12.2}x {:>11.0} {:>9.1}",
+            floor / 1e9,
+            check / 1e9,
+            wall / 1e9,
+            floor / check,
+            lines / (check / 1e9),
+            peak / 1024.0
+        );
+    }
+}
+
+fn main() {
+    let unit = unit();
+    if let Some(lines) = std::env::var(CHILD).ok().and_then(|n| n.parse().ok()) {
+        child(&unit, lines);
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args();
+    let lines = bench(&mut c, &unit);
+    c.final_summary();
+    report(lines);
+    sizes();
+}
