@@ -90,26 +90,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     }
     // Signals are ours before the adapter starts: one during its handshake kills it.
     let signals = Signals::install()?;
-    let mut restriction = Restriction::NONE;
-    let mut implementation: Box<dyn Implementation> = match &args.adapter {
-        None if args.harness.harness.is_some() => {
-            let name = args.harness.harness.as_deref().unwrap_or_default();
-            let profile = crate::harness_command::profile(&args.harness, name)?;
-            restriction = tep_harness::fuzzing::restriction(&profile);
-            let driver = crate::harness_command::drivers(&args.harness, name, args.timeout, 1)?
-                .pop()
-                .context("no harness driver")?;
-            Box::new(driver)
-        }
-        Some(command) => {
-            // No process an adapter starts outlives the run (Linux; elsewhere its group is killed).
-            let _ = adopt_orphans();
-            let mut options = AdapterOptions::new(command.clone());
-            options.timeout = args.timeout;
-            Box::new(ProcessAdapter::start(options)?)
-        }
-        None => Box::new(BuiltinReference::new(args.mutant.clone())),
-    };
+    let (mut implementation, restriction) = start(&args)?;
     let who = implementation.ready().implementation.name.clone();
     // First, so that a run cut short (Ctrl-C, a CI time limit) can still be replayed.
     note(format_args!(
@@ -131,7 +112,18 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     let stop = Arc::new(AtomicBool::new(false));
     options.stop = Some(stop.clone());
     signals.fuzz(stop);
-    let report = run_fuzz(implementation.as_mut(), &options, |_| {})?;
+    // A harness takes seconds a case: say how far it got, every ten cases.
+    let slow = args.harness.harness.is_some();
+    let started = std::time::Instant::now();
+    let report = run_fuzz(implementation.as_mut(), &options, |case| {
+        if slow && (case + 1) % 10 == 0 {
+            note(format_args!(
+                "tep fuzz: {} case(s) in {:.0} s",
+                case + 1,
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    })?;
     drop(implementation);
     end_orphans();
     // A signal killed the adapter mid-case; nothing it started outlives the run.
@@ -193,6 +185,33 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         }
     )?;
     Ok(if report.errored > 0 { 2 } else { 0 })
+}
+
+/// The implementation fuzzed, and what may be generated for it: a harness is driven only
+/// through the constructs its profile has a public interface for.
+fn start(args: &FuzzArgs) -> Result<(Box<dyn Implementation>, Restriction)> {
+    let implementation: Box<dyn Implementation> = match &args.adapter {
+        None if args.harness.harness.is_some() => {
+            let name = args.harness.harness.as_deref().unwrap_or_default();
+            let profile = crate::harness_command::profile(&args.harness, name)?;
+            let driver = crate::harness_command::drivers(&args.harness, name, args.timeout, 1)?
+                .pop()
+                .context("no harness driver")?;
+            return Ok((
+                Box::new(driver),
+                tep_harness::fuzzing::restriction(&profile),
+            ));
+        }
+        Some(command) => {
+            // No process an adapter starts outlives the run (Linux; elsewhere its group is killed).
+            let _ = adopt_orphans();
+            let mut options = AdapterOptions::new(command.clone());
+            options.timeout = args.timeout;
+            Box::new(ProcessAdapter::start(options)?)
+        }
+        None => Box::new(BuiltinReference::new(args.mutant.clone())),
+    };
+    Ok((implementation, Restriction::NONE))
 }
 
 /// `--stats`: each construct and the share of the generated scenarios that used it.
