@@ -1,6 +1,8 @@
 //! `tep fuzz`: random scenarios through one implementation (the engine is
 //! `tep_conformance::fuzz`); prints the seed first, and on a failure the shrunk scenario, where
-//! it was written and the command that replays it.
+//! it was written and the command that replays it. With `--harness`, the implementation is a
+//! shipped harness driven through its public interfaces, and the scenarios use only the
+//! constructs it has one for (`tep_harness::fuzzing::restriction`).
 
 use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
@@ -10,10 +12,10 @@ use std::time::Duration;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, end_orphans};
 use tep_conformance::fuzz::{
-    CONFIRM_RUNS, FuzzOptions, FuzzReport, fuzz as run_fuzz, size, to_corpus_json,
+    CONFIRM_RUNS, FuzzOptions, FuzzReport, Restriction, fuzz as run_fuzz, size, to_corpus_json,
 };
 use tep_conformance::runner::{BuiltinReference, Implementation};
 use tep_conformance::scenario::Scenario;
@@ -47,9 +49,11 @@ pub struct FuzzArgs {
     /// SHOULD-level violations are failures too.
     #[arg(long)]
     strict: bool,
-    /// Seconds one scenario may take an adapter (0.1 to 86400).
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = crate::parse_timeout)]
+    /// Seconds one scenario may take an adapter or a harness (0.1 to 86400).
+    #[arg(long, value_name = "SECS", default_value = DEFAULT_TIMEOUT_ARG, value_parser = crate::parse_timeout)]
     timeout: Duration,
+    #[command(flatten)]
+    harness: crate::harness_command::HarnessArgs,
     /// Write the shrunk failing scenario here. Default: target/tep-fuzz/<its id>.json.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -72,6 +76,10 @@ enum Oracle {
     None,
 }
 
+/// `--timeout`'s default, as `tep run`'s.
+const DEFAULT_TIMEOUT_ARG: &str = "30";
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Violations printed under a failure; the rest are counted.
 const SHOWN_VIOLATIONS: usize = 5;
 
@@ -82,16 +90,7 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     }
     // Signals are ours before the adapter starts: one during its handshake kills it.
     let signals = Signals::install()?;
-    let mut implementation: Box<dyn Implementation> = match &args.adapter {
-        Some(command) => {
-            // No process an adapter starts outlives the run (Linux; elsewhere its group is killed).
-            let _ = adopt_orphans();
-            let mut options = AdapterOptions::new(command.clone());
-            options.timeout = args.timeout;
-            Box::new(ProcessAdapter::start(options)?)
-        }
-        None => Box::new(BuiltinReference::new(args.mutant.clone())),
-    };
+    let (mut implementation, restriction) = start(&args)?;
     let who = implementation.ready().implementation.name.clone();
     // First, so that a run cut short (Ctrl-C, a CI time limit) can still be replayed.
     note(format_args!(
@@ -109,10 +108,22 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     options.strict = args.strict;
     options.oracle = args.oracle == Oracle::Reference;
     options.stats = args.stats;
+    options.restriction = restriction;
     let stop = Arc::new(AtomicBool::new(false));
     options.stop = Some(stop.clone());
     signals.fuzz(stop);
-    let report = run_fuzz(implementation.as_mut(), &options, |_| {})?;
+    // A harness takes seconds a case: say how far it got, every ten cases.
+    let slow = args.harness.harness.is_some();
+    let started = std::time::Instant::now();
+    let report = run_fuzz(implementation.as_mut(), &options, |case| {
+        if slow && (case + 1) % 10 == 0 {
+            note(format_args!(
+                "tep fuzz: {} case(s) in {:.0} s",
+                case + 1,
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    })?;
     drop(implementation);
     end_orphans();
     // A signal killed the adapter mid-case; nothing it started outlives the run.
@@ -125,14 +136,18 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
     if args.stats {
         write_stats(&mut out, &report)?;
     }
-    let rate = report.cases as f64 / report.elapsed.as_secs_f64().max(1e-9);
+    let secs = report.elapsed.as_secs_f64();
+    let rate = report.cases as f64 / secs.max(1e-9);
+    // A shipped harness takes seconds a case: its rate reads better the other way up.
+    let rate = if rate >= 1.0 || report.cases == 0 {
+        format!("{rate:.0} per second")
+    } else {
+        format!("{:.1} s per case", secs / report.cases as f64)
+    };
     writeln!(
         out,
-        "{} case(s) in {:.1} s ({rate:.0} per second): {} skipped, {} errored",
-        report.cases,
-        report.elapsed.as_secs_f64(),
-        report.skipped,
-        report.errored
+        "{} case(s) in {secs:.1} s ({rate}): {} skipped, {} errored",
+        report.cases, report.skipped, report.errored
     )?;
     if let Some(message) = &report.first_error {
         writeln!(out, "first error: {message}")?;
@@ -170,6 +185,33 @@ pub fn fuzz(args: FuzzArgs) -> Result<u8> {
         }
     )?;
     Ok(if report.errored > 0 { 2 } else { 0 })
+}
+
+/// The implementation fuzzed, and what may be generated for it: a harness is driven only
+/// through the constructs its profile has a public interface for.
+fn start(args: &FuzzArgs) -> Result<(Box<dyn Implementation>, Restriction)> {
+    let implementation: Box<dyn Implementation> = match &args.adapter {
+        None if args.harness.harness.is_some() => {
+            let name = args.harness.harness.as_deref().unwrap_or_default();
+            let profile = crate::harness_command::profile(&args.harness, name)?;
+            let driver = crate::harness_command::drivers(&args.harness, name, args.timeout, 1)?
+                .pop()
+                .context("no harness driver")?;
+            return Ok((
+                Box::new(driver),
+                tep_harness::fuzzing::restriction(&profile),
+            ));
+        }
+        Some(command) => {
+            // No process an adapter starts outlives the run (Linux; elsewhere its group is killed).
+            let _ = adopt_orphans();
+            let mut options = AdapterOptions::new(command.clone());
+            options.timeout = args.timeout;
+            Box::new(ProcessAdapter::start(options)?)
+        }
+        None => Box::new(BuiltinReference::new(args.mutant.clone())),
+    };
+    Ok((implementation, Restriction::NONE))
 }
 
 /// `--stats`: each construct and the share of the generated scenarios that used it.
@@ -359,8 +401,15 @@ fn replay_command(args: &FuzzArgs, scenario: &Path) -> String {
     if let Some(adapter) = &args.adapter {
         words.extend(["--adapter".to_owned(), adapter.clone()]);
     }
+    words.extend(crate::harness_command::rerun_words(&args.harness));
     for mutant in &args.mutant {
         words.extend(["--mutant".to_owned(), mutant.name().to_owned()]);
+    }
+    if args.timeout != DEFAULT_TIMEOUT {
+        words.extend([
+            "--timeout".to_owned(),
+            args.timeout.as_secs_f64().to_string(),
+        ]);
     }
     if args.spec != Revision::CURRENT {
         words.extend(["--spec".to_owned(), args.spec.to_string()]);

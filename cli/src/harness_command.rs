@@ -11,7 +11,7 @@ use clap::Args;
 use tep_harness::driver::{HarnessDriver, HarnessOptions};
 use tep_harness::profile::{HookDialect, Profile};
 
-/// The options of `tep run` that drive a harness.
+/// The options of `tep run` and `tep fuzz` that drive a harness.
 #[derive(Debug, Clone, Args)]
 pub struct HarnessArgs {
     /// Drive this harness through its public interfaces instead of an adapter: a built-in
@@ -41,10 +41,7 @@ pub fn drivers(
     timeout: Duration,
     jobs: usize,
 ) -> Result<Vec<HarnessDriver>> {
-    let mut profile = Profile::load(name)?;
-    if args.harness_hooks {
-        profile.hooks.dialect = HookDialect::ClaudeCode;
-    }
+    let profile = profile(args, name)?;
     let tep = std::env::current_exe().context("cannot find the tep binary itself")?;
     let mut options = HarnessOptions::new(profile, tep);
     options.timeout = timeout;
@@ -68,6 +65,15 @@ pub fn drivers(
     (0..jobs.max(1))
         .map(|_| HarnessDriver::new(options.clone()).context("cannot start a tokio runtime"))
         .collect()
+}
+
+/// The profile `name` names, as `args` adjust it (`--harness-hooks`).
+pub fn profile(args: &HarnessArgs, name: &str) -> Result<Profile> {
+    let mut profile = Profile::load(name)?;
+    if args.harness_hooks {
+        profile.hooks.dialect = HookDialect::ClaudeCode;
+    }
+    Ok(profile)
 }
 
 /// `tep harness-mcp RUN_DIR`: the scenario's tools, over stdio.

@@ -21,10 +21,7 @@ use tep_model::trace::Capability;
 use tep_reference::mutant::Mutant;
 
 fn all() -> Profile {
-    Profile {
-        revision: Revision::Rev2,
-        capabilities: Capability::ALL.into_iter().collect(),
-    }
+    Profile::new(Revision::Rev2, Capability::ALL)
 }
 
 #[test]
@@ -43,10 +40,7 @@ fn the_same_seed_gives_the_same_scenarios() {
 
 #[test]
 fn generated_scenarios_are_valid_and_use_only_declared_capabilities() {
-    let bare = Profile {
-        revision: Revision::Rev1,
-        capabilities: BTreeSet::new(),
-    };
+    let bare = Profile::new(Revision::Rev1, []);
     for case in 0..200 {
         let s = generate(&all(), 1, case).unwrap();
         s.validate().unwrap_or_else(|e| panic!("{e}"));

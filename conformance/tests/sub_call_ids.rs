@@ -200,10 +200,7 @@ fn renaming_the_sub_calls_of_every_corpus_trace_changes_no_verdict() {
 /// that throws): there the continued numbers differ from the reference's.
 #[test]
 fn renaming_the_sub_calls_of_generated_traces_changes_no_verdict() {
-    let profile = Profile {
-        revision: Revision::Rev2,
-        capabilities: Capability::ALL.into_iter().collect(),
-    };
+    let profile = Profile::new(Revision::Rev2, Capability::ALL);
     let (mut programs, mut retried) = (0, 0);
     for case in 0..400 {
         let s = generate(&profile, 38, case).unwrap();

@@ -17,10 +17,7 @@ use tep_model::trace::Capability;
 use tep_reference::mutant::Mutant;
 
 fn profile(revision: Revision) -> Profile {
-    Profile {
-        revision,
-        capabilities: Capability::ALL.into_iter().collect(),
-    }
+    Profile::new(revision, Capability::ALL)
 }
 
 /// Every scenario a test can think of: the corpus and a few hundred generated ones per revision.

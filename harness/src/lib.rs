@@ -3,10 +3,12 @@
 //! ([`mcp`]), the hooks as the harness's hook command ([`hook`]), and reads the harness's own
 //! session log back as the trace ([`record`]). What differs between harnesses is data
 //! ([`profile`]); which scenarios can be driven, and the script the doubles play, is
-//! [`script`]; [`driver`] runs one scenario per fresh home and workspace.
+//! [`script`]; [`driver`] runs one scenario per fresh home and workspace; [`fuzzing`] restricts
+//! `tep fuzz --harness` to what can be driven.
 
 pub mod clock;
 pub mod driver;
+pub mod fuzzing;
 pub mod hook;
 pub mod mcp;
 pub mod model_server;

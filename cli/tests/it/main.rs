@@ -8,6 +8,7 @@ mod check_cli;
 mod cli;
 mod from_log;
 mod fuzz_cli;
+mod fuzz_harness;
 mod harness;
 mod hostile;
 mod inputs_outputs;

@@ -28,11 +28,93 @@ use tep_check::invariants::InvariantId;
 pub struct Profile {
     pub revision: Revision,
     pub capabilities: BTreeSet<Capability>,
+    /// The constructs the implementation can be driven through, beyond its capabilities.
+    pub restriction: Restriction,
+}
+
+/// Which constructs of the scenario language a generated scenario may use, beyond the
+/// implementation's capabilities: for one driven through its public interfaces only (a shipped
+/// harness), those that have one. A data value: allowing one more construct is a flag.
+/// [`Restriction::NONE`] generates the whole language.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restriction {
+    pub guards: bool,
+    /// `tools/execute` wrappers. Without them no body hangs or stops slowly (no timeout
+    /// wrapper would end it).
+    pub wrappers: bool,
+    pub observers: bool,
+    /// Files in the scripted filesystem (and the body steps that use them).
+    pub files: bool,
+    /// `run_code` calls with programs.
+    pub code_mode: bool,
+    /// At most this many pre-execute listeners, and post-execute ones.
+    pub max_pre: usize,
+    pub max_post: usize,
+    /// Listener decisions beyond what a hook command answers: a pre-execute rewrite or throw,
+    /// a post-execute replacement, throw, or block that adds a context.
+    pub listener_extras: bool,
+    /// Concurrency-safe tools.
+    pub safe_tools: bool,
+    /// A pool cap (`max_parallel`).
+    pub pool_cap: bool,
+    /// A tool's own timeout.
+    pub tool_timeouts: bool,
+    /// Body steps beyond sleep, then return or throw.
+    pub body_extras: bool,
+    /// The longest scripted sleep of a body step, in ms.
+    pub max_sleep_ms: u64,
+    /// Approval answers beyond `unavailable`.
+    pub approval_answers: bool,
+    /// `finalizeContent`.
+    pub finalize: bool,
+    /// Calls to a tool no definition has.
+    pub unknown_tools: bool,
+}
+
+impl Restriction {
+    /// No restriction: the whole scenario language (within the capabilities).
+    pub const NONE: Restriction = Restriction {
+        guards: true,
+        wrappers: true,
+        observers: true,
+        files: true,
+        code_mode: true,
+        max_pre: 2,
+        max_post: 2,
+        listener_extras: true,
+        safe_tools: true,
+        pool_cap: true,
+        tool_timeouts: true,
+        body_extras: true,
+        max_sleep_ms: 29,
+        approval_answers: true,
+        finalize: true,
+        unknown_tools: true,
+    };
+}
+
+impl Default for Restriction {
+    fn default() -> Self {
+        Restriction::NONE
+    }
 }
 
 impl Profile {
+    /// The whole language of `revision` within `capabilities`.
+    pub fn new(revision: Revision, capabilities: impl IntoIterator<Item = Capability>) -> Self {
+        Profile {
+            revision,
+            capabilities: capabilities.into_iter().collect(),
+            restriction: Restriction::NONE,
+        }
+    }
+
     fn has(&self, c: Capability) -> bool {
         self.capabilities.contains(&c)
+    }
+
+    fn allows(&self, what: fn(&Restriction) -> bool) -> bool {
+        what(&self.restriction)
     }
 
     /// rev1's flowchart has no throw edges: its scenarios throw nowhere.
@@ -51,21 +133,24 @@ fn weighted<T: Clone + std::fmt::Debug + 'static>(
 }
 
 fn pre_action(p: &Profile) -> BoxedStrategy<PreAction> {
+    let extras = p.allows(|r| r.listener_extras);
     let mut options = vec![
         (8, Just(PreAction::Pass).boxed()),
         (2, Just(PreAction::Allow).boxed()),
         (2, Just(PreAction::Deny("denied by policy".into())).boxed()),
-        (
+    ];
+    if extras {
+        options.push((
             1,
             Just(PreAction::Rewrite(json!({"rewritten": true}))).boxed(),
-        ),
-    ];
+        ));
+    }
     options.push((
         3,
         Just(PreAction::Ask(Some("needs a human".into()))).boxed(),
     ));
     options.push((1, Just(PreAction::Ask(None)).boxed()));
-    if p.throws() {
+    if p.throws() && extras {
         options.push((
             1,
             Just(PreAction::Throw("pre-execute crashed".into())).boxed(),
@@ -75,6 +160,9 @@ fn pre_action(p: &Profile) -> BoxedStrategy<PreAction> {
 }
 
 fn approval_answer(p: &Profile) -> BoxedStrategy<ApprovalAnswer> {
+    if !p.allows(|r| r.approval_answers) {
+        return Just(ApprovalAnswer::Unavailable).boxed();
+    }
     let mut options = vec![
         (3, Just(ApprovalAnswer::AllowedOnce).boxed()),
         (1, Just(ApprovalAnswer::Rejected).boxed()),
@@ -109,6 +197,24 @@ fn guard_action(p: &Profile) -> BoxedStrategy<GuardAction> {
 }
 
 fn post_action(p: &Profile) -> BoxedStrategy<PostAction> {
+    if !p.allows(|r| r.listener_extras) {
+        // What a hook command answers: pass, a context, a block with its feedback.
+        return weighted(vec![
+            (8, Just(PostAction::Pass).boxed()),
+            (
+                2,
+                Just(PostAction::AddContext("post context".into())).boxed(),
+            ),
+            (
+                1,
+                Just(PostAction::Block(BlockSpec {
+                    feedback: "blocked".into(),
+                    context: None,
+                }))
+                .boxed(),
+            ),
+        ]);
+    }
     let mut options = vec![
         (8, Just(PostAction::Pass).boxed()),
         (
@@ -153,6 +259,9 @@ fn post_action(p: &Profile) -> BoxedStrategy<PostAction> {
 }
 
 fn finalize(p: &Profile) -> BoxedStrategy<Option<FinalizeAction>> {
+    if !p.allows(|r| r.finalize) {
+        return Just(None).boxed();
+    }
     let mut options = vec![
         (4, Just(None).boxed()),
         (2, Just(Some(FinalizeAction::Keep)).boxed()),
@@ -176,16 +285,20 @@ fn finalize(p: &Profile) -> BoxedStrategy<Option<FinalizeAction>> {
 
 /// A body: a few steps, then how it ends. Every tool declares a timeout and the first wrapper
 /// applies it, so a body that waits for its cancellation ends.
+/// Restricted to plain bodies (sleeps, then a return or a throw), and without wrappers no body
+/// waits for a cancellation nothing would send.
 fn body(p: &Profile) -> BoxedStrategy<Vec<BodyStep>> {
-    let mut steps = vec![
-        (3, (0u64..30).prop_map(BodyStep::Sleep).boxed()),
-        (
+    let extras = p.allows(|r| r.body_extras);
+    let sleep = (0u64..p.restriction.max_sleep_ms + 1).prop_map(BodyStep::Sleep);
+    let mut steps = vec![(3, sleep.boxed())];
+    if extras {
+        steps.push((
             2,
             Just(BodyStep::DeferContext("tool context".into())).boxed(),
-        ),
-        (1, (1u32..3).prop_map(BodyStep::FailUntilAttempt).boxed()),
-    ];
-    if p.has(Capability::FsGate) {
+        ));
+        steps.push((1, (1u32..3).prop_map(BodyStep::FailUntilAttempt).boxed()));
+    }
+    if extras && p.has(Capability::FsGate) && p.allows(|r| r.files) {
         steps.push((2, Just(BodyStep::Read("a.txt".into())).boxed()));
         steps.push((
             2,
@@ -231,7 +344,7 @@ fn body(p: &Profile) -> BoxedStrategy<Vec<BodyStep>> {
             .boxed(),
         ));
     }
-    if p.has(Capability::OwnedEvents) {
+    if extras && p.has(Capability::OwnedEvents) {
         steps.push((
             1,
             Just(BodyStep::Todo(vec![
@@ -256,13 +369,16 @@ fn body(p: &Profile) -> BoxedStrategy<Vec<BodyStep>> {
             .boxed(),
         ));
     }
-    let last = weighted(vec![
+    let mut ends = vec![
         (6, Just(BodyStep::Return(json!("done"))).boxed()),
         (1, Just(BodyStep::Return(json!({"n": 2}))).boxed()),
         (2, Just(BodyStep::Throw("the body failed".into())).boxed()),
-        (1, Just(BodyStep::Hang).boxed()),
-        (1, (10u64..60).prop_map(BodyStep::SlowStop).boxed()),
-    ]);
+    ];
+    if extras && p.allows(|r| r.wrappers) {
+        ends.push((1, Just(BodyStep::Hang).boxed()));
+        ends.push((1, (10u64..60).prop_map(BodyStep::SlowStop).boxed()));
+    }
+    let last = weighted(ends);
     (proptest::collection::vec(weighted(steps), 0..3), last)
         .prop_map(|(mut steps, last)| {
             steps.push(last);
@@ -272,6 +388,9 @@ fn body(p: &Profile) -> BoxedStrategy<Vec<BodyStep>> {
 }
 
 fn wrappers(p: &Profile) -> BoxedStrategy<Vec<WrapperSpec>> {
+    if !p.allows(|r| r.wrappers) {
+        return Just(vec![]).boxed();
+    }
     let throws = p.throws();
     (
         proptest::option::weighted(0.3, (1u32..4, 0u64..5)),
@@ -386,11 +505,11 @@ enum CallKind {
 }
 
 fn call_kind(p: &Profile) -> BoxedStrategy<CallKind> {
-    let mut options = vec![
-        (8, body(p).prop_map(CallKind::Tool).boxed()),
-        (1, Just(CallKind::Unknown).boxed()),
-    ];
-    if p.has(Capability::CodeMode) {
+    let mut options = vec![(8, body(p).prop_map(CallKind::Tool).boxed())];
+    if p.allows(|r| r.unknown_tools) {
+        options.push((1, Just(CallKind::Unknown).boxed()));
+    }
+    if p.has(Capability::CodeMode) && p.allows(|r| r.code_mode) {
         options.push((2, program(p).prop_map(CallKind::RunCode).boxed()));
     }
     weighted(options)
@@ -443,7 +562,7 @@ fn decide<A: Clone>(calls: usize, d: &Decisions<A>, sub_calls: &[CallId]) -> BTr
 type GeneratedCall = (CallKind, bool, Option<FinalizeAction>, bool);
 
 fn generated_calls(p: &Profile) -> BoxedStrategy<Vec<GeneratedCall>> {
-    let parallel = p.has(Capability::Parallel);
+    let parallel = p.has(Capability::Parallel) && p.allows(|r| r.safe_tools);
     proptest::collection::vec(
         (
             call_kind(p),
@@ -548,9 +667,11 @@ pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
     let p = profile.clone();
     fn listeners<A: Clone + std::fmt::Debug + 'static>(
         action: BoxedStrategy<A>,
+        max: usize,
     ) -> BoxedStrategy<Vec<Decisions<A>>> {
-        proptest::collection::vec(per_call(action), 0..3).boxed()
+        proptest::collection::vec(per_call(action), 0..=max).boxed()
     }
+    let r = p.restriction.clone();
     let approval = if p.has(Capability::Approval) {
         proptest::option::weighted(0.6, per_call(approval_answer(&p))).boxed()
     } else {
@@ -561,15 +682,15 @@ pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
             0u64..40,
             proptest::option::weighted(0.3, Just("meddled".to_owned())),
         ),
-        0..2,
+        0..=usize::from(r.observers),
     );
     (
         generated_calls(&p),
-        listeners(pre_action(&p)),
+        listeners(pre_action(&p), r.max_pre),
         approval,
-        listeners(guard_action(&p)),
+        listeners(guard_action(&p), if r.guards { 2 } else { 0 }),
         wrappers(&p),
-        listeners(post_action(&p)),
+        listeners(post_action(&p), r.max_post),
         observers,
         1usize..4,
     )
@@ -600,8 +721,12 @@ pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
                             mutate,
                         })
                         .collect(),
-                    files: [("a.txt".to_owned(), "a file".to_owned())].into(),
-                    max_parallel: Some(cap),
+                    files: if p.restriction.files {
+                        [("a.txt".to_owned(), "a file".to_owned())].into()
+                    } else {
+                        BTreeMap::new()
+                    },
+                    max_parallel: p.restriction.pool_cap.then_some(cap),
                     expect: Expectation {
                         calls: BTreeMap::new(),
                         contexts: vec![],
@@ -619,7 +744,13 @@ pub fn strategy(profile: &Profile) -> BoxedStrategy<Scenario> {
                 scenario.approval = approval.map(|d| ApprovalSpec {
                     answers: decide(n, &d, &subs),
                 });
-                deadlines(&mut scenario);
+                if p.restriction.tool_timeouts {
+                    deadlines(&mut scenario);
+                } else {
+                    for tool in &mut scenario.tools {
+                        tool.timeout_ms = None;
+                    }
+                }
                 scenario.requires = scenario.used_capabilities().into_iter().collect();
                 scenario.expect = placeholder_expectations(&scenario);
                 scenario

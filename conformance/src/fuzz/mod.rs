@@ -47,7 +47,7 @@ mod generation;
 mod minimise;
 mod shrinking;
 
-pub use generation::{Profile, generate, size, strategy};
+pub use generation::{Profile, Restriction, generate, size, strategy};
 use generation::{case_rng, draw};
 pub use minimise::Minimised;
 use minimise::Minimising;
@@ -72,6 +72,9 @@ pub struct FuzzOptions {
     pub stats: bool,
     /// Set (by a signal handler) to stop: no new case starts, shrinking ends with what it has.
     pub stop: Option<Arc<AtomicBool>>,
+    /// The constructs the implementation can be driven through (a shipped harness: those with
+    /// a public interface); the oracle's reference runs the same restricted scenarios.
+    pub restriction: Restriction,
 }
 
 /// How many times a failure runs before it is a verdict: the run that failed and the replays
@@ -96,6 +99,7 @@ impl FuzzOptions {
             oracle: true,
             stats: false,
             stop: None,
+            restriction: Restriction::NONE,
         }
     }
 }
@@ -339,8 +343,8 @@ pub fn fuzz(
         });
     }
     let profile = Profile {
-        revision: options.spec,
-        capabilities: ready.capabilities.iter().copied().collect(),
+        restriction: options.restriction.clone(),
+        ..Profile::new(options.spec, ready.capabilities.iter().copied())
     };
     let judge = Judge::new(options, &ready, &profile);
     let started = Instant::now();
