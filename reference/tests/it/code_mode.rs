@@ -2,8 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
 use crate::support::*;
+use serde_json::{Value, json};
 use tep_model::graph::{NodeId, Outcome, StageGraph};
 use tep_model::identity::CallId;
 use tep_model::result::Failure;

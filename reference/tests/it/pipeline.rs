@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
 use crate::support::*;
+use serde_json::json;
 use tep_model::graph::{NodeId, Outcome, Revision};
 use tep_model::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
 use tep_model::session::EventBody;

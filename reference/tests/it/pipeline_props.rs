@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::support::*;
 use proptest::prelude::*;
 use serde_json::json;
-use crate::support::*;
 use tep_model::graph::Revision;
 use tep_model::result::{ContentBlock, Failure};
 use tep_model::session::EventBody;
