@@ -2,8 +2,6 @@
 //! and an implementation declaring an older protocol is sent nothing newer, by `tep run`'s plan
 //! and by `tep fuzz` (generation and shrinking alike).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 
 use serde_json::Value;

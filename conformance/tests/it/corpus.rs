@@ -7,8 +7,6 @@
 //!   scenario's reference trace makes the checker report exactly that invariant;
 //! - every mutant of the reference is caught, with the invariant it breaks.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 
 use tep_check::CATALOG;

@@ -5,10 +5,7 @@
 //! other revision's reference, and the runner's `judge`, which adds the scenario's expectations
 //! to the checker's findings.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-use common::{drive_options, scenario};
+use crate::common::{drive_options, scenario};
 
 use std::collections::BTreeSet;
 

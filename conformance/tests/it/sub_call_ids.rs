@@ -2,10 +2,7 @@
 //! finds a sub-call by its parent and its place in the dispatch order, never by the literal
 //! `<parent>:code:<n>`. Renaming every sub-call of a trace changes no verdict.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-use common::{drive_options, scenario};
+use crate::common::{drive_options, scenario};
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;

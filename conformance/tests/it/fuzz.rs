@@ -1,8 +1,6 @@
 //! Generative conformance: the reference passes thousands of random scenarios, and every mutant
 //! of it is found and shrunk to a small scenario that fails with the invariant it breaks.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 
 use tep_check::invariants::InvariantId;
