@@ -390,7 +390,7 @@ fn write_html(out: &Path, source: &Path, c: Checked, args: &CheckArgs) -> Result
     let file = std::fs::File::open(source).with_context(|| format!("cannot open {name}"))?;
     let excerpt = TraceExcerpt::read(BufReader::new(file), &witnesses)
         .with_context(|| format!("cannot read {name}"))?;
-    let mut run = report::run_of_check(
+    let mut run = report::outcome_of_check(
         &name,
         c.header_implementation.as_deref(),
         &c.options,

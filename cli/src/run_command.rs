@@ -12,11 +12,11 @@ use tep_conformance::adapter::{AdapterOptions, ProcessAdapter, adopt_orphans, en
 use tep_conformance::baseline::{self, Baseline, BaselineOutcome};
 use tep_conformance::html::compare::Comparison;
 use tep_conformance::html::{self, TraceExcerpt};
+use tep_conformance::outcome::{RunReport, ScenarioResult, Status};
 use tep_conformance::protocol::Ready;
 use tep_conformance::report::{self, JsonReport, RunContext, verdict};
 use tep_conformance::runner::{
-    BuiltinReference, Implementation, Plan, RunControl, RunEvent, RunOptions, RunReport,
-    ScenarioResult, Status,
+    BuiltinReference, Implementation, Plan, RunControl, RunEvent, RunOptions,
 };
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::suite;

@@ -14,7 +14,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::runner::{RunReport, ScenarioResult, Status};
+use crate::outcome::{RunReport, ScenarioResult, Status};
 use crate::scenario::Scenario;
 use tep_check::invariants::InvariantId;
 

@@ -12,7 +12,8 @@ use tep_check::{CheckOptions, ScenarioFacts, check_records};
 use tep_model::graph::Revision;
 use tep_model::trace::{NextRequest, ObservationLevel, TraceRecord};
 
-use crate::runner::{Coverage, judge};
+use crate::outcome::Coverage;
+use crate::runner::judge;
 use crate::scenario::Scenario;
 use crate::scripted::run_reference;
 use tep_check::observation::thin;

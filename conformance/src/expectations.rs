@@ -37,6 +37,52 @@ pub enum Source {
     Reference,
 }
 
+/// The oracle's comparisons, by name: the rows of `docs/conformance.md`, "What the oracle
+/// compares". A violation of the reference's expectations carries the one it fails (an
+/// [`Unmet`]), so that shrinking can keep the same cause without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OracleCheck {
+    BodyRuns,
+    PostRuns,
+    PreRuns,
+    ApprovalRuns,
+    GuardRuns,
+    IsError,
+    Content,
+    Contexts,
+}
+
+impl OracleCheck {
+    /// Its name, as messages and reports print it (`body-runs`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OracleCheck::BodyRuns => "body-runs",
+            OracleCheck::PostRuns => "post-runs",
+            OracleCheck::PreRuns => "pre-runs",
+            OracleCheck::ApprovalRuns => "approval-runs",
+            OracleCheck::GuardRuns => "guard-runs",
+            OracleCheck::IsError => "is-error",
+            OracleCheck::Content => "content",
+            OracleCheck::Contexts => "contexts",
+        }
+    }
+}
+
+impl std::fmt::Display for OracleCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A violation of a scenario's expectations, and when the reference wrote them and a named
+/// value differs, the oracle's check it fails.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unmet {
+    pub violation: Violation,
+    /// Set only for expectations from [`Source::Reference`], on a comparison the oracle names.
+    pub oracle: Option<OracleCheck>,
+}
+
 /// One call's outcome, as its trace shows it.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Seen {
@@ -159,14 +205,27 @@ impl ScriptedNames {
 /// Collects the violations and notes, worded for the expectations' source.
 struct Verdicts {
     source: Source,
-    violations: Vec<Violation>,
+    violations: Vec<Unmet>,
     notes: Vec<Note>,
 }
 
 impl Verdicts {
     fn fail(&mut self, id: I, lines: Vec<usize>, call: Option<&CallId>, message: String) {
-        self.violations
-            .push(Violation::new(id, lines, call.cloned(), message));
+        self.unmet(id, lines, call, message, None);
+    }
+
+    fn unmet(
+        &mut self,
+        id: I,
+        lines: Vec<usize>,
+        call: Option<&CallId>,
+        message: String,
+        oracle: Option<OracleCheck>,
+    ) {
+        self.violations.push(Unmet {
+            violation: Violation::new(id, lines, call.cloned(), message),
+            oracle,
+        });
     }
 
     /// A value that differs: the corpus says "expected"; the oracle names its check (the rows of
@@ -174,20 +233,21 @@ impl Verdicts {
     fn differs(
         &mut self,
         id: I,
-        check: &str,
+        check: OracleCheck,
         lines: Vec<usize>,
         call: Option<&CallId>,
         corpus: String,
         (yours, reference): (String, String),
     ) {
-        let message = match self.source {
-            Source::Corpus => corpus,
+        match self.source {
+            Source::Corpus => self.fail(id, lines, call, corpus),
             Source::Reference => {
                 let whose = call.map_or_else(String::new, |c| format!(", call {c}"));
-                format!("oracle {check}{whose}: yours {yours}; the reference's {reference}")
+                let message =
+                    format!("oracle {check}{whose}: yours {yours}; the reference's {reference}");
+                self.unmet(id, lines, call, message, Some(check));
             }
-        };
-        self.fail(id, lines, call, message);
+        }
     }
 }
 
@@ -198,7 +258,8 @@ pub fn check_expectations(
     records: &[TraceRecord],
     level: ObservationLevel,
 ) -> (Vec<Violation>, Vec<Note>) {
-    judge(scenario, records, level, Source::Corpus)
+    let (unmet, notes) = judge(scenario, records, level, Source::Corpus);
+    (unmet.into_iter().map(|u| u.violation).collect(), notes)
 }
 
 /// [`check_expectations`], worded for expectations from `source`.
@@ -207,7 +268,7 @@ pub fn judge(
     records: &[TraceRecord],
     level: ObservationLevel,
     source: Source,
-) -> (Vec<Violation>, Vec<Note>) {
+) -> (Vec<Unmet>, Vec<Note>) {
     let (mut seen, contexts) = observe(records);
     let mut out = Verdicts {
         source,
@@ -263,7 +324,7 @@ fn compare_stages(out: &mut Verdicts, id: &CallId, expected: &CallExpectation, g
     if got.body_runs != expected.body_runs {
         out.differs(
             I::ExpectedOutcome,
-            "body-runs",
+            OracleCheck::BodyRuns,
             at.clone(),
             Some(id),
             format!(
@@ -279,7 +340,7 @@ fn compare_stages(out: &mut Verdicts, id: &CallId, expected: &CallExpectation, g
         let ran = |b: bool| if b { "ran" } else { "did not run" };
         out.differs(
             I::ExpectedOutcome,
-            "post-runs",
+            OracleCheck::PostRuns,
             at.clone(),
             Some(id),
             format!(
@@ -291,15 +352,20 @@ fn compare_stages(out: &mut Verdicts, id: &CallId, expected: &CallExpectation, g
         );
     }
     let counts = [
-        ("pre-runs", "pre-execute", expected.pre_runs, got.pre_runs),
         (
-            "approval-runs",
+            OracleCheck::PreRuns,
+            "pre-execute",
+            expected.pre_runs,
+            got.pre_runs,
+        ),
+        (
+            OracleCheck::ApprovalRuns,
             "the approval prompt",
             expected.approval_runs,
             got.approval_runs,
         ),
         (
-            "guard-runs",
+            OracleCheck::GuardRuns,
             "the guards",
             expected.guard_runs,
             got.guard_runs,
@@ -336,7 +402,7 @@ fn compare_result(
     if *is_error != expected.is_error {
         out.differs(
             I::ExpectedOutcome,
-            "is-error",
+            OracleCheck::IsError,
             vec![line],
             Some(id),
             format!(
@@ -354,7 +420,7 @@ fn compare_result(
     {
         out.differs(
             I::ExpectedContent,
-            "content",
+            OracleCheck::Content,
             vec![line],
             Some(id),
             format!("line {line} (call {id}): content {text:?}, expected {content:?}"),
@@ -424,7 +490,7 @@ fn compare_contexts(out: &mut Verdicts, scenario: &Scenario, contexts: &[(usize,
     };
     out.differs(
         I::ExpectedOutcome,
-        "contexts",
+        OracleCheck::Contexts,
         contexts.iter().map(|(l, _, _)| *l).collect(),
         None,
         format!(
@@ -434,4 +500,71 @@ fn compare_contexts(out: &mut Verdicts, scenario: &Scenario, contexts: &[(usize,
         ),
         (show(&got), show(&want)),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::scenario::corpus;
+    use crate::scripted::run_reference;
+    use tep_model::graph::Revision;
+
+    /// A corpus scenario whose first call's expected outcome is changed: the body ran once
+    /// more, and the opposite `isError`, with an error code the trace does not have.
+    fn altered() -> (Scenario, Vec<TraceRecord>) {
+        let corpus = corpus().unwrap();
+        let scenario = corpus
+            .iter()
+            .find(|s| s.id == "pre-deny-skips-body")
+            .unwrap();
+        let records = run_reference(scenario, Revision::Rev2, &[]).unwrap();
+        let mut altered = scenario.clone();
+        let first = altered.expect.calls.values_mut().next().unwrap();
+        first.body_runs += 1;
+        first.is_error = !first.is_error;
+        first.error_code = Some("NOT_THIS_ONE".to_owned());
+        (altered, records)
+    }
+
+    #[test]
+    fn the_reference_s_expectations_carry_the_oracle_check_their_message_names() {
+        let (scenario, records) = altered();
+        let (unmet, _) = judge(
+            &scenario,
+            &records,
+            ObservationLevel::Full,
+            Source::Reference,
+        );
+        let checks: Vec<Option<OracleCheck>> = unmet.iter().map(|u| u.oracle).collect();
+        assert_eq!(
+            checks,
+            [
+                Some(OracleCheck::BodyRuns),
+                Some(OracleCheck::IsError),
+                None
+            ],
+            "{unmet:?}"
+        );
+        for u in &unmet {
+            match u.oracle {
+                Some(check) => assert!(
+                    u.violation
+                        .message
+                        .starts_with(&format!("oracle {check}, call ")),
+                    "{u:?}"
+                ),
+                // An error code is compared under no name of the oracle's.
+                None => assert!(!u.violation.message.starts_with("oracle "), "{u:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_corpus_s_expectations_carry_no_oracle_check() {
+        let (scenario, records) = altered();
+        let (unmet, _) = judge(&scenario, &records, ObservationLevel::Full, Source::Corpus);
+        assert_eq!(unmet.len(), 3, "{unmet:?}");
+        assert!(unmet.iter().all(|u| u.oracle.is_none()), "{unmet:?}");
+    }
 }

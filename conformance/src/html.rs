@@ -21,11 +21,11 @@ use sha2::{Digest, Sha256};
 use tep_model::graph::{GraphKind, NodeId, Revision, StageGraph};
 use tep_model::trace::ObservationLevel;
 
+use crate::outcome::Status;
 use crate::report::{
     EdgeCoverage, GraphName, InvariantCheck, JsonReport, RunContext, ScenarioReport,
     ViolationReport,
 };
-use crate::runner::Status;
 use crate::scenario::Scenario;
 use tep_check::StepRecord;
 use tep_check::invariant;

@@ -34,6 +34,7 @@ pub mod input;
 pub mod listing;
 pub mod mutants;
 pub mod oracle;
+pub mod outcome;
 pub mod protocol;
 pub mod redispatch;
 pub mod report;

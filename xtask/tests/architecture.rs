@@ -547,6 +547,66 @@ fn no_crate_has_a_cycle_between_its_files() {
     );
 }
 
+/// The files of the suite's reports (`report`, `html`, `baseline`), which read a run's outcome
+/// and never the driver that produced it.
+fn is_a_report_file(rel: &str) -> bool {
+    ["report/", "html/", "html.rs", "baseline"]
+        .iter()
+        .any(|p| rel.starts_with(p))
+        // A test module may drive a run to have a report to test.
+        && !rel.ends_with("tests.rs")
+}
+
+/// The edges of a file graph from a report file into the driver.
+fn reports_reaching_the_driver(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    graph
+        .iter()
+        .filter(|(file, _)| is_a_report_file(file))
+        .flat_map(|(file, imports)| {
+            imports
+                .iter()
+                .filter(|to| to.starts_with("runner/") || *to == "runner.rs")
+                .map(move |to| format!("{file} imports {to}"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_suite_s_reports_import_the_outcome_not_the_driver() {
+    let graph = file_graph(&root().join("conformance").join("src"));
+    assert!(
+        graph.contains_key("outcome.rs") || graph.contains_key("outcome/mod.rs"),
+        "the run's outcome has a module of its own"
+    );
+    let found = reports_reaching_the_driver(&graph);
+    assert!(
+        found.is_empty(),
+        "a report reads the run's outcome (`crate::outcome`), not drive mode:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_report_scan_sees_a_report_reaching_the_driver() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("report/json.rs", vec!["runner/mod.rs", "outcome.rs"]),
+        ("html.rs", vec!["runner/mod.rs"]),
+        ("baseline.rs", vec!["outcome.rs"]),
+        ("html/tests.rs", vec!["runner/mod.rs"]),
+        ("fuzz/mod.rs", vec!["runner/mod.rs"]),
+    ]
+    .into_iter()
+    .map(|(f, to)| (f.to_owned(), to.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(
+        reports_reaching_the_driver(&graph),
+        [
+            "html.rs imports runner/mod.rs",
+            "report/json.rs imports runner/mod.rs"
+        ]
+    );
+}
+
 #[test]
 fn the_file_scan_resolves_crate_super_and_self_paths_and_finds_a_cycle() {
     let dir = std::env::temp_dir().join(format!("tep-arch-{}", std::process::id()));

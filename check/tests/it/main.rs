@@ -13,7 +13,7 @@
 //!   contexts), built from the model's types.
 //!
 //! The tests that need the reference itself (its mutants, random scenarios run on it) are the
-//! conformance crate's (`conformance/tests/{corpus,checker_props,reference_checked}.rs`).
+//! conformance crate's (`conformance/tests/it/{corpus,checker_props,reference_checked}.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -3,7 +3,7 @@
 //!
 //! The traces are the reference's, as the conformance crate snapshots them
 //! (`conformance/tests/snapshots/trace@<scenario>.<rev>.snap`, held fresh by
-//! `conformance/tests/traces.rs`), and so are each scenario's facts (`facts@<scenario>.snap`):
+//! `conformance/tests/it/traces.rs`), and so are each scenario's facts (`facts@<scenario>.snap`):
 //! read in place, they are one copy that one review (`cargo insta review`) keeps current, and
 //! these tests need neither the reference nor a runtime.
 

@@ -4,11 +4,10 @@
 //! pass removes whole parts (a wrapper, a file, a listener, a guard, an observer, the approval,
 //! a tool no call names, a call) until none can go.
 
-use super::{CONFIRM_RUNS, Judge, Verdict, check_of, replays_failing, run_one};
+use super::{CONFIRM_RUNS, Check, Failing, Judge, Verdict, fails_with, replays_failing, run_one};
 use crate::runner::Implementation;
 use crate::scenario::Scenario;
 use crate::scenario::versions::versions;
-use tep_check::Violation;
 
 /// At most this many runs for the pass.
 pub(super) const MAX_MINIMISE_RUNS: usize = 200;
@@ -38,10 +37,10 @@ impl Minimising<'_> {
     pub(super) fn minimise(
         &mut self,
         scenario: Scenario,
-        violations: Vec<Violation>,
-        check: &str,
-    ) -> (Scenario, Vec<Violation>, Minimised) {
-        let mut best = (scenario, violations);
+        failing: Vec<Failing>,
+        check: Check,
+    ) -> (Scenario, Vec<Failing>, Minimised) {
+        let mut best = (scenario, failing);
         let mut done = Minimised::default();
         'again: loop {
             for (part, candidate) in without_one_part(&best.0) {
@@ -58,9 +57,9 @@ impl Minimising<'_> {
                 *self.seq += 1;
                 // Kept only if it fails on every replay too, as the shrinker keeps its
                 // reductions: a flaky failure must not choose what is dropped.
-                if let Verdict::Fails(v) =
+                if let Verdict::Fails(f) =
                     run_one(&mut *self.implementation, self.judge, *self.seq, &candidate)
-                    && v.iter().any(|x| check_of(x) == check)
+                    && fails_with(&f, check)
                     && replays_failing(
                         &mut *self.implementation,
                         self.judge,
@@ -71,7 +70,7 @@ impl Minimising<'_> {
                     ) == Some(CONFIRM_RUNS - 1)
                 {
                     done.dropped.push(part);
-                    best = (candidate, v);
+                    best = (candidate, f);
                     continue 'again;
                 }
             }
@@ -150,6 +149,7 @@ mod tests {
     use crate::runner::BuiltinReference;
     use crate::scenario::{WrapperSpec, corpus};
     use tep_check::CheckOptions;
+    use tep_check::invariants::InvariantId;
     use tep_model::graph::Revision;
 
     use tep_reference::mutant::Mutant;
@@ -173,8 +173,12 @@ mod tests {
             oracle: false,
         };
         let mut seq = 0;
-        let Verdict::Fails(violations) = run_one(&mut reference, &judge, 0, &scenario) else {
+        let Verdict::Fails(failing) = run_one(&mut reference, &judge, 0, &scenario) else {
             panic!("the mutant fails it");
+        };
+        let check = Check {
+            invariant: InvariantId::DenySkipsBody,
+            oracle: None,
         };
         let (smaller, still, done) = Minimising {
             implementation: &mut reference,
@@ -183,7 +187,7 @@ mod tests {
             stopped: &|| false,
             seq: &mut seq,
         }
-        .minimise(scenario.clone(), violations, "deny-skips-body");
+        .minimise(scenario.clone(), failing, check);
         assert!(
             done.dropped.contains(&"wrapper metrics".to_owned()),
             "{done:?}"
@@ -194,7 +198,7 @@ mod tests {
         );
         assert!(!done.cut_short);
         assert!(smaller.wrappers.is_empty() && smaller.files.is_empty());
-        assert!(still.iter().any(|v| check_of(v) == "deny-skips-body"));
+        assert!(fails_with(&still, check));
         // What the failure needs stays: the denial and the call.
         assert_eq!(smaller.calls.len(), 1);
         assert!(!smaller.pre.is_empty());

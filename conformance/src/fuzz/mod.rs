@@ -35,7 +35,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 use tep_model::graph::Revision;
 
-use crate::expectations::{self, Source};
+use crate::expectations::{self, OracleCheck, Source};
 use crate::protocol::Ready;
 use crate::runner::{Answer, Implementation};
 use crate::scenario::Scenario;
@@ -112,9 +112,9 @@ pub struct Failure {
     pub seed: u64,
     /// The invariant the shrinking kept failing.
     pub invariant: InvariantId,
-    /// The check within it: the invariant's id, or for the oracle's comparisons
-    /// `expected-outcome: body-runs` and the like.
-    pub check: String,
+    /// The check within it: the invariant, and for the oracle's comparisons the named one
+    /// (`expected-outcome: body-runs` and the like).
+    pub check: Check,
     /// The smallest scenario found that still fails with it.
     pub scenario: Scenario,
     pub violations: Vec<Violation>,
@@ -136,7 +136,7 @@ pub struct Flaky {
     pub seed: u64,
     pub invariant: InvariantId,
     /// The check that failed, as [`Failure::check`].
-    pub check: String,
+    pub check: Check,
     /// How many of its runs failed with that check, and how many ran.
     pub failed: usize,
     pub runs: usize,
@@ -216,10 +216,59 @@ pub enum FuzzError {
     Generate(String),
 }
 
+/// The check a violation fails: its invariant, and for the oracle's, the named comparison
+/// (`expected-outcome: body-runs`), so that shrinking keeps the same cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Check {
+    pub invariant: InvariantId,
+    /// The oracle's comparison, for a violation of the reference's expectations.
+    pub oracle: Option<OracleCheck>,
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.oracle {
+            Some(oracle) => write!(f, "{}: {oracle}", self.invariant),
+            None => write!(f, "{}", self.invariant),
+        }
+    }
+}
+
+/// A violation that fails a generated scenario, and the check it fails.
+#[derive(Debug, Clone)]
+struct Failing {
+    violation: Violation,
+    check: Check,
+}
+
+impl Failing {
+    fn new(violation: Violation, oracle: Option<OracleCheck>) -> Failing {
+        let check = Check {
+            invariant: violation.invariant,
+            oracle,
+        };
+        Failing { violation, check }
+    }
+}
+
+/// Whether one of `failing` fails `check`.
+fn fails_with(failing: &[Failing], check: Check) -> bool {
+    failing.iter().any(|f| f.check == check)
+}
+
+/// The violations of `failing` that fail `check`.
+fn violations_of(failing: Vec<Failing>, check: Check) -> Vec<Violation> {
+    failing
+        .into_iter()
+        .filter(|f| f.check == check)
+        .map(|f| f.violation)
+        .collect()
+}
+
 /// How one generated scenario fared.
 enum Verdict {
     Clean,
-    Fails(Vec<Violation>),
+    Fails(Vec<Failing>),
     Skipped,
     Errored(String),
 }
@@ -272,6 +321,10 @@ fn run_one(
             Ok(report) => report.violations,
         };
     violations.extend(crate::redispatch::check(scenario, &records, options.level));
+    let mut found: Vec<Failing> = violations
+        .into_iter()
+        .map(|v| Failing::new(v, None))
+        .collect();
     if judge.oracle
         && escaped.is_none()
         && let Some(expect) = oracle::expectations_given(
@@ -284,12 +337,16 @@ fn run_one(
             expect,
             ..scenario.clone()
         };
-        let (found, _) = expectations::judge(&expected, &records, options.level, Source::Reference);
-        violations.extend(found);
+        let (unmet, _) = expectations::judge(&expected, &records, options.level, Source::Reference);
+        found.extend(
+            unmet
+                .into_iter()
+                .map(|u| Failing::new(u.violation, u.oracle)),
+        );
     }
-    let failing: Vec<Violation> = violations
+    let failing: Vec<Failing> = found
         .into_iter()
-        .filter(|v| v.fails(judge.strict))
+        .filter(|f| f.violation.fails(judge.strict))
         .collect();
     if failing.is_empty() {
         Verdict::Clean
@@ -298,23 +355,12 @@ fn run_one(
     }
 }
 
-/// The check a violation fails: its invariant, and for the oracle's, the named comparison
-/// (`expected-outcome: body-runs`), so shrinking keeps the same cause.
-pub fn check_of(v: &Violation) -> String {
-    match v.message.strip_prefix("oracle ") {
-        Some(rest) => {
-            let name = rest.split([',', ':']).next().unwrap_or_default();
-            format!("{}: {name}", v.invariant)
-        }
-        None => v.invariant.to_string(),
-    }
-}
-
 /// The violation a failure is about: a named invariant before the oracle's comparisons, a
 /// MUST-level one before a SHOULD-level one, a named guarantee before the generic
 /// `stage-graph-walk`, then catalog order.
-fn primary(violations: &[Violation]) -> Option<&Violation> {
-    violations.iter().min_by_key(|v| {
+fn primary(failing: &[Failing]) -> Option<&Failing> {
+    failing.iter().min_by_key(|f| {
+        let v = &f.violation;
         (
             matches!(
                 v.invariant,
@@ -386,7 +432,7 @@ pub fn fuzz(
         }
         report.cases += 1;
         progress(case);
-        let violations = match verdict {
+        let failing = match verdict {
             Verdict::Clean => continue,
             Verdict::Skipped => {
                 report.skipped += 1;
@@ -397,38 +443,35 @@ pub fn fuzz(
                 report.first_error.get_or_insert(message);
                 continue;
             }
-            Verdict::Fails(violations) => violations,
+            Verdict::Fails(failing) => failing,
         };
-        let Some(first) = primary(&violations) else {
+        let Some(first) = primary(&failing) else {
             continue;
         };
-        let (invariant, check) = (first.invariant, check_of(first));
+        let (invariant, check) = (first.check.invariant, first.check);
         let scenario = tree.current();
         let Some(failed) = replays_failing(
             &mut *implementation,
             &judge,
             &mut seq,
             &scenario,
-            &check,
+            check,
             &stopped,
         ) else {
             report.interrupted = true;
             break;
         };
         if failed + 1 < CONFIRM_RUNS {
-            let scenario = for_the_corpus(scenario, options, case, invariant, &check);
+            let scenario = for_the_corpus(scenario, options, case, invariant, check);
             report.flaky.push(Flaky {
                 case,
                 seed: options.seed,
                 invariant,
-                check: check.clone(),
+                check,
                 failed: failed + 1,
                 runs: CONFIRM_RUNS,
                 scenario,
-                violations: violations
-                    .into_iter()
-                    .filter(|v| check_of(v) == check)
-                    .collect(),
+                violations: violations_of(failing, check),
             });
             continue;
         }
@@ -441,7 +484,7 @@ pub fn fuzz(
             seq: &mut seq,
             report: &mut report,
         };
-        let failure = shrinking.failure(&mut *tree, violations, case, invariant, check);
+        let failure = shrinking.failure(&mut *tree, failing, case, invariant, check);
         report.failure = Some(failure);
         break;
     }
@@ -455,34 +498,31 @@ impl Shrinking<'_> {
     fn failure(
         mut self,
         tree: &mut dyn ValueTree<Value = Scenario>,
-        violations: Vec<Violation>,
+        failing: Vec<Failing>,
         case: usize,
         invariant: InvariantId,
-        check: String,
+        check: Check,
     ) -> Failure {
         let original_size = size(&tree.current());
-        let (best, runs, shrink_stop) = self.shrink(tree, violations, &check);
-        let (scenario, violations) = best;
+        let (best, runs, shrink_stop) = self.shrink(tree, failing, check);
+        let (scenario, failing) = best;
         let shrunk_size = size(&scenario);
         // Then the parts the failure does not need, which shrinking inside its shape keeps.
-        let (scenario, violations, minimised) = Minimising {
+        let (scenario, failing, minimised) = Minimising {
             implementation: &mut *self.implementation,
             judge: self.judge,
             protocol: self.protocol,
             stopped: self.stopped,
             seq: &mut *self.seq,
         }
-        .minimise(scenario, violations, &check);
+        .minimise(scenario, failing, check);
         let options = self.options;
         Failure {
             case,
             seed: options.seed,
             invariant,
-            scenario: for_the_corpus(scenario, options, case, invariant, &check),
-            violations: violations
-                .into_iter()
-                .filter(|v| check_of(v) == check)
-                .collect(),
+            scenario: for_the_corpus(scenario, options, case, invariant, check),
+            violations: violations_of(failing, check),
             check,
             original_size,
             shrunk_size,
@@ -501,7 +541,7 @@ fn replays_failing(
     judge: &Judge,
     seq: &mut u64,
     scenario: &Scenario,
-    check: &str,
+    check: Check,
     stopped: &dyn Fn() -> bool,
 ) -> Option<usize> {
     let mut failed = 0;
@@ -511,7 +551,7 @@ fn replays_failing(
         if stopped() {
             return None;
         }
-        if matches!(&verdict, Verdict::Fails(v) if v.iter().any(|x| check_of(x) == check)) {
+        if matches!(&verdict, Verdict::Fails(f) if fails_with(f, check)) {
             failed += 1;
         }
     }
@@ -526,7 +566,7 @@ fn for_the_corpus(
     options: &FuzzOptions,
     case: usize,
     invariant: InvariantId,
-    check: &str,
+    check: Check,
 ) -> Scenario {
     scenario.id = format!("fuzz-{}-{case}", options.seed);
     scenario.description = format!(

@@ -6,13 +6,12 @@ use std::time::Instant;
 use proptest::strategy::ValueTree;
 
 use super::{
-    CONFIRM_RUNS, FuzzOptions, FuzzReport, Judge, MAX_SHRINK_ERRORS_IN_A_ROW, MAX_SHRINK_TIME,
-    ShrinkStop, Verdict, check_of, replays_failing, run_one,
+    CONFIRM_RUNS, Check, Failing, FuzzOptions, FuzzReport, Judge, MAX_SHRINK_ERRORS_IN_A_ROW,
+    MAX_SHRINK_TIME, ShrinkStop, Verdict, fails_with, replays_failing, run_one,
 };
 use crate::runner::Implementation;
 use crate::scenario::Scenario;
 use crate::scenario::versions::versions;
-use tep_check::Violation;
 
 /// What shrinking a failure needs: the implementation and how to judge it, the run's options
 /// and its stop, and the counters it shares with the run.
@@ -34,9 +33,9 @@ impl Shrinking<'_> {
     pub(super) fn shrink(
         &mut self,
         tree: &mut dyn ValueTree<Value = Scenario>,
-        violations: Vec<Violation>,
-        check: &str,
-    ) -> ((Scenario, Vec<Violation>), usize, ShrinkStop) {
+        failing: Vec<Failing>,
+        check: Check,
+    ) -> ((Scenario, Vec<Failing>), usize, ShrinkStop) {
         let options = self.options;
         let stopped = self.stopped;
         let shrink_started = Instant::now();
@@ -48,7 +47,7 @@ impl Shrinking<'_> {
                 || shrink_started.elapsed() >= budget
                 || stopped()
         };
-        let mut best = (tree.current(), violations);
+        let mut best = (tree.current(), failing);
         let mut runs = 0;
         while !spent(runs, errors_in_a_row) && tree.simplify() {
             loop {
@@ -73,11 +72,10 @@ impl Shrinking<'_> {
                     errors_in_a_row = 0;
                 }
                 let kept = match verdict {
-                    Some(Verdict::Fails(v))
-                        if v.iter().any(|x| check_of(x) == check)
-                            && self.fails_every_time(&candidate, check) =>
+                    Some(Verdict::Fails(f))
+                        if fails_with(&f, check) && self.fails_every_time(&candidate, check) =>
                     {
-                        best = (candidate, v);
+                        best = (candidate, f);
                         true
                     }
                     _ => false,
@@ -103,7 +101,7 @@ impl Shrinking<'_> {
     }
 
     /// Whether `candidate`, which just failed with `check`, fails with it on every replay.
-    fn fails_every_time(&mut self, candidate: &Scenario, check: &str) -> bool {
+    fn fails_every_time(&mut self, candidate: &Scenario, check: Check) -> bool {
         let replays = replays_failing(
             &mut *self.implementation,
             self.judge,

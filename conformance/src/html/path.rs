@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tep_check::StepRecord;
 
+use crate::outcome::RunReport;
 use crate::report::GraphName;
-use crate::runner::RunReport;
 
 /// Whether a step is drawn as a line of its own: it is not one edge of the graph.
 pub(super) fn is_line(step: &StepRecord) -> bool {

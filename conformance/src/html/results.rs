@@ -12,8 +12,8 @@ use tep_check::invariants::InvariantId;
 use tep_model::trace::ObservationLevel;
 
 use super::{Page, escape, escape_text, implementation_line, status_class};
+use crate::outcome::Status;
 use crate::report::{InvariantCheck, JsonReport, ScenarioReport};
-use crate::runner::Status;
 
 /// The scenarios that make the run fail by a violation, by the invariant each breaks first, in
 /// catalog order.

@@ -1,16 +1,16 @@
-//! `tep check` as a run of one scenario, for the reports every run has.
+//! `tep check`'s outcome: one checked trace, for the reports every run has.
 
 use tep_model::trace::Capability;
 
-use crate::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
-use crate::runner::{Coverage, RunReport, ScenarioResult, Status};
+use crate::outcome::{Coverage, RunReport, ScenarioResult, Status, Subject};
 use tep_check::{CheckOptions, CheckReport};
 
-/// One checked trace (`tep check`) as a run of one scenario, the trace itself, so that a check
-/// has the reports of a run (the HTML report): the trace passes, warns (SHOULD violations only)
-/// or fails like a scenario, and one that holds no batch tested nothing. The implementation is
-/// the one the trace's header names, at the options' revision, capabilities and level.
-pub fn run_of_check(
+/// One checked trace (`tep check`) as the outcome of one scenario, the trace itself, so that a
+/// check has the reports of a run (the HTML report): the trace passes, warns (SHOULD violations
+/// only) or fails like a scenario, and one that holds no batch tested nothing. Its subject is the
+/// trace, not a handshake: the implementation its header names (`implementation`), checked at the
+/// options' revision, capabilities and level.
+pub fn outcome_of_check(
     name: &str,
     implementation: Option<&str>,
     options: &CheckOptions,
@@ -21,38 +21,21 @@ pub fn run_of_check(
     let edges = Coverage::of(&check);
     let steps = check.steps;
     let result = ScenarioResult {
-        id: name.to_owned(),
-        status,
         violations: check.violations,
-        notes: Vec::new(),
         reason: (status == Status::Skipped).then(|| {
             "nothing was checked: the trace holds no batch (no `model` record)".to_owned()
         }),
-        stderr: None,
-        expected_failure: false,
-        duration: std::time::Duration::ZERO,
-        trace: None,
         edges: edges.clone(),
         steps,
+        ..ScenarioResult::new(name, status)
     };
     RunReport {
-        ready: Ready {
-            ready: true,
-            protocol: PROTOCOL_VERSION,
-            implementation: ImplementationInfo {
-                name: implementation
-                    .unwrap_or("an implementation the trace does not name")
-                    .to_owned(),
-                version: None,
-                language: None,
-                homepage: None,
-            },
+        subject: Subject::Trace {
+            implementation: implementation.map(str::to_owned),
             capabilities: match &options.capabilities {
                 Some(caps) => caps.iter().copied().collect(),
                 None => Capability::ALL.to_vec(),
             },
-            specs: vec![options.revision],
-            observation: Some(options.level),
         },
         spec: options.revision,
         level: options.level,

@@ -8,8 +8,8 @@ use tep_model::graph::{EdgeId, GraphKind, NodeId, Revision, StageGraph};
 use tep_model::trace::{Capability, ObservationLevel};
 
 use crate::baseline::{BaselineOutcome, StaleEntry};
-use crate::protocol::{PROTOCOL_VERSION, Ready};
-use crate::runner::{RunReport, ScenarioResult, Status};
+use crate::outcome::{RunReport, ScenarioResult, Status, Subject};
+use crate::protocol::PROTOCOL_VERSION;
 use tep_check::invariant;
 use tep_check::invariants::{InvariantId, Level};
 use tep_check::{InvariantStatus, StepRecord, Violation};
@@ -379,7 +379,6 @@ pub fn json(
     ctx: &RunContext,
     corpus_hash: &str,
 ) -> JsonReport {
-    let ready = &report.ready;
     let scenarios = report
         .scenarios
         .iter()
@@ -393,7 +392,7 @@ pub fn json(
         spec: report.spec,
         strict: report.strict,
         observation: report.level,
-        implementation: implementation_report(ready),
+        implementation: implementation_report(report),
         started_at: ctx.started_at.clone(),
         duration_seconds: rounded(report.duration.as_secs_f64()),
         exit_code: exit_code(report, baseline),
@@ -482,17 +481,31 @@ fn scenario_report(
     }
 }
 
-/// Who was tested, from its handshake.
-fn implementation_report(ready: &Ready) -> ImplementationReport {
-    ImplementationReport {
-        name: ready.implementation.name.clone(),
-        version: ready.implementation.version.clone(),
-        language: ready.implementation.language.clone(),
-        homepage: ready.implementation.homepage.clone(),
-        protocol: ready.protocol,
-        capabilities: ready.capabilities.clone(),
-        specs: ready.specs.clone(),
-        observation: ready.level(),
+/// Who was tested: a driven implementation as its handshake describes it; a checked trace's
+/// implementation as the check was told (the header's name, the revision, level and
+/// capabilities it was checked with), on the protocol this runner speaks.
+fn implementation_report(report: &RunReport) -> ImplementationReport {
+    match &report.subject {
+        Subject::Driven(ready) => ImplementationReport {
+            name: ready.implementation.name.clone(),
+            version: ready.implementation.version.clone(),
+            language: ready.implementation.language.clone(),
+            homepage: ready.implementation.homepage.clone(),
+            protocol: ready.protocol,
+            capabilities: ready.capabilities.clone(),
+            specs: ready.specs.clone(),
+            observation: ready.level(),
+        },
+        Subject::Trace { capabilities, .. } => ImplementationReport {
+            name: report.subject.name().to_owned(),
+            version: None,
+            language: None,
+            homepage: None,
+            protocol: PROTOCOL_VERSION,
+            capabilities: capabilities.clone(),
+            specs: vec![report.spec],
+            observation: report.level,
+        },
     }
 }
 

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use tep_model::graph::StageGraph;
 
 use crate::baseline::BaselineOutcome;
-use crate::runner::RunReport;
+use crate::outcome::RunReport;
 
 use super::*;
 
@@ -85,7 +85,10 @@ pub fn junit(
         ("tep.corpus", corpus_hash.to_owned()),
         ("tep.spec", report.spec.to_string()),
         ("tep.observation", report.level.to_string()),
-        ("tep.implementation", report.implementation().name.clone()),
+        (
+            "tep.implementation",
+            report.implementation_name().to_owned(),
+        ),
         ("tep.interrupted", report.interrupted.to_string()),
         (
             "tep.coverage.edges",

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::baseline::{BaselineOutcome, ScenarioComparison, StaleEntry};
-use crate::runner::{RunReport, ScenarioResult, Status};
+use crate::outcome::{RunReport, ScenarioResult, Status};
 use crate::terminal::escape_controls as shown;
 use tep_check::InvariantStatus;
 

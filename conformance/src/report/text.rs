@@ -11,7 +11,7 @@ use tep_model::trace::ObservationLevel;
 
 use crate::baseline::{BaselineOutcome, ScenarioComparison};
 use crate::excerpt::TraceExcerpt;
-use crate::runner::{RunReport, ScenarioResult, Status};
+use crate::outcome::{RunReport, ScenarioResult, Status};
 use crate::terminal::escape_controls as shown;
 use tep_check::Violation;
 use tep_check::invariant;

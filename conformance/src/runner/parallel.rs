@@ -7,7 +7,8 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::{Coverage, Implementation, Plan, RunReport, ScenarioResult, Slot};
+use super::{Implementation, Plan, Slot};
+use crate::outcome::{Coverage, RunReport, ScenarioResult};
 
 impl Plan {
     /// Runs the plan on several implementations at once (one thread each), reporting each

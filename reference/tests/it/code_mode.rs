@@ -1,13 +1,9 @@
 //! Code Mode: `run_code` and the sub-calls of its program, through the same pipeline.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::sync::{Arc, Mutex};
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 use tep_model::graph::{NodeId, Outcome, StageGraph};
 use tep_model::identity::CallId;
 use tep_model::result::Failure;
@@ -119,7 +115,7 @@ fn sub_walk(records: &[TraceRecord], call: &str) -> Vec<(NodeId, Option<Outcome>
             }
             _ => None,
         })
-        .fold(Vec::new(), support::collapse_around)
+        .fold(Vec::new(), crate::support::collapse_around)
 }
 
 #[tokio::test(start_paused = true)]

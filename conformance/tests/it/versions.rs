@@ -2,14 +2,13 @@
 //! and an implementation declaring an older protocol is sent nothing newer, by `tep run`'s plan
 //! and by `tep fuzz` (generation and shrinking alike).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 use tep_conformance::fuzz::{FuzzOptions, Profile, fuzz, generate};
+use tep_conformance::outcome::Status;
 use tep_conformance::protocol::{PROTOCOL_VERSION, Ready, SUPPORTED_PROTOCOLS};
-use tep_conformance::runner::{Answer, BuiltinReference, Implementation, Plan, RunOptions, Status};
+use tep_conformance::runner::{Answer, BuiltinReference, Implementation, Plan, RunOptions};
 use tep_conformance::scenario::versions::{CONSTRUCTS, entry, newest, schema, versions};
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_model::graph::Revision;

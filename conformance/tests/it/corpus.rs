@@ -7,8 +7,6 @@
 //!   scenario's reference trace makes the checker report exactly that invariant;
 //! - every mutant of the reference is caught, with the invariant it breaks.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 
 use tep_check::CATALOG;
@@ -16,7 +14,8 @@ use tep_check::CheckOptions;
 use tep_check::invariants::InvariantId;
 use tep_check::mutation::plant;
 use tep_conformance::mutants::breaks;
-use tep_conformance::runner::{BuiltinReference, RunOptions, Status, judge, run_suite};
+use tep_conformance::outcome::{Coverage, Status};
+use tep_conformance::runner::{BuiltinReference, RunOptions, judge, run_suite};
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;
 use tep_model::graph::{Revision, StageGraph};
@@ -119,7 +118,7 @@ fn every_claimed_breach_is_caught_with_its_id() {
                     continue;
                 };
                 planted += 1;
-                let mut coverage = tep_conformance::runner::Coverage::default();
+                let mut coverage = Coverage::default();
                 let result = judge(scenario, &options, mutated, None, &mut coverage);
                 let reported: BTreeSet<InvariantId> =
                     result.violations.iter().map(|v| v.invariant).collect();
@@ -159,7 +158,7 @@ fn every_invariant_can_be_broken_in_a_scenario_and_is_caught_with_its_id() {
                         return false;
                     };
                     let options = CheckOptions::new(revision);
-                    let mut coverage = tep_conformance::runner::Coverage::default();
+                    let mut coverage = Coverage::default();
                     judge(s, &options, broken, None, &mut coverage)
                         .violations
                         .iter()
@@ -209,7 +208,7 @@ fn sub_call_expectations_are_checked_too() {
         .unwrap();
     let trace = run_reference(&scenario, Revision::Rev2, &[]).unwrap();
     scenario.expect.calls.get_mut("c1:code:3").unwrap().is_error = false;
-    let mut coverage = tep_conformance::runner::Coverage::default();
+    let mut coverage = Coverage::default();
     let result = judge(
         &scenario,
         &CheckOptions::new(Revision::Rev2),

@@ -5,17 +5,15 @@
 //! other revision's reference, and the runner's `judge`, which adds the scenario's expectations
 //! to the checker's findings.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-use common::{drive_options, scenario};
+use crate::common::{drive_options, scenario};
 
 use std::collections::BTreeSet;
 
 use tep_check::invariants::InvariantId;
 use tep_check::observation::thin;
 use tep_check::{CheckOptions, check_records};
-use tep_conformance::runner::{Coverage, judge};
+use tep_conformance::outcome::Coverage;
+use tep_conformance::runner::judge;
 use tep_conformance::scenario::corpus;
 use tep_conformance::scripted::run_reference;
 use tep_model::graph::{NodeId, Revision};

@@ -1,5 +1,5 @@
 //! Helpers shared by the reference's integration tests.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

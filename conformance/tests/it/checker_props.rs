@@ -7,8 +7,6 @@
 //!   dropped, duplicated, or swapped with the next record of the same call), whose expected
 //!   invariants are derived from the stage graph per kind of record.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;

@@ -1,6 +1,6 @@
 //! What the conformance crate's tests that run the reference share.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(dead_code)]
 
 use tep_check::{CheckOptions, ScenarioFacts};
 use tep_conformance::scenario::{Scenario, corpus};

@@ -3,8 +3,6 @@
 //! answer (`adapter::MAX_ANSWER_BYTES`). Before the limits were lowered, a legal scenario's
 //! answer was 86.6 MB and `tep reference-adapter` could not send it (attack run, N9).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use serde_json::{Value, json};
 use tep_conformance::adapter::MAX_ANSWER_BYTES;
 use tep_conformance::protocol::{RunAnswer, RunOutcome};

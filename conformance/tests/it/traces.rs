@@ -6,8 +6,6 @@
 //! Review changes with `cargo insta review`; never edit a `.snap` by hand. In CI (`CI=true`)
 //! insta writes nothing and a missing or different snapshot fails.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use tep_check::ScenarioFacts;
 use tep_conformance::scenario::Scenario;
 use tep_conformance::scripted::run_reference;
@@ -33,6 +31,8 @@ fn snapshot_traces(revision: Revision) {
             let mut settings = insta::Settings::clone_current();
             settings.set_snapshot_suffix(format!("{}.{}", scenario.id, revision));
             settings.set_prepend_module_to_snapshot(false);
+            // Where they were when this was a binary of its own: check/tests/it reads them there.
+            settings.set_snapshot_path("../snapshots");
             settings.set_description(scenario.description.clone());
             settings.bind(|| insta::assert_snapshot!("trace", to_jsonl(&body)));
         }
@@ -61,6 +61,8 @@ fn scenario_facts() {
             let mut settings = insta::Settings::clone_current();
             settings.set_snapshot_suffix(scenario.id.clone());
             settings.set_prepend_module_to_snapshot(false);
+            // Where they were when this was a binary of its own: check/tests/it reads them there.
+            settings.set_snapshot_path("../snapshots");
             settings.set_description(scenario.description.clone());
             settings.bind(|| insta::assert_snapshot!("facts", facts));
         }

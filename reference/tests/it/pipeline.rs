@@ -2,15 +2,11 @@
 //!
 //! Every test runs on tokio's paused clock, so timeouts and overlaps are exact and instant.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::json;
-use support::*;
 use tep_model::graph::{NodeId, Outcome, Revision};
 use tep_model::result::{AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult};
 use tep_model::session::EventBody;

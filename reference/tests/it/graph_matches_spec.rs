@@ -3,8 +3,6 @@
 //! The Mermaid blocks are parsed out of the vendored spec files (`spec/`), so a change to either
 //! side shows up here as a list of named differences.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::PathBuf;
 
 use tep_model::graph::mermaid::{Flowchart, LabelStyle, find_mermaid_block, parse_flowchart};

@@ -1,15 +1,13 @@
 //! `build.rs` embeds the corpus; a corpus it cannot read fails the build instead of embedding
 //! nothing (a `tep` with no scenarios would call every implementation conformant).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 #[allow(dead_code)]
-#[path = "../build.rs"]
-mod build_script;
+#[path = "../../build.rs"]
+mod build_rs;
 
 use std::path::{Path, PathBuf};
 
-use build_script::{corpus_source, rerun_lines, scenario_files};
+use build_rs::{corpus_source, rerun_lines, scenario_files};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tep-build-{}-{name}", std::process::id()));
@@ -158,7 +156,7 @@ fn build_and_run(root: &Path, target: &Path) -> String {
 /// are older (cloned before the first was built) gets the first one's build whole: its code
 /// as well as its corpus (`main.rs` here prints whose code it is, and prints the first's).
 /// Hence docs/limits.md: one target directory per checkout. Run it with `cargo test -p
-/// tep-conformance --test build_script -- --ignored` (two small builds, seconds).
+/// tep-conformance --test it build_script -- --ignored` (two small builds, seconds).
 #[test]
 #[ignore = "N12 is cargo's: a shared target directory reuses the other checkout's build"]
 fn two_checkouts_sharing_a_target_each_embed_their_own_corpus() {

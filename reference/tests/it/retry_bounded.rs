@@ -1,14 +1,10 @@
 //! The retry wrapper stops after `RetryWrapper::MAX_ATTEMPTS` dispatches, whatever it is told:
 //! with no delay no time passes between attempts, so nothing else would stop it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 use tep_reference::pipeline::ToolRegistry;
 use tep_reference::wrappers::RetryWrapper;
 

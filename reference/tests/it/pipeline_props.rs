@@ -6,16 +6,12 @@
 //! - exactly one `tool/result` per `tool/call`;
 //! - results are recorded in model order.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::support::*;
 use proptest::prelude::*;
 use serde_json::json;
-use support::*;
 use tep_model::graph::Revision;
 use tep_model::result::{ContentBlock, Failure};
 use tep_model::session::EventBody;

@@ -2,10 +2,7 @@
 //! finds a sub-call by its parent and its place in the dispatch order, never by the literal
 //! `<parent>:code:<n>`. Renaming every sub-call of a trace changes no verdict.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-use common::{drive_options, scenario};
+use crate::common::{drive_options, scenario};
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -13,7 +10,8 @@ use std::sync::Arc;
 use tep_check::invariants::InvariantId;
 use tep_conformance::fuzz::{Profile, generate};
 use tep_conformance::oracle;
-use tep_conformance::runner::{Coverage, judge};
+use tep_conformance::outcome::Coverage;
+use tep_conformance::runner::judge;
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_conformance::scripted::run_reference;
 use tep_model::graph::Revision;
