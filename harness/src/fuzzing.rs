@@ -18,10 +18,12 @@ pub const MAX_SLEEP_MS: u64 = 20;
 /// hook dialect, one pre- and one post-execute listener deciding what a hook command answers.
 /// No guards, wrappers, observers, files, Code Mode programs or `finalizeContent`.
 ///
-/// Concurrency-safe tools, a pool cap and tools' own timeouts stay off: each is one flag here
-/// once the driver plays them.
+/// Concurrency-safe tools when the profile names a shipped safe tool that plays them
+/// (`[tools.safe]`), and a pool cap when its overlay has a row for one. Tools' own timeouts
+/// stay off: the driver maps one only through a `timeout` wrapper, which is not generated.
 pub fn restriction(profile: &Profile) -> Restriction {
     let hooks = usize::from(profile.hooks.dialect != HookDialect::None);
+    let safe_tools = profile.tools.safe.is_some();
     Restriction {
         guards: false,
         wrappers: false,
@@ -31,8 +33,8 @@ pub fn restriction(profile: &Profile) -> Restriction {
         max_pre: hooks,
         max_post: hooks,
         listener_extras: false,
-        safe_tools: false,
-        pool_cap: false,
+        safe_tools,
+        pool_cap: safe_tools && !profile.overlay.pool_cap_row.is_empty(),
         tool_timeouts: false,
         body_extras: false,
         max_sleep_ms: MAX_SLEEP_MS,

@@ -89,11 +89,19 @@ fn features(s: &Scenario) -> Vec<&'static str> {
         "a post-execute block",
     );
     add(s.approval.is_some(), "an approval answer");
+    add(
+        s.tools.iter().any(|t| t.concurrency_safe),
+        "a concurrency-safe tool",
+    );
+    add(s.max_parallel.is_some(), "a pool cap");
     out
 }
 
-const ALWAYS: [&str; 5] = [
+/// Every profile here names a shipped safe tool (`web_search`) and a pool cap row.
+const ALWAYS: [&str; 7] = [
     "a batch of three calls or more",
+    "a concurrency-safe tool",
+    "a pool cap",
     "a body that throws",
     "a body that sleeps",
     "an unknown tool",

@@ -45,7 +45,10 @@ pub trait Implementation {
 
 /// `scenario` with no content expected of the `unchecked` calls, and a note per call saying
 /// that its content was not checked and why.
-fn without_content(scenario: &Scenario, unchecked: &[(CallId, String)]) -> (Scenario, Vec<Note>) {
+pub(crate) fn without_content(
+    scenario: &Scenario,
+    unchecked: &[(CallId, String)],
+) -> (Scenario, Vec<Note>) {
     let mut judged = scenario.clone();
     let mut notes = Vec::new();
     for (call, why) in unchecked {

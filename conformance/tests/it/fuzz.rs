@@ -15,7 +15,8 @@ use tep_conformance::runner::BuiltinReference;
 use tep_conformance::runner::{Answer, Implementation, RunOptions, run_suite};
 use tep_conformance::scenario::{Scenario, corpus};
 use tep_model::graph::Revision;
-use tep_model::trace::Capability;
+use tep_model::identity::CallId;
+use tep_model::trace::{Capability, TraceRecord};
 use tep_reference::mutant::Mutant;
 
 fn all() -> Profile {
@@ -567,4 +568,70 @@ fn unscripted_work_near_a_deadline_is_left_free() {
     let expect = tep_conformance::oracle::expectations(&near, Revision::Rev2).unwrap();
     assert_eq!(expect.undetermined.calls, vec!["c1".into()]);
     assert!(!expect.calls["c2"].is_error);
+}
+
+/// The reference, but each successful result's text formatted its own way (as a shipped harness
+/// formats a search answer), in every record alike; it may say which calls' content that is.
+struct Reformatting {
+    inner: BuiltinReference,
+    declares: bool,
+}
+
+impl Implementation for Reformatting {
+    fn ready(&self) -> &Ready {
+        self.inner.ready()
+    }
+
+    fn run(&mut self, seq: u64, spec: Revision, scenario: &Scenario) -> Answer {
+        let reformat = |record: TraceRecord| -> TraceRecord {
+            let line = serde_json::to_string(&record)
+                .unwrap()
+                .replace(r#""text":"done""#, r#""text":"formatted: done""#);
+            serde_json::from_str(&line).unwrap()
+        };
+        match self.inner.run(seq, spec, scenario) {
+            Answer::Ran(records) => Answer::Ran(records.into_iter().map(reformat).collect()),
+            other => other,
+        }
+    }
+
+    fn unchecked_content(&self, scenario: &Scenario) -> Vec<(CallId, String)> {
+        if !self.declares {
+            return Vec::new();
+        }
+        scenario
+            .calls
+            .iter()
+            .map(|c| (c.call_id.clone(), "formatted its own way".to_owned()))
+            .collect()
+    }
+}
+
+#[test]
+fn content_an_implementation_formats_its_own_way_is_not_compared_by_the_oracle() {
+    let options = FuzzOptions {
+        cases: 100,
+        strict: true,
+        ..FuzzOptions::new(4)
+    };
+    let mut silent = Reformatting {
+        inner: BuiltinReference::new(vec![]),
+        declares: false,
+    };
+    let failure = fuzz(&mut silent, &options, |_| {})
+        .unwrap()
+        .failure
+        .expect("reformatted content differs from the reference's");
+    assert_eq!(
+        failure.invariant,
+        InvariantId::ExpectedContent,
+        "{failure:?}"
+    );
+    let mut declaring = Reformatting {
+        inner: BuiltinReference::new(vec![]),
+        declares: true,
+    };
+    let report = fuzz(&mut declaring, &options, |_| {}).unwrap();
+    assert!(report.failure.is_none(), "{:?}", report.failure);
+    assert!(report.flaky.is_empty(), "{:?}", report.flaky);
 }
