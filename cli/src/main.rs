@@ -169,6 +169,11 @@ fn main() -> ExitCode {
     let _ = Stdout::new().flush();
     match result {
         Ok(code) => ExitCode::from(code),
+        // A signal is ending tep (its handler exits with its code): an error the stop caused,
+        // such as an adapter killed mid-handshake, is not the outcome.
+        Err(_) if signals::ending_code().is_some() => {
+            ExitCode::from(signals::ending_code().unwrap_or(2))
+        }
         Err(err) => {
             note(format_args!("tep: error: {err:#}"));
             ExitCode::from(2)

@@ -44,6 +44,18 @@ const SIGINT: i32 = 2;
 const SIGHUP: i32 = 1;
 const SIGTERM: i32 = 15;
 
+/// The signal that is ending the process (set before its children are killed), so that an
+/// error those deaths cause on the main thread exits with the signal's code, not as an error.
+static ENDING: AtomicI32 = AtomicI32::new(0);
+
+/// The exit code of a process a signal is ending (128 + the signal), if one is.
+pub fn ending_code() -> Option<u8> {
+    match ENDING.load(Ordering::SeqCst) {
+        0 => None,
+        n => u8::try_from(128 + n).ok(),
+    }
+}
+
 impl Signals {
     /// Takes the three signals from now on: until [`Signals::run`] or [`Signals::fuzz`], a
     /// signal kills the adapters being started and exits.
@@ -142,6 +154,9 @@ impl Signals {
 /// Acts on one signal; returns whether nothing more is to be done.
 fn handle(target: &Mutex<Target>, number: i32) -> bool {
     let target = target.lock().unwrap_or_else(PoisonError::into_inner);
+    if matches!(&*target, Target::Exit | Target::Starting) {
+        ENDING.store(number, Ordering::SeqCst);
+    }
     match &*target {
         Target::Exit => {
             let _held = remove_temporaries();
