@@ -14,7 +14,7 @@ const toyAdapter = fileURLToPath(new URL('../fixtures/toy/adapter.mjs', import.m
 const cases = [
   ['guards-after-deny', 'guards-first-reason-wins', 'guard-deny-binds', 'monotonic guards: "deny or abstain" (a deny ends the guards)'],
   ['guards-after-deny', 'guard-allow-cannot-undo-a-deny', 'guard-deny-binds', 'monotonic guards: a later guard is never consulted after a deny'],
-  ['reversed-pre', 'pre-listeners-run-in-order', 'expected-outcome', 'the waterfall runs its listeners in registration order: the first decision wins'],
+  ['reversed-pre', 'pre-listeners-run-in-order', 'waterfall-registration-order', 'reference semantics 16: a waterfall runs its listeners in registration order'],
   ['approval-twice', 'ask-allowed-once', 'approval-once', '"ctx.approval one-shot prompt": one ask is put to the prompt once'],
   ['pre-twice', 'allow-runs-body', 'pre-execute-once', 'toolCall --> pre: pre-execute runs once per call'],
   ['guards-before-approval', 'approval-comes-before-guards', 'guards-only-after-allow', '"ctx.approval resolves asks before monotonic guards"'],
