@@ -189,53 +189,10 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
         Ok(m) => m,
         Err(e) => return errored(format!("cannot start the model server: {e}"), None),
     };
-    let tep = options.tep.display().to_string();
-    let overlay = run.join(&profile.overlay.file);
-    let hooks_file = run.join(&profile.hooks.file);
-    let mut values = Placeholders::default();
-    values.0.insert("run", run.display().to_string());
-    values.0.insert("home", home.display().to_string());
-    values
-        .0
-        .insert("workspace", workspace.display().to_string());
-    values.0.insert("overlay", overlay.display().to_string());
-    values.0.insert("task", profile.task.clone());
-    values.0.insert("model_url", model.url());
-    values.0.insert("tep", tep.clone());
-    values
-        .0
-        .insert("hooks_file", hooks_file.display().to_string());
-    values.0.insert("mcp_command", yaml(&tep));
-    values.0.insert(
-        "mcp_args",
-        format!(
-            "[{}, {}]",
-            yaml("harness-mcp"),
-            yaml(&run.display().to_string())
-        ),
-    );
-    let hooks = script.uses_hooks() && profile.hooks.dialect == HookDialect::ClaudeCode;
-    if hooks {
-        let command = format!(
-            "{} harness-hook {}",
-            sh(&tep),
-            sh(&run.display().to_string())
-        );
-        let written = std::fs::write(&hooks_file, hooks_json(&command).to_string());
-        if let Err(e) = written {
-            return errored(format!("cannot write {}: {e}", hooks_file.display()), None);
-        }
-        let row = values.fill(&profile.overlay.hooks_row);
-        values.0.insert("hooks_rows", row);
-    } else {
-        values.0.insert("hooks_rows", String::new());
-    }
-    for (name, row) in script.overlay_rows(&profile.overlay) {
-        values.0.insert(name, row);
-    }
-    if let Err(e) = std::fs::write(&overlay, values.fill(&profile.overlay.template)) {
-        return errored(format!("cannot write the overlay: {e}"), None);
-    }
+    let values = match write_overlay(options, script, run, &model.url()) {
+        Ok(values) => values,
+        Err(message) => return errored(message, None),
+    };
 
     let argv: Vec<String> = options
         .command
@@ -263,29 +220,7 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
             );
         }
     };
-    let started = Instant::now();
-    let ended = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
-            Ok(None) => {}
-            Err(e) => break Err(format!("cannot wait for the harness: {e}")),
-        }
-        let elapsed = started.elapsed();
-        if model.requests().is_empty() && elapsed >= options.boot_timeout {
-            break Err(format!(
-                "the harness never called the model within {} s",
-                options.boot_timeout.as_secs_f64()
-            ));
-        }
-        if elapsed >= options.timeout {
-            break Err(format!(
-                "the harness did not finish within {} s (model requests: {})",
-                options.timeout.as_secs_f64(),
-                model.requests().len()
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+    let ended = wait(&mut child, &model, options).await;
     // Whatever it left running in its process group (its MCP server, a hook) ends with it.
     end_group(&mut child);
     let stderr = tail(&stderr_path);
@@ -352,6 +287,97 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
         );
     }
     Answer::Ran(records)
+}
+
+/// Waits for the harness to exit, or for the boot or run timeout to pass.
+async fn wait(
+    child: &mut Child,
+    model: &ModelServer,
+    options: &HarnessOptions,
+) -> Result<ExitStatus, String> {
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) => {}
+            Err(e) => return Err(format!("cannot wait for the harness: {e}")),
+        }
+        let elapsed = started.elapsed();
+        if model.requests().is_empty() && elapsed >= options.boot_timeout {
+            return Err(format!(
+                "the harness never called the model within {} s",
+                options.boot_timeout.as_secs_f64()
+            ));
+        }
+        if elapsed >= options.timeout {
+            return Err(format!(
+                "the harness did not finish within {} s (model requests: {})",
+                options.timeout.as_secs_f64(),
+                model.requests().len()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The placeholders of one run, with the hooks file and the overlay written to the run
+/// directory as the profile says.
+fn write_overlay(
+    options: &HarnessOptions,
+    script: &RunScript,
+    run: &Path,
+    model_url: &str,
+) -> Result<Placeholders, String> {
+    let profile = &options.profile;
+    let (home, workspace) = (run.join("home"), run.join("ws"));
+    let tep = options.tep.display().to_string();
+    let overlay = run.join(&profile.overlay.file);
+    let hooks_file = run.join(&profile.hooks.file);
+    let mut values = Placeholders::default();
+    values.0.insert("run", run.display().to_string());
+    values.0.insert("home", home.display().to_string());
+    values
+        .0
+        .insert("workspace", workspace.display().to_string());
+    values.0.insert("overlay", overlay.display().to_string());
+    values.0.insert("task", profile.task.clone());
+    values.0.insert("model_url", model_url.to_owned());
+    values.0.insert("tep", tep.clone());
+    values
+        .0
+        .insert("hooks_file", hooks_file.display().to_string());
+    values.0.insert("mcp_command", yaml(&tep));
+    values.0.insert(
+        "mcp_args",
+        format!(
+            "[{}, {}]",
+            yaml("harness-mcp"),
+            yaml(&run.display().to_string())
+        ),
+    );
+    let hooks = script.uses_hooks() && profile.hooks.dialect == HookDialect::ClaudeCode;
+    if hooks {
+        let command = format!(
+            "{} harness-hook {}",
+            sh(&tep),
+            sh(&run.display().to_string())
+        );
+        let written = std::fs::write(&hooks_file, hooks_json(&command).to_string());
+        if let Err(e) = written {
+            return Err(format!("cannot write {}: {e}", hooks_file.display()));
+        }
+        let row = values.fill(&profile.overlay.hooks_row);
+        values.0.insert("hooks_rows", row);
+    } else {
+        values.0.insert("hooks_rows", String::new());
+    }
+    for (name, row) in script.overlay_rows(&profile.overlay) {
+        values.0.insert(name, row);
+    }
+    if let Err(e) = std::fs::write(&overlay, values.fill(&profile.overlay.template)) {
+        return Err(format!("cannot write the overlay: {e}"));
+    }
+    Ok(values)
 }
 
 fn spawn(
