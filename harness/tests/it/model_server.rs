@@ -1,7 +1,6 @@
 //! The model server's protocol, spoken to by a real HTTP client (hyper): the batch as SSE
 //! `tool_calls` deltas at step 0, the final text after, a title to a request with no tools,
 //! every request recorded.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 

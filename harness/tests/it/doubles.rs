@@ -1,6 +1,5 @@
 //! The doubles tep plays, without the harness: the MCP server over a byte stream, the hook
 //! command on the payloads the real bridge sent, the session log the real harness wrote.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -190,7 +189,7 @@ fn equal_calls_get_their_own_bodies_in_arrival_order() {
 
 /// The recorded invocations of the study's run s2, and the answers the real bridge honoured.
 fn recorded() -> Vec<Value> {
-    include_str!("fixtures/dsh-cli-s2-hooks-c1.jsonl")
+    include_str!("../fixtures/dsh-cli-s2-hooks-c1.jsonl")
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()

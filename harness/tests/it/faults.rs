@@ -2,7 +2,6 @@
 //! never call the model, hang, or finish without a log. Each is `errored` within its timeout,
 //! with its stderr tail, nothing it started is left running, and its run directory is gone
 //! unless kept.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};

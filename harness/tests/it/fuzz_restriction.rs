@@ -2,7 +2,6 @@
 //! generated under a profile's restriction has a script (`RunScript::of` accepts it), and the
 //! restriction still generates the mixes worth fuzzing. Under it, the oracle's reference judges
 //! itself clean.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 

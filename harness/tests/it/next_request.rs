@@ -1,7 +1,6 @@
 //! Level `boundary` on a real run: the session log of the study's run s2 of deepseek-harness
 //! 0.1.0-rc.8 and the requests its mock model received, merged as the driver merges them, and
 //! checked. What this shows of the harness is in `docs/harness-profiles.md`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 
@@ -15,8 +14,8 @@ use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::trace::{ObservationLevel, RequestMessage, RequestRole, TraceRecord};
 
-const LOG: &str = include_str!("fixtures/dsh-cli-s2.session.jsonl");
-const REQUESTS: &str = include_str!("fixtures/dsh-cli-s2-model-requests.jsonl");
+const LOG: &str = include_str!("../fixtures/dsh-cli-s2.session.jsonl");
+const REQUESTS: &str = include_str!("../fixtures/dsh-cli-s2-model-requests.jsonl");
 
 /// The mock's records as the model server records them (`wall` in seconds there).
 fn requests() -> Vec<ModelRequest> {
