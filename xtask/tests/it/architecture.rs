@@ -5,12 +5,9 @@
 //! here is a crate's top-level module (`src/<name>.rs` or `src/<name>/`): its submodules are its
 //! own business, and a path that reaches another module (`crate::<name>`) is an edge.
 
+use crate::root;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The crates of the workspace, by directory.
 const CRATES: &[&str] = &[
@@ -727,7 +724,7 @@ fn no_import_takes_an_old_path_and_no_file_outside_check_decides_the_verdict() {
     for path in rust_files(&everything) {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
         // Comments and strings may name anything; this test's own lists are data.
-        if path.ends_with("xtask/tests/architecture.rs") {
+        if path.ends_with("xtask/tests/it/architecture.rs") {
             continue;
         }
         let code = code(&text);
@@ -766,4 +763,86 @@ fn the_path_and_policy_scan_sees_what_it_forbids() {
         mentions(&code, VERDICT_POLICY),
         ["== Level::Must (line 3)", "strict || (line 3)"]
     );
+}
+
+/// Test binaries that stand alone beside their crate's one binary, and why.
+const ALONE: &[(&str, &str)] = &[
+    (
+        "conformance/tests/checkability.rs",
+        "needs the crate's feature `checkability` and rewrites a generated table",
+    ),
+    (
+        "fuzz/tests/checker_memory.rs",
+        "measures the process's resident size: no other test may share its process",
+    ),
+];
+
+/// The integration-test binaries of a crate's `tests/` directory, as paths from the root: each
+/// `tests/*.rs` file and each `tests/<dir>/main.rs` (Cargo's two shapes).
+fn test_binaries(krate: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(root().join(krate).join("tests")) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() && path.join("main.rs").is_file() {
+            out.push(format!("{krate}/tests/{name}/main.rs"));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(format!("{krate}/tests/{name}"));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The crates with more than one shared test binary, each with its binaries.
+fn crates_with_several_binaries(
+    binaries: impl Fn(&str) -> Vec<String>,
+) -> Vec<(String, Vec<String>)> {
+    CRATES
+        .iter()
+        .filter_map(|krate| {
+            let shared: Vec<String> = binaries(krate)
+                .into_iter()
+                .filter(|b| !ALONE.iter().any(|(alone, _)| alone == b))
+                .collect();
+            (shared.len() > 1).then(|| ((*krate).to_owned(), shared))
+        })
+        .collect()
+}
+
+/// Each test binary links the crate and its dependencies again; tests that share helpers share
+/// a binary (`tests/it/`), so each helper is defined once.
+#[test]
+fn each_crate_has_one_integration_test_binary() {
+    let several = crates_with_several_binaries(test_binaries);
+    assert!(
+        several.is_empty(),
+        "crates with more than one integration-test binary (move them into tests/it/ or list \
+         one in ALONE with its reason): {several:?}"
+    );
+    for (alone, why) in ALONE {
+        assert!(
+            root().join(alone).is_file(),
+            "{alone} ({why}) is gone: drop it from ALONE"
+        );
+    }
+}
+
+#[test]
+fn the_binary_count_sees_a_second_binary() {
+    let with_a_second = |krate: &str| {
+        let mut binaries = test_binaries(krate);
+        if krate == "harness" {
+            binaries.push("harness/tests/another.rs".to_owned());
+        }
+        binaries
+    };
+    let several = crates_with_several_binaries(with_a_second);
+    assert_eq!(several.len(), 1, "{several:?}");
+    assert_eq!(several[0].0, "harness");
+    assert!(test_binaries("harness").contains(&"harness/tests/it/main.rs".to_owned()));
+    assert!(test_binaries("fuzz").contains(&"fuzz/tests/checker_memory.rs".to_owned()));
 }

@@ -1,7 +1,6 @@
 //! `cargo xtask docs`: what it prints, that it round-trips, and that `--check` has teeth.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
+use crate::root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -11,10 +10,6 @@ use tep_model::graph::mermaid::{
 use tep_model::graph::{Revision, StageGraph};
 use xtask::docs::{self, DocsError};
 use xtask::markdown::mermaid_block;
-
-fn root() -> PathBuf {
-    xtask::repo_root()
-}
 
 #[test]
 fn docs_are_fresh() {

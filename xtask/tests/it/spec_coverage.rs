@@ -2,18 +2,13 @@
 //! can drift is reported (a guarantee with no invariant, an unknown invariant id, a catalog
 //! source no clause matches, a quote the spec does not hold, words of the doc no clause quotes).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
+use crate::root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tep_check::CATALOG;
 use tep_check::invariants::InvariantId;
 use xtask::coverage::{self, ClauseFile, Coverage, SpecTexts, cited_clauses, exempt};
-
-fn root() -> PathBuf {
-    xtask::repo_root()
-}
 
 fn clauses_text() -> String {
     std::fs::read_to_string(root().join(coverage::CLAUSES_FILE)).unwrap()

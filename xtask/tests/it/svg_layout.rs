@@ -12,9 +12,7 @@
 //! is one `<g class="node" data-node="ID">` holding its box and label, every edge one
 //! `<g class="edge" data-edge="N" data-from data-to>` holding its path (and label).
 //!
-//! `docs_are_fresh` (tests/docs.rs) keeps the files equal to what `cargo xtask docs` renders.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `docs_are_fresh` (tests/it/docs.rs) keeps the files equal to what `cargo xtask docs` renders.
 
 use std::fmt::Write as _;
 
