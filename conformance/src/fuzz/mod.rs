@@ -311,6 +311,7 @@ fn run_one(
         Answer::Skipped(_) => return Verdict::Skipped,
         Answer::Errored { message, .. } => return Verdict::Errored(message),
     };
+    let beyond = implementation.breaches_beyond_the_trace();
     let options = judge
         .check
         .clone()
@@ -321,6 +322,7 @@ fn run_one(
             Ok(report) => report.violations,
         };
     violations.extend(crate::redispatch::check(scenario, &records, options.level));
+    violations.extend(beyond);
     let mut found: Vec<Failing> = violations
         .into_iter()
         .map(|v| Failing::new(v, None))

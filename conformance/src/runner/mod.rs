@@ -41,6 +41,13 @@ pub trait Implementation {
     fn unchecked_content(&self, _scenario: &Scenario) -> Vec<(CallId, String)> {
         Vec::new()
     }
+    /// Breaches of the catalog's invariants that the implementation's own records of the run
+    /// it last answered show beyond the trace it returned (a harness driver sees each body's
+    /// interval, which its trace's level does not hold). Judged with the trace's violations;
+    /// asked once, right after `run`.
+    fn breaches_beyond_the_trace(&mut self) -> Vec<Violation> {
+        Vec::new()
+    }
 }
 
 /// `scenario` with no content expected of the `unchecked` calls, and a note per call saying
@@ -334,6 +341,7 @@ impl Plan {
         let started = Instant::now();
         let mut coverage = Coverage::default();
         let answer = implementation.run(seq, self.options.spec, scenario);
+        let beyond = implementation.breaches_beyond_the_trace();
         let unchecked = implementation.unchecked_content(scenario);
         let (judged, not_checked) = without_content(scenario, &unchecked);
         let scenario = &judged;
@@ -344,9 +352,9 @@ impl Plan {
                 stderr,
                 ..ScenarioResult::new(&scenario.id, Status::Errored)
             },
-            Answer::Ran(records) => self.judge(scenario, records, None, &mut coverage),
+            Answer::Ran(records) => self.judge(scenario, records, None, beyond, &mut coverage),
             Answer::Escaped { message, records } => {
-                self.judge(scenario, records, Some(&message), &mut coverage)
+                self.judge(scenario, records, Some(&message), beyond, &mut coverage)
             }
         };
         if result.trace.is_some() {
@@ -361,6 +369,7 @@ impl Plan {
         scenario: &Scenario,
         records: Vec<TraceRecord>,
         escaped: Option<&str>,
+        beyond: Vec<Violation>,
         coverage: &mut Coverage,
     ) -> ScenarioResult {
         let records = if self.level < self.declared {
@@ -368,7 +377,15 @@ impl Plan {
         } else {
             records
         };
-        judge(scenario, &self.check, records, escaped, coverage)
+        let mut result = judge(scenario, &self.check, records, escaped, coverage);
+        if result.status != Status::Errored && !beyond.is_empty() {
+            result.violations.extend(beyond.into_iter().map(|mut v| {
+                v.message = cut_message(v.message);
+                v
+            }));
+            result.status = Status::of(Verdict::of(&result.violations, false));
+        }
+        result
     }
 
     /// Runs the plan on one implementation, in corpus order, on this thread.
@@ -540,6 +557,59 @@ mod tests {
         fn unchecked_content(&self, _scenario: &Scenario) -> Vec<(CallId, String)> {
             self.1.clone()
         }
+    }
+
+    /// The reference, with a breach its own records show beyond the trace after every run.
+    struct Beyond(BuiltinReference, Violation);
+
+    impl Implementation for Beyond {
+        fn ready(&self) -> &Ready {
+            self.0.ready()
+        }
+        fn run(&mut self, seq: u64, spec: Revision, scenario: &Scenario) -> Answer {
+            self.0.run(seq, spec, scenario)
+        }
+        fn breaches_beyond_the_trace(&mut self) -> Vec<Violation> {
+            vec![self.1.clone()]
+        }
+    }
+
+    #[test]
+    fn a_breach_beyond_the_trace_is_judged_with_the_traces_own() {
+        let corpus = crate::scenario::corpus().unwrap();
+        let scenario = corpus
+            .iter()
+            .find(|s| s.id == "parallel-results-commit-in-model-order")
+            .unwrap();
+        let run = |breach: Violation, strict: bool| {
+            let mut implementation = Beyond(BuiltinReference::new(vec![]), breach);
+            let options = RunOptions {
+                strict,
+                ..RunOptions::default()
+            };
+            run_suite(
+                &mut implementation,
+                std::slice::from_ref(scenario),
+                &options,
+            )
+            .unwrap()
+            .scenarios[0]
+                .clone()
+        };
+        let must = Violation::new(
+            InvariantId::DenySkipsBody,
+            vec![2],
+            Some(CallId::from("c1")),
+            "c1 was denied, yet its body started",
+        );
+        let failed = run(must.clone(), false);
+        assert_eq!(failed.status, Status::Failed);
+        assert_eq!(failed.violations, [must]);
+        // A SHOULD breach warns, as the trace's own would.
+        let should = Violation::new(InvariantId::PoolCap, vec![2], None, "over the cap");
+        let warned = run(should.clone(), false);
+        assert_eq!(warned.status, Status::Warned);
+        assert_eq!(warned.violations, [should]);
     }
 
     #[test]

@@ -635,3 +635,52 @@ fn content_an_implementation_formats_its_own_way_is_not_compared_by_the_oracle()
     assert!(report.failure.is_none(), "{:?}", report.failure);
     assert!(report.flaky.is_empty(), "{:?}", report.flaky);
 }
+
+/// The reference, whose own records show a MUST breach beyond the trace whenever a batch has
+/// more than two calls (as a harness driver's body intervals would).
+struct BreachingBeyond {
+    inner: BuiltinReference,
+    calls: usize,
+}
+
+impl Implementation for BreachingBeyond {
+    fn ready(&self) -> &Ready {
+        self.inner.ready()
+    }
+
+    fn run(&mut self, seq: u64, spec: Revision, scenario: &Scenario) -> Answer {
+        self.calls = scenario.calls.len();
+        self.inner.run(seq, spec, scenario)
+    }
+
+    fn breaches_beyond_the_trace(&mut self) -> Vec<tep_check::Violation> {
+        if self.calls <= 2 {
+            return Vec::new();
+        }
+        vec![tep_check::Violation::new(
+            InvariantId::DenySkipsBody,
+            vec![1],
+            None,
+            "a body ran after its denial",
+        )]
+    }
+}
+
+#[test]
+fn a_breach_beyond_the_trace_fails_the_fuzz_run_and_shrinks_with_it() {
+    let options = FuzzOptions {
+        cases: 100,
+        ..FuzzOptions::new(5)
+    };
+    let mut breaching = BreachingBeyond {
+        inner: BuiltinReference::new(vec![]),
+        calls: 0,
+    };
+    let failure = fuzz(&mut breaching, &options, |_| {})
+        .unwrap()
+        .failure
+        .expect("a breach beyond the trace is a failure");
+    assert_eq!(failure.invariant, InvariantId::DenySkipsBody, "{failure:?}");
+    // Shrunk to the smallest batch that still breaches.
+    assert_eq!(failure.scenario.calls.len(), 3, "{failure:?}");
+}
