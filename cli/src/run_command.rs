@@ -111,6 +111,32 @@ impl RunArgs {
     }
 }
 
+/// What the reports say of the run beyond its results: when, how to rerun, where its traces
+/// are. The keeper's unused directory is removed here and old runs pruned.
+fn run_context(
+    args: &RunArgs,
+    mut keeper: TraceKeeper,
+    started_at: chrono::DateTime<chrono::Utc>,
+    subset: bool,
+) -> RunContext {
+    keeper.remove_if_unused();
+    if keeper.created && args.traces.is_none() && args.run_dir.is_none() {
+        prune_old_runs(&keeper.dir);
+    }
+    RunContext {
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        rerun: rerun_prefix(args),
+        command: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        traces: keeper.kept,
+        run_dir: keeper.created.then_some(keeper.dir),
+        excerpts: keeper.excerpts,
+        subset,
+        verbose: args.verbose,
+    }
+}
+
 /// The default timeout of `--timeout`, left out of rerun commands.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -188,24 +214,13 @@ pub fn run(args: RunArgs) -> Result<u8> {
     // Every adapter has stopped: what none of them claimed does not outlive the run.
     end_orphans();
     let mut run = outcome?;
+    if args.harness.harness.is_some() {
+        tep_harness::evidence::mark_judged(&mut run.invariants);
+    }
     live.flush_waiting()?;
     let outcome = baseline.as_ref().map(|b| b.apply(&mut run));
-    keeper.remove_if_unused();
-    if keeper.created && args.traces.is_none() && args.run_dir.is_none() {
-        prune_old_runs(&keeper.dir);
-    }
-    let ctx = RunContext {
-        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        rerun: rerun_prefix(&args),
-        command: std::env::args_os()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        traces: keeper.kept,
-        run_dir: keeper.created.then_some(keeper.dir),
-        excerpts: keeper.excerpts,
-        subset: !args.scenario_files.is_empty() || selected.len() < corpus.len(),
-        verbose: args.verbose,
-    };
+    let subset = !args.scenario_files.is_empty() || selected.len() < corpus.len();
+    let ctx = run_context(&args, keeper, started_at, subset);
     let paths = html::paths(&run);
     // Stopped by SIGTERM or SIGHUP: 143 or 129, as a shell says it (130 for Ctrl-C).
     let stopped_by = signals.exit_code().filter(|_| run.interrupted);

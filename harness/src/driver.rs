@@ -15,12 +15,19 @@ use tep_model::graph::Revision;
 use tep_model::identity::CallId;
 use tep_model::trace::{Capability, ObservationLevel};
 
+use tep_check::Violation;
+
+use crate::evidence::{self, RunRecords};
 use crate::hook::{HOOKS_FILE, HookRecord, hooks_json};
 use crate::mcp::{BODIES_FILE, BodyRecord, SCRIPT_FILE, read_lines};
-use crate::model_server::{ModelServer, RequestKind};
+use crate::model_server::{ModelRequest, ModelServer, RequestKind};
 use crate::profile::{HookDialect, Placeholders, Profile};
-use crate::record::{locate, read_log, timeline, trace_of_log, with_next_requests};
+use crate::record::{lined_trace_of_log, locate, read_log, timeline, with_next_requests};
 use crate::script::RunScript;
+
+/// Where a run directory keeps what tep's own records showed beyond the trace
+/// ([`evidence::Judgement`]).
+pub const BEYOND_FILE: &str = "beyond.json";
 
 /// The bytes of the harness's stderr an error quotes.
 pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
@@ -63,6 +70,8 @@ pub struct HarnessDriver {
     runtime: tokio::runtime::Runtime,
     /// The run directories kept (`keep`).
     pub kept: Vec<PathBuf>,
+    /// What the last run's own records showed beyond its trace.
+    beyond: Vec<Violation>,
 }
 
 impl HarnessDriver {
@@ -90,6 +99,7 @@ impl HarnessDriver {
             options,
             runtime,
             kept: Vec::new(),
+            beyond: Vec::new(),
         })
     }
 }
@@ -126,7 +136,12 @@ impl Implementation for HarnessDriver {
             .collect()
     }
 
+    fn breaches_beyond_the_trace(&mut self) -> Vec<Violation> {
+        std::mem::take(&mut self.beyond)
+    }
+
     fn run(&mut self, _seq: u64, _spec: Revision, scenario: &Scenario) -> Answer {
+        self.beyond.clear();
         let script = match RunScript::of(scenario, &self.options.profile) {
             Ok(script) => script,
             Err(construct) => return Answer::Skipped(format!("N/A: {construct}")),
@@ -138,9 +153,10 @@ impl Implementation for HarnessDriver {
             Ok(dir) => dir,
             Err(e) => return errored(format!("cannot make a run directory: {e}"), None),
         };
-        let answer = self
+        let (answer, beyond) = self
             .runtime
             .block_on(run_one(&self.options, &script, dir.path()));
+        self.beyond = beyond;
         if self.options.keep {
             let kept = dir.keep();
             // The runner owns the driver until the run ends: say where it is now.
@@ -153,6 +169,13 @@ impl Implementation for HarnessDriver {
         }
         answer
     }
+}
+
+/// A run's answer, and the breaches its own records show beyond the trace.
+type Ran = (Answer, Vec<Violation>);
+
+fn failed(message: String, stderr: Option<String>) -> Ran {
+    (errored(message, stderr), Vec::new())
 }
 
 fn errored(message: String, stderr: Option<String>) -> Answer {
@@ -169,29 +192,29 @@ fn sh(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> Answer {
+async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> Ran {
     let profile = &options.profile;
     let home = run.join("home");
     let workspace = run.join("ws");
     for d in [&home, &workspace] {
         if let Err(e) = std::fs::create_dir_all(d) {
-            return errored(format!("cannot make {}: {e}", d.display()), None);
+            return failed(format!("cannot make {}: {e}", d.display()), None);
         }
     }
     let written = serde_json::to_vec_pretty(script)
         .map_err(std::io::Error::other)
         .and_then(|bytes| std::fs::write(run.join(SCRIPT_FILE), bytes));
     if let Err(e) = written {
-        return errored(format!("cannot write the run's script: {e}"), None);
+        return failed(format!("cannot write the run's script: {e}"), None);
     }
     let bodies = Some(run.join(BODIES_FILE));
     let model = match ModelServer::start_recording(script.clone(), bodies).await {
         Ok(m) => m,
-        Err(e) => return errored(format!("cannot start the model server: {e}"), None),
+        Err(e) => return failed(format!("cannot start the model server: {e}"), None),
     };
     let values = match write_overlay(options, script, run, &model.url()) {
         Ok(values) => values,
-        Err(message) => return errored(message, None),
+        Err(message) => return failed(message, None),
     };
 
     let argv: Vec<String> = options
@@ -214,7 +237,7 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
-            return errored(
+            return failed(
                 format!("cannot start the harness `{}`: {e}", argv.join(" ")),
                 None,
             );
@@ -228,14 +251,14 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
     drop(model);
     let side = write_side_records(run, &requests);
     if let Err(e) = side {
-        return errored(format!("cannot write the run's records: {e}"), stderr);
+        return failed(format!("cannot write the run's records: {e}"), stderr);
     }
     let status: ExitStatus = match ended {
         Ok(s) => s,
-        Err(message) => return errored(message, stderr),
+        Err(message) => return failed(message, stderr),
     };
     if !status.success() {
-        return errored(format!("the harness exited with {status}"), stderr);
+        return failed(format!("the harness exited with {status}"), stderr);
     }
     let steps: Vec<usize> = requests
         .iter()
@@ -243,50 +266,69 @@ async fn run_one(options: &HarnessOptions, script: &RunScript, run: &Path) -> An
         .filter_map(|r| r.step)
         .collect();
     if steps.is_empty() {
-        return errored(
+        return failed(
             "the harness exited without calling the model".to_owned(),
             stderr,
         );
     }
     if !steps.iter().any(|s| *s >= 1) {
-        return errored(
+        return failed(
             "the harness exited without sending the batch's results to the model".to_owned(),
             stderr,
         );
     }
-    let log_path = match locate(&home, &profile.log) {
-        Ok(p) => p,
-        Err(e) => return errored(e.to_string(), stderr),
-    };
-    let log = match read_log(&log_path, profile.log.compression) {
-        Ok(l) => l,
-        Err(e) => return errored(e.to_string(), stderr),
-    };
+    match read_record(profile, script, run, &home, &requests) {
+        Ok(record) => record,
+        Err(message) => failed(message, stderr),
+    }
+}
+
+/// The run's trace at level `boundary` (its session log and the model's next requests), and
+/// what tep's own records of it show beyond that trace ([`evidence`]); the timeline of every
+/// record, written beside them.
+fn read_record(
+    profile: &Profile,
+    script: &RunScript,
+    run: &Path,
+    home: &Path,
+    requests: &[ModelRequest],
+) -> Result<(Answer, Vec<Violation>), String> {
+    let log_path = locate(home, &profile.log).map_err(|e| e.to_string())?;
+    let log = read_log(&log_path, profile.log.compression).map_err(|e| e.to_string())?;
     let _ = std::fs::write(run.join("session.jsonl"), &log);
     let bodies: Vec<BodyRecord> = read_lines(&run.join(BODIES_FILE));
     let hook_records: Vec<HookRecord> = read_lines(&run.join(HOOKS_FILE));
-    let merged = timeline(&log, &requests, &bodies, &hook_records);
+    let merged = timeline(&log, requests, &bodies, &hook_records);
     let _ = write_jsonl(&run.join("timeline.jsonl"), &merged);
-    let records = match trace_of_log(&log_path, &log, &profile.tools, script) {
-        // Level `boundary`: the log, and what the model was sent after each batch.
-        Ok(records) => with_next_requests(records, &requests),
-        Err(e) => return errored(e.to_string(), stderr),
-    };
+    let lined =
+        lined_trace_of_log(&log_path, &log, &profile.tools, script).map_err(|e| e.to_string())?;
+    let (results_at, log_tick_ms) = evidence::results_at(&log, &lined);
+    // Level `boundary`: the log, and what the model was sent after each batch.
+    let records = with_next_requests(lined.into_iter().map(|(_, r)| r).collect(), requests);
     // A log that lost the batch would pass every check: it is the harness's fault, not a verdict.
     let batches = records
         .iter()
         .filter(|r| r.node() == Some(tep_model::graph::NodeId::Model))
         .count();
     if batches == 0 {
-        return errored(
-            format!(
-                "the session log {} holds no batch, although the model sent one",
-                log_path.display()
-            ),
-            stderr,
-        );
+        return Err(format!(
+            "the session log {} holds no batch, although the model sent one",
+            log_path.display()
+        ));
     }
-    Answer::Ran(records)
+    let judgement = evidence::judge(&RunRecords {
+        trace: &records,
+        results_at: &results_at,
+        log_tick_ms,
+        bodies: &bodies,
+        hooks: &hook_records,
+        script,
+    });
+    let _ = std::fs::write(
+        run.join(BEYOND_FILE),
+        serde_json::to_vec_pretty(&judgement).unwrap_or_default(),
+    );
+    Ok((Answer::Ran(records), judgement.breaches))
 }
 
 /// Waits for the harness to exit, or for the boot or run timeout to pass.

@@ -32,6 +32,10 @@ pub struct BodyRecord {
     pub tool: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
+    /// The arguments the MCP server was called with (the search backend's bodies have none):
+    /// what tells calls of one tool apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
 }
 
 /// Why the server stopped.
@@ -54,6 +58,13 @@ pub fn read_script(run: &Path) -> Result<RunScript, McpError> {
         path: path.display().to_string(),
         message: e.to_string(),
     })
+}
+
+/// A `tools/call` and the scripted call it was matched to.
+struct Claim {
+    tool: String,
+    arguments: Value,
+    index: Option<usize>,
 }
 
 struct Server {
@@ -163,7 +174,7 @@ impl Server {
 
     /// The tool a `tools/call` names and the scripted call it is for (claimed: no later
     /// request gets it).
-    fn claim(&self, message: &Value) -> (String, Option<usize>) {
+    fn claim(&self, message: &Value) -> Claim {
         let tool = message
             .pointer("/params/name")
             .and_then(Value::as_str)
@@ -181,11 +192,20 @@ impl Server {
             }
             index
         };
-        (tool, index)
+        Claim {
+            tool,
+            arguments,
+            index,
+        }
     }
 
     /// Runs the body of a claimed call.
-    fn call(&self, (tool, index): (String, Option<usize>)) -> Value {
+    fn call(&self, claim: Claim) -> Value {
+        let Claim {
+            tool,
+            arguments,
+            index,
+        } = claim;
         let call = index.map(|i| &self.script.calls[i]);
         let call_id = call.map(|c| c.call_id.clone());
         self.record(&BodyRecord {
@@ -194,6 +214,7 @@ impl Server {
             call: call_id.clone(),
             tool: tool.clone(),
             is_error: None,
+            arguments: Some(arguments.clone()),
         });
         let (text, is_error) = match call {
             Some(call) => run_body(&call.body),
@@ -205,6 +226,7 @@ impl Server {
             call: call_id,
             tool,
             is_error: Some(is_error),
+            arguments: Some(arguments),
         });
         json!({"content": [{"type": "text", "text": text}], "isError": is_error})
     }

@@ -320,6 +320,7 @@ impl SearchBody {
                     call: self.call.clone(),
                     tool: self.tool.clone(),
                     is_error: self.is_error,
+                    arguments: None,
                 },
             );
         }

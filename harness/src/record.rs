@@ -137,12 +137,23 @@ pub fn trace_of_log(
     tools: &ToolsSpec,
     script: &RunScript,
 ) -> Result<Vec<TraceRecord>, RecordError> {
+    let lined = lined_trace_of_log(path, log, tools, script)?;
+    Ok(lined.into_iter().map(|(_, record)| record).collect())
+}
+
+/// [`trace_of_log`], each record with the log line it came from.
+pub fn lined_trace_of_log(
+    path: &Path,
+    log: &[u8],
+    tools: &ToolsSpec,
+    script: &RunScript,
+) -> Result<Vec<(usize, TraceRecord)>, RecordError> {
     let mut records = Vec::new();
     let options = Options {
         safe: Some(tools.concurrency_safe.iter().cloned().collect()),
     };
-    deepseek_harness::convert(log, options, |_, record| {
-        records.push(record.clone());
+    deepseek_harness::convert(log, options, |line, record| {
+        records.push((line, record.clone()));
         Ok(())
     })
     .map_err(|e| RecordError::Convert {
@@ -157,7 +168,10 @@ pub fn trace_of_log(
             .collect(),
         per_call: script.played_by_safe_tool(),
     };
-    Ok(records.into_iter().map(|r| names.put_back(r)).collect())
+    Ok(records
+        .into_iter()
+        .map(|(line, r)| (line, names.put_back(r)))
+        .collect())
 }
 
 /// The scenario's names of the tools the harness calls by others.

@@ -3,6 +3,7 @@
 //!
 //! - `doubles`: the MCP server, the hook command and the session-log reader tep plays, on a byte
 //!   stream, the real bridge's payloads and the real harness's log;
+//! - `evidence`: what the bodies' and hooks' records show beyond the trace, caught and silent;
 //! - `model_server`: the model server's protocol, spoken to by a real HTTP client;
 //! - `next_request`: level `boundary` on a real run's log and requests, and its tampered copy;
 //! - `faults`: fake harnesses that exit, never call the model, hang or write no log, each
@@ -12,6 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod doubles;
+mod evidence;
 mod faults;
 mod fuzz_restriction;
 mod model_server;
