@@ -22,7 +22,9 @@ use crate::hook::{HOOKS_FILE, HookRecord, hooks_json};
 use crate::mcp::{BODIES_FILE, BodyRecord, SCRIPT_FILE, read_lines};
 use crate::model_server::{ModelRequest, ModelServer, RequestKind};
 use crate::profile::{HookDialect, Placeholders, Profile};
-use crate::record::{lined_trace_of_log, locate, read_log, timeline, with_next_requests};
+use crate::record::{
+    lined_trace_of_log, locate, on_trace_lines, read_log, timeline, with_next_requests,
+};
 use crate::script::RunScript;
 
 /// Where a run directory keeps what tep's own records showed beyond the trace
@@ -302,9 +304,12 @@ fn read_record(
     let _ = write_jsonl(&run.join("timeline.jsonl"), &merged);
     let lined =
         lined_trace_of_log(&log_path, &log, &profile.tools, script).map_err(|e| e.to_string())?;
-    let (results_at, log_tick_ms) = evidence::results_at(&log, &lined);
+    let (results_at, log_tick_ms) = evidence::results_at(&log, &lined.records);
     // Level `boundary`: the log, and what the model was sent after each batch.
-    let records = with_next_requests(lined.into_iter().map(|(_, r)| r).collect(), requests);
+    let records = with_next_requests(
+        lined.records.iter().map(|(_, r)| r.clone()).collect(),
+        requests,
+    );
     // A log that lost the batch would pass every check: it is the harness's fault, not a verdict.
     let batches = records
         .iter()
@@ -328,7 +333,10 @@ fn read_record(
         run.join(BEYOND_FILE),
         serde_json::to_vec_pretty(&judgement).unwrap_or_default(),
     );
-    Ok((Answer::Ran(records), judgement.breaches))
+    // What the log itself shows out of place, as `tep check --from` reports it.
+    let mut beyond = on_trace_lines(lined.breaches, &lined.records, &records);
+    beyond.extend(judgement.breaches);
+    Ok((Answer::Ran(records), beyond))
 }
 
 /// Waits for the harness to exit, or for the boot or run timeout to pass.

@@ -65,12 +65,19 @@ pub const JUDGED: [(InvariantId, &str); 4] = [
 
 /// A harness run's invariant statuses, with what [`JUDGED`] names marked partly checkable
 /// where the trace's level alone would not check it.
+/// So are those the session log's reader checks beyond its records
+/// (`deepseek_harness::partly_checkable`), whose breaches the driver reports too.
 pub fn mark_judged(statuses: &mut [(InvariantId, InvariantStatus)]) {
-    for (id, status) in statuses {
-        if let Some((_, how)) = JUDGED.iter().find(|(judged, _)| judged == id)
+    let from_the_log = tep_check::deepseek_harness::partly_checkable();
+    let judged = JUDGED
+        .iter()
+        .map(|(id, how)| (*id, (*how).to_owned()))
+        .chain(from_the_log);
+    for (id, how) in judged {
+        if let Some((_, status)) = statuses.iter_mut().find(|(judged, _)| *judged == id)
             && matches!(status, InvariantStatus::NotCheckable(_))
         {
-            *status = InvariantStatus::PartlyCheckable((*how).to_owned());
+            *status = InvariantStatus::PartlyCheckable(how);
         }
     }
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
+use tep_check::Violation;
 use tep_check::deepseek_harness::{self, Options};
 use tep_model::graph::NodeId;
 use tep_model::identity::CallId;
@@ -138,21 +139,34 @@ pub fn trace_of_log(
     script: &RunScript,
 ) -> Result<Vec<TraceRecord>, RecordError> {
     let lined = lined_trace_of_log(path, log, tools, script)?;
-    Ok(lined.into_iter().map(|(_, record)| record).collect())
+    Ok(lined
+        .records
+        .into_iter()
+        .map(|(_, record)| record)
+        .collect())
 }
 
-/// [`trace_of_log`], each record with the log line it came from.
+/// A session log read as a trace, each record with the log line it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogTrace {
+    pub records: Vec<(usize, TraceRecord)>,
+    /// What the log shows broken beyond its records (`deepseek_harness::Summary::breaches`),
+    /// its witness lines the log's.
+    pub breaches: Vec<Violation>,
+}
+
+/// [`trace_of_log`], each record with its log line, and the log's own breaches.
 pub fn lined_trace_of_log(
     path: &Path,
     log: &[u8],
     tools: &ToolsSpec,
     script: &RunScript,
-) -> Result<Vec<(usize, TraceRecord)>, RecordError> {
+) -> Result<LogTrace, RecordError> {
     let mut records = Vec::new();
     let options = Options {
         safe: Some(tools.concurrency_safe.iter().cloned().collect()),
     };
-    deepseek_harness::convert(log, options, |line, record| {
+    let summary = deepseek_harness::convert(log, options, |line, record| {
         records.push((line, record.clone()));
         Ok(())
     })
@@ -168,10 +182,44 @@ pub fn lined_trace_of_log(
             .collect(),
         per_call: script.played_by_safe_tool(),
     };
-    Ok(records
+    Ok(LogTrace {
+        records: records
+            .into_iter()
+            .map(|(line, r)| (line, names.put_back(r)))
+            .collect(),
+        breaches: summary.breaches,
+    })
+}
+
+/// `breaches` witnessed by log lines, witnessed by the lines of `trace` instead: the trace made
+/// of `lined`'s records with records of the model's next requests put among them. A log line
+/// that made no record points at the last record made before it.
+pub fn on_trace_lines(
+    breaches: Vec<Violation>,
+    lined: &[(usize, TraceRecord)],
+    trace: &[TraceRecord],
+) -> Vec<Violation> {
+    let mut at: Vec<(usize, usize)> = Vec::with_capacity(lined.len());
+    let mut from_log = lined.iter();
+    for (i, record) in trace.iter().enumerate() {
+        if matches!(record, TraceRecord::Request(_)) {
+            continue;
+        }
+        if let Some((line, _)) = from_log.next() {
+            at.push((*line, i + 1));
+        }
+    }
+    let on_trace = |log_line: usize| {
+        let k = at.partition_point(|(line, _)| *line <= log_line);
+        k.checked_sub(1).map_or(1, |k| at[k].1)
+    };
+    breaches
         .into_iter()
-        .map(|(line, r)| (line, names.put_back(r)))
-        .collect())
+        .map(|mut v| {
+            v.lines = v.lines.iter().map(|l| on_trace(*l)).collect();
+            v
+        })
+        .collect()
 }
 
 /// The scenario's names of the tools the harness calls by others.
@@ -427,6 +475,22 @@ pub fn locate(home: &Path, spec: &LogSpec) -> Result<PathBuf, RecordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_logs_breaches_point_at_the_trace_lines_of_their_records() {
+        use tep_check::invariants::InvariantId;
+        let record = |text: &str| -> TraceRecord { serde_json::from_str(text).unwrap() };
+        let header = record(r#"{"kind":"header","spec":"rev2"}"#);
+        let model = record(r#"{"kind":"stage","node":"model","calls":[]}"#);
+        let request = TraceRecord::Request(Box::default());
+        // Log lines 1, 5 and 9 made records; the trace has a request between the last two.
+        let lined = vec![(1, header.clone()), (5, model.clone()), (9, model.clone())];
+        let trace = vec![header, model.clone(), request, model];
+        let breach = Violation::new(InvariantId::StageGraphWalk, vec![9, 5, 7, 1], None, "x");
+        let moved = on_trace_lines(vec![breach], &lined, &trace);
+        // 9 is the trace's fourth record, 5 its second; 7 made no record: the one before it.
+        assert_eq!(moved[0].lines, [4, 2, 2, 1]);
+    }
 
     #[test]
     fn globs_match_one_component() {
