@@ -220,6 +220,18 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
         path: "docs/stage-graph.md".into(),
         contents: pages::stage_graph_page(&corpus).map_err(DocsError::Generate)?,
     });
+    out.extend(schemas()?);
+    out.push(Generated {
+        path: "docs/spec-coverage.md".into(),
+        contents: spec_coverage(root, &corpus)?,
+    });
+    out.push(adapter_protocol(root, &corpus)?);
+    Ok(out)
+}
+
+/// The JSON Schemas of `docs/schemas/`, from the Rust types.
+fn schemas() -> Result<Vec<Generated>, DocsError> {
+    let mut out = Vec::new();
     for (file, mut schema) in pages::schemas() {
         // JSON has no comments; JSON Schema's `$comment` carries the generated-file notice.
         if let Some(map) = schema.as_object_mut() {
@@ -238,13 +250,15 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
             contents: text + "\n",
         });
     }
-    out.push(Generated {
-        path: "docs/spec-coverage.md".into(),
-        contents: spec_coverage(root, &corpus)?,
-    });
+    Ok(out)
+}
+
+/// `docs/adapter-protocol.md`: its template with the worked exchange, the observation model and
+/// the scenario versions filled in.
+fn adapter_protocol(root: &Path, corpus: &[Scenario]) -> Result<Generated, DocsError> {
     let template = "xtask/templates/adapter-protocol.md";
     let protocol = read(root, template)?;
-    let exchange = pages::adapter_exchange(&corpus).map_err(DocsError::Generate)?;
+    let exchange = pages::adapter_exchange(corpus).map_err(DocsError::Generate)?;
     let protocol = markdown::replace_region(&protocol, "worked-exchange", &exchange)
         .and_then(|p| {
             markdown::replace_region(&p, "observation-model", &pages::observation_table())
@@ -260,11 +274,10 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, DocsError> {
             path: template.into(),
             source,
         })?;
-    out.push(Generated {
+    Ok(Generated {
         path: "docs/adapter-protocol.md".into(),
         contents: pages::header(template) + &protocol,
-    });
-    Ok(out)
+    })
 }
 
 /// `docs/spec-coverage.md`, or every problem of the clause list.
