@@ -12,7 +12,7 @@ use tep_harness::hook::{HOOKS_FILE, HookRecord, answer, invoke};
 use tep_harness::mcp::{BODIES_FILE, BodyRecord, SCRIPT_FILE, read_lines, serve};
 use tep_harness::profile::{Compression, Profile};
 use tep_harness::record::{read_log, trace_of_log};
-use tep_harness::script::{FINAL_TEXT, RunScript, ScriptedCall};
+use tep_harness::script::{RunScript, ScriptedCall};
 use tep_model::graph::NodeId;
 
 fn call(id: &str, tool: &str, arguments: Value, body: Vec<BodyStep>) -> ScriptedCall {
@@ -37,16 +37,7 @@ fn listener<A>(id: &str, decide: Vec<(&str, A)>) -> Listener<A> {
 }
 
 fn script(calls: Vec<ScriptedCall>) -> RunScript {
-    RunScript {
-        scenario: "s".to_owned(),
-        tools: vec!["read".to_owned(), "rm".to_owned()],
-        calls,
-        pre: vec![],
-        post: vec![],
-        final_text: FINAL_TEXT.to_owned(),
-        max_parallel: None,
-        safe_timeout_ms: None,
-    }
+    crate::script(calls, None)
 }
 
 #[derive(Clone, Default)]

@@ -11,7 +11,9 @@ use tep_conformance::scenario::BodyStep;
 use tep_harness::evidence::{RunRecords, breaches};
 use tep_harness::hook::HookRecord;
 use tep_harness::mcp::BodyRecord;
-use tep_harness::script::{FINAL_TEXT, RunScript, ScriptedCall};
+use tep_harness::script::{RunScript, ScriptedCall};
+
+use crate::script;
 use tep_model::trace::TraceRecord;
 
 /// A call of `tool`; `safe` ones are played by the shipped safe tool (found by their query).
@@ -23,19 +25,6 @@ fn call(id: &str, tool: &str, arguments: Value, safe: bool, body: Vec<BodyStep>)
         arguments,
         body,
         query: safe.then(|| format!("tep {id}")),
-    }
-}
-
-fn script(calls: Vec<ScriptedCall>, max_parallel: Option<usize>) -> RunScript {
-    RunScript {
-        scenario: "s".to_owned(),
-        tools: vec!["read".to_owned(), "rm".to_owned()],
-        calls,
-        pre: vec![],
-        post: vec![],
-        final_text: FINAL_TEXT.to_owned(),
-        max_parallel,
-        safe_timeout_ms: None,
     }
 }
 

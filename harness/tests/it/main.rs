@@ -18,3 +18,20 @@ mod faults;
 mod fuzz_restriction;
 mod model_server;
 mod next_request;
+
+/// A run's script of `calls`, with the tools `read` and `rm` and no listeners.
+fn script(
+    calls: Vec<tep_harness::script::ScriptedCall>,
+    max_parallel: Option<usize>,
+) -> tep_harness::script::RunScript {
+    tep_harness::script::RunScript {
+        scenario: "s".to_owned(),
+        tools: vec!["read".to_owned(), "rm".to_owned()],
+        calls,
+        pre: vec![],
+        post: vec![],
+        final_text: tep_harness::script::FINAL_TEXT.to_owned(),
+        max_parallel,
+        safe_timeout_ms: None,
+    }
+}

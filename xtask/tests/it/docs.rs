@@ -1,7 +1,7 @@
 //! `cargo xtask docs`: what it prints, that it round-trips, and that `--check` has teeth.
 
-use crate::root;
-use std::path::{Path, PathBuf};
+use crate::{root, scratch};
+use std::path::Path;
 use std::process::Command;
 
 use tep_model::graph::mermaid::{
@@ -147,39 +147,6 @@ fn the_svgs_are_written_one_element_per_line() {
             let one_element = tags == 1 || (tags == 2 && line.contains("></")) || one_text;
             let start: String = line.chars().take(160).collect();
             assert!(one_element, "{path}:{}: {start}...", i + 1);
-        }
-    }
-}
-
-/// A copy of what the generator reads and writes, to break on purpose.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xtask-docs-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["docs", "xtask/templates", "spec"] {
-        copy_tree(&root().join(sub), &dir.join(sub));
-    }
-    // The READMEs' counts are generated too: the project's and each kit's.
-    for readme in [
-        "README.md",
-        "conformance/adapters/python/README.md",
-        "conformance/adapters/typescript/README.md",
-    ] {
-        let to = dir.join(readme);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(root().join(readme), to).unwrap();
-    }
-    dir
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_tree(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
         }
     }
 }

@@ -2,8 +2,7 @@
 //! can drift is reported (a guarantee with no invariant, an unknown invariant id, a catalog
 //! source no clause matches, a quote the spec does not hold, words of the doc no clause quotes).
 
-use crate::root;
-use std::path::{Path, PathBuf};
+use crate::{root, scratch};
 use std::process::Command;
 
 use tep_check::CATALOG;
@@ -244,39 +243,6 @@ fn unquoted_finds_the_first_uncovered_words() {
         Some("c d.".to_owned())
     );
     assert_eq!(unquoted("a b", &[]), Some("a b".to_owned()));
-}
-
-/// A copy of what the generator reads, to break on purpose.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xtask-coverage-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["docs", "xtask/templates", "spec"] {
-        copy_tree(&root().join(sub), &dir.join(sub));
-    }
-    // The READMEs' counts are generated too: the project's and each kit's.
-    for readme in [
-        "README.md",
-        "conformance/adapters/python/README.md",
-        "conformance/adapters/typescript/README.md",
-    ] {
-        let to = dir.join(readme);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(root().join(readme), to).unwrap();
-    }
-    dir
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_tree(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
 }
 
 #[test]
