@@ -1,6 +1,8 @@
 //! What tep's own records show beyond the trace: each of the four judged invariants caught on a
 //! planted run, and silent where the records prove nothing (a tie on the log's clock, a body
-//! the harness gave up on, a body no record names beyond doubt, a deny a listener undid).
+//! the harness gave up on, a body no record names beyond doubt, a deny a listener undid); then
+//! a real run of the harness from source, which holds, and its records tampered with, each
+//! tampering caught.
 
 use std::collections::BTreeMap;
 
@@ -361,5 +363,149 @@ fn a_body_no_record_names_beyond_doubt_is_not_judged() {
     assert_eq!(
         run.breached(),
         [(InvariantId::OnlySafeBodiesOverlap, "c1".to_owned(), 2)]
+    );
+}
+
+/// The real run of `denied-call-in-a-parallel-pool` against the source checkout: its records and
+/// its trace, with the log's times.
+struct RealRun {
+    script: RunScript,
+    trace: Vec<TraceRecord>,
+    results_at: BTreeMap<CallId, f64>,
+    log_tick_ms: f64,
+    bodies: Vec<BodyRecord>,
+    hooks: Vec<HookRecord>,
+}
+
+impl RealRun {
+    fn load() -> RealRun {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/dsh-src-denied-in-pool");
+        let log = std::fs::read(dir.join("session.jsonl")).unwrap();
+        let script: RunScript =
+            serde_json::from_slice(&std::fs::read(dir.join("script.json")).unwrap()).unwrap();
+        let profile = tep_harness::profile::Profile::load("deepseek-harness-source").unwrap();
+        let lined = tep_harness::record::lined_trace_of_log(
+            &dir.join("session.jsonl"),
+            &log,
+            &profile.tools,
+            &script,
+        )
+        .unwrap();
+        assert_eq!(lined.breaches, [], "the log shows nothing out of place");
+        let (results_at, log_tick_ms) = tep_harness::evidence::results_at(&log, &lined.records);
+        RealRun {
+            script,
+            trace: lined.records.into_iter().map(|(_, r)| r).collect(),
+            results_at,
+            log_tick_ms,
+            bodies: tep_harness::mcp::read_lines(&dir.join("bodies.jsonl")),
+            hooks: tep_harness::mcp::read_lines(&dir.join("hooks.jsonl")),
+        }
+    }
+
+    fn judge(&self) -> tep_harness::evidence::Judgement {
+        tep_harness::evidence::judge(&RunRecords {
+            trace: &self.trace,
+            results_at: &self.results_at,
+            log_tick_ms: self.log_tick_ms,
+            bodies: &self.bodies,
+            hooks: &self.hooks,
+            script: &self.script,
+        })
+    }
+
+    fn breached(&self) -> Vec<(InvariantId, String)> {
+        self.judge()
+            .breaches
+            .into_iter()
+            .map(|v| {
+                (
+                    v.invariant,
+                    v.call.map(|c| c.as_str().to_owned()).unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    fn body_end(&mut self, call: &str) -> &mut f64 {
+        &mut self
+            .bodies
+            .iter_mut()
+            .find(|b| b.event == "end" && b.call.as_deref() == Some(call))
+            .unwrap()
+            .wall_ms
+    }
+}
+
+#[test]
+fn a_real_run_from_source_holds_and_each_tampered_copy_is_caught() {
+    let real = RealRun::load();
+    assert_eq!(real.log_tick_ms, 1.0, "the log's times are Date.now()'s");
+    let judgement = real.judge();
+    assert_eq!(judgement.breaches, []);
+    // Something was looked at: c1 and c3's bodies (overlapping, both safe), c2's denial (its
+    // hook's reason is in its error result), and both bodies' ends against their commits.
+    assert_eq!(
+        judgement.judged,
+        BTreeMap::from([
+            (InvariantId::OnlySafeBodiesOverlap, 2),
+            (InvariantId::PoolCap, 0),
+            (InvariantId::DenySkipsBody, 1),
+            (InvariantId::BodySettlesBeforeCommit, 2),
+        ])
+    );
+
+    // c2 was denied: a body for it is a breach.
+    let mut denied_ran = RealRun::load();
+    let c1 = denied_ran.bodies[..2].to_vec();
+    denied_ran.bodies.extend(c1.into_iter().map(|mut b| {
+        b.call = Some("c2".to_owned());
+        b
+    }));
+    assert!(
+        denied_ran
+            .breached()
+            .contains(&(InvariantId::DenySkipsBody, "c2".to_owned())),
+        "{:?}",
+        denied_ran.breached()
+    );
+
+    // c1's body ends 5 ms after its `tool/result` was logged.
+    let mut late = RealRun::load();
+    let logged = late.results_at[&CallId::from("c1")];
+    *late.body_end("c1") = logged + 5.0;
+    assert_eq!(
+        late.breached(),
+        [(InvariantId::BodySettlesBeforeCommit, "c1".to_owned())]
+    );
+    // Within the log's millisecond it is a tie, once the post-execute hook (invoked before
+    // the log's line) is out of the way: that one alone is caught.
+    *late.body_end("c1") = logged + 0.9;
+    assert_eq!(
+        late.breached(),
+        [(InvariantId::BodySettlesBeforeCommit, "c1".to_owned())]
+    );
+    late.hooks
+        .retain(|h| !(h.event == "PostToolUse" && h.call.as_deref() == Some("c1")));
+    assert_eq!(late.breached(), []);
+
+    // The same run under a pool cap of 1: c1 and c3 ran at once.
+    let mut capped = RealRun::load();
+    capped.script.max_parallel = Some(1);
+    assert_eq!(capped.breached(), [(InvariantId::PoolCap, "c3".to_owned())]);
+
+    // c3 as an exclusive call: its body overlapped c1's.
+    let mut exclusive = RealRun::load();
+    let c3 = exclusive
+        .script
+        .calls
+        .iter_mut()
+        .find(|c| c.call_id == "c3")
+        .unwrap();
+    c3.query = None;
+    assert_eq!(
+        exclusive.breached(),
+        [(InvariantId::OnlySafeBodiesOverlap, "c3".to_owned())]
     );
 }
