@@ -19,30 +19,30 @@
 //! | `commit-in-completion-order` | seam | [`commit_head`] | `registry/batch.rs` |
 //! | `contexts-before-results` | seam | [`contexts_after_all`], [`contexts_on_commit`] | `registry/batch.rs` |
 //! | `contexts-reversed` | seam | [`contexts_after_all`] | `registry/batch.rs` |
-//! | `throw-escapes` | seam | [`throw_escapes`], [`batch_abandoned`], [`escaped`] | `registry/prepare.rs`, `registry/batch.rs` |
-//! | `late-tool-call` | seam | [`tool_call_then`] | `registry/prepare.rs` |
-//! | `pre-rewrites-arguments` | seam | [`pre_rewritten`] | `registry/prepare.rs` |
-//! | `guards-before-approval` | seam | [`approval_then_guards`] | `registry/prepare.rs` |
-//! | `allowed-once-skips-guards` | seam | [`guards_after_allowed_once`] | `registry/prepare.rs` |
-//! | `absent-approval-allows` | seam | [`absent_approval_allows`] | `registry/approval.rs` |
-//! | `approval-unaudited` | seam | [`approval_audit`] | `registry/approval.rs` |
-//! | `approval-answer-reused` | seam | [`answer_reused`], [`answer_given`] | `registry/approval.rs` |
-//! | `rewrite-arguments` | seam | [`guard_view`] | `registry/guards.rs` |
-//! | `guard-deny-ignored` | seam | [`guard_deny`], [`guards_stop_at_deny`] | `registry/guards.rs` |
-//! | `guard-allow-overrides-deny` | seam | [`guard_allow`], [`guards_stop_at_deny`] | `registry/guards.rs` |
-//! | `guard-throw-denies` | seam | [`guard_throw`] | `registry/guards.rs` |
+//! | `throw-escapes` | seam | [`throw_escapes`], [`batch_abandoned`], [`escaped`] | `registry/prepare/mod.rs`, `registry/batch.rs`, `registry/mod.rs` |
+//! | `late-tool-call` | seam | [`tool_call_then`] | `registry/prepare/mod.rs` |
+//! | `pre-rewrites-arguments` | seam | [`pre_rewritten`] | `registry/prepare/mod.rs` |
+//! | `guards-before-approval` | seam | [`approval_then_guards`] | `registry/prepare/mod.rs` |
+//! | `allowed-once-skips-guards` | seam | [`guards_after_allowed_once`] | `registry/prepare/mod.rs` |
+//! | `absent-approval-allows` | seam | [`absent_approval_allows`] | `registry/prepare/approval.rs` |
+//! | `approval-unaudited` | seam | [`approval_audit`] | `registry/prepare/approval.rs` |
+//! | `approval-answer-reused` | seam | [`answer_reused`], [`answer_given`] | `registry/prepare/approval.rs` |
+//! | `rewrite-arguments` | seam | [`guard_view`] | `registry/prepare/guards.rs` |
+//! | `guard-deny-ignored` | seam | [`guard_deny`], [`guards_stop_at_deny`] | `registry/prepare/guards.rs` |
+//! | `guard-allow-overrides-deny` | seam | [`guard_allow`], [`guards_stop_at_deny`] | `registry/prepare/guards.rs` |
+//! | `guard-throw-denies` | seam | [`guard_throw`] | `registry/prepare/guards.rs` |
 //! | `body-throw-reaches-wrappers` | seam | [`body_throw`] | `registry/execute.rs` |
 //! | `failure-drops-deferred-contexts` | seam | [`deferred_kept`] | `registry/execute.rs` |
 //! | `edit-without-read` | seam | [`read_before_edit`] | `tool.rs` |
-//! | `denial-not-error` | seam | [`denial_result`] | `registry/settle.rs` |
-//! | `post-after-throw` | seam | [`skip_post`] | `registry/settle.rs` |
-//! | `skip-post-for-denials` | seam | [`skip_post`] | `registry/settle.rs` |
-//! | `block-keeps-contexts` | seam | [`kept_by_block`] | `registry/settle.rs` |
-//! | `finalize-twice` | seam | [`finalize_again`] | `registry/settle.rs` |
-//! | `finalize-skipped-on-error` | seam | [`finalizer`] | `registry/settle.rs` |
-//! | `observer-mutates-outcome` | seam | [`recorded_outcome`] | `registry/commit.rs` |
-//! | `result-before-notification` | seam | [`notify_then_record`] | `registry/commit.rs` |
-//! | `result-differs-from-notification` | seam | [`recorded_content`] | `registry/commit.rs` |
+//! | `denial-not-error` | seam | [`denial_result`] | `registry/commit/freeze.rs` |
+//! | `post-after-throw` | seam | [`skip_post`] | `registry/commit/freeze.rs` |
+//! | `skip-post-for-denials` | seam | [`skip_post`] | `registry/commit/freeze.rs` |
+//! | `block-keeps-contexts` | seam | [`kept_by_block`] | `registry/commit/freeze.rs` |
+//! | `finalize-twice` | seam | [`finalize_again`] | `registry/commit/freeze.rs` |
+//! | `finalize-skipped-on-error` | seam | [`finalizer`] | `registry/commit/freeze.rs` |
+//! | `observer-mutates-outcome` | seam | [`recorded_outcome`] | `registry/commit/mod.rs` |
+//! | `result-before-notification` | seam | [`notify_then_record`] | `registry/commit/mod.rs` |
+//! | `result-differs-from-notification` | seam | [`recorded_content`] | `registry/commit/mod.rs` |
 //! | `sub-calls-overlap` | seam | [`sub_call_turn`] | `code_mode.rs` |
 //! | `sub-call-contexts-forwarded` | seam | [`sub_call_contexts`] | `registry/sub_call.rs` |
 //! | `sub-call-logs-tool-call` | seam | [`sub_call_tool_call`] | `registry/sub_call.rs` |
@@ -561,7 +561,7 @@ pub(super) fn read_before_edit(faults: &Faults) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Settle: post-execute, normalization, finalizeContent.
+// Commit, its first stages: post-execute, normalization, finalizeContent.
 
 /// A denial's result: an error (`denial-not-error`: a success).
 pub(super) fn denial_result(faults: &Faults, denial: ToolResult) -> ToolResult {
@@ -627,7 +627,7 @@ pub(super) fn finalize_again(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Commit: tools/result and tool/result.
+// Commit, its last stages: tools/result and tool/result.
 
 /// The outcome `tool/result` records: the frozen one, observers' attempts to change it are
 /// ignored (`observer-mutates-outcome`: the last attempt's content replaces it).
@@ -773,5 +773,51 @@ mod tests {
                 "no row for {mutant} in the faults docs"
             );
         }
+    }
+
+    /// Each seam of a row is called (`faults::seam(`) from one of the row's stage files, so the
+    /// table follows the stage modules when they move.
+    #[test]
+    fn the_table_names_the_files_that_call_each_seam() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let quoted = |cell: &str| -> Vec<String> {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect()
+        };
+        let mut rows = 0;
+        for line in include_str!("faults.rs").lines() {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let [_, mutant, _, seams, stages, _] = cells[..] else {
+                continue;
+            };
+            if !line.starts_with("//! | `") {
+                continue;
+            }
+            rows += 1;
+            let texts: Vec<String> = quoted(stages)
+                .iter()
+                .map(|file| {
+                    let path = [src.join("pipeline").join(file), src.join(file)]
+                        .into_iter()
+                        .find(|p| p.is_file())
+                        .unwrap_or_else(|| panic!("{mutant}: no stage file {file}"));
+                    std::fs::read_to_string(path).unwrap_or_default()
+                })
+                .collect();
+            for seam in quoted(seams) {
+                if !seams.contains(&format!("[`{seam}`]")) {
+                    continue; // not a seam of this module (`TimeoutWrapper::abandoning`)
+                }
+                let call = format!("faults::{seam}(");
+                assert!(
+                    texts.iter().any(|t| t.contains(&call)),
+                    "{mutant}: no stage file of its row calls {call}"
+                );
+            }
+        }
+        assert_eq!(rows, crate::mutant::Mutant::ALL.len());
     }
 }

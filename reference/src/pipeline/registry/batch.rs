@@ -1,5 +1,6 @@
-//! A batch: each call planned, then run in groups (a rolling pool of concurrency-safe calls,
-//! or one exclusive call), results committed in model order.
+//! The model's phase `Dispatch` (graph node `model`: the batch arrives), and the driver of the
+//! phases after it: each call planned, then run in groups (a rolling pool of concurrency-safe
+//! calls, or one exclusive call), results committed in model order.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -9,8 +10,7 @@ use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 
 use super::{
-    BatchReport, CallOutcome, CallPlan, ModelCall, Prepared, RUN_CODE, Settled, Started,
-    ToolRegistry,
+    BatchReport, CallOutcome, CallPlan, Ended, ModelCall, Prepared, RUN_CODE, Started, ToolRegistry,
 };
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
 use crate::pipeline::faults;
@@ -135,15 +135,15 @@ impl ToolRegistry {
             );
             if let Some(i) = head {
                 let body = finished.remove(&i);
-                let settled = match (&started[i].prepared, body) {
-                    (Prepared::Denied(reason), _) => Settled::Denied(reason.clone()),
-                    (Prepared::Threw(failure), _) => Settled::Threw(failure.clone()),
-                    (Prepared::Allowed, Some(result)) => Settled::Executed(result),
+                let ended = match (&started[i].prepared, body) {
+                    (Prepared::Denied(reason), _) => Ended::Denied(reason.clone()),
+                    (Prepared::Threw(failure), _) => Ended::Threw(failure.clone()),
+                    (Prepared::Allowed, Some(result)) => Ended::Executed(result),
                     (Prepared::Allowed, None) => continue,
                 };
                 let outcome = self
                     .polling(
-                        self.commit(&plans[i], &started[i], settled, step),
+                        self.commit(&plans[i], &started[i], ended, step),
                         &mut inflight,
                         &mut finished,
                     )

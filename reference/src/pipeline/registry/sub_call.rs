@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{ModelCall, Prepared, Settled, ToolRegistry};
+use super::{Ended, ModelCall, Prepared, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::faults;
 use crate::pipeline::tool::ToolContext;
@@ -65,15 +65,15 @@ impl ToolRegistry {
             );
         });
         let (prepared, exec) = self.decide(exec).await;
-        let settled = match prepared {
-            Prepared::Allowed => Settled::Executed(self.execute(0, &plan, exec.clone()).await.1),
+        let ended = match prepared {
+            Prepared::Allowed => Ended::Executed(self.execute(0, &plan, exec.clone()).await.1),
             Prepared::Denied(reason) => {
                 self.observe(self.stage(NodeId::Denied, &exec).reason(reason.clone()));
-                Settled::Denied(reason)
+                Ended::Denied(reason)
             }
-            Prepared::Threw(failure) => Settled::Threw(failure),
+            Prepared::Threw(failure) => Ended::Threw(failure),
         };
-        let frozen = self.settle(&plan, &exec, settled).await;
+        let frozen = self.freeze(&plan, &exec, ended).await;
         let frozen = self.announce(&exec, &frozen).await;
         // The doc: sub-calls omit their additional contexts (nothing can be injected mid-run
         // without breaking call/result adjacency).

@@ -1,9 +1,9 @@
-//! The monotonic guards.
+//! Phase `Prepare`, graph node `guards`: the registered monotonic guards.
 
-use super::{Prepared, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::extension::{GuardVerdict, guarded};
 use crate::pipeline::faults;
+use crate::pipeline::registry::{Prepared, ToolRegistry};
 use tep_model::graph::{NodeId, Outcome};
 use tep_model::result::Failure;
 use tep_model::trace::{GuardVerdictKind, GuardVerdictRecord};

@@ -1,8 +1,15 @@
-//! Commit: tools/result, tool/result, and the additional contexts.
+//! The model's phase `Commit`: the ordered stages after dispatch, in model order, ending with
+//! the recorded `tool/result`.
+//!
+//! Graph nodes: `tools/post-execute`, outer normalization and `finalizeContent` ([`freeze`]: the
+//! candidate becomes the frozen outcome), then the `tools/result` notification, the recorded
+//! `tool/result` and `presentResult` (here).
+
+mod freeze;
 
 use std::sync::Arc;
 
-use super::{CallOutcome, CallPlan, Settled, Started, ToolRegistry};
+use super::{CallOutcome, CallPlan, Ended, Started, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
 use crate::pipeline::faults;
@@ -49,17 +56,17 @@ impl ToolRegistry {
         recorded
     }
 
-    /// Settles, announces and records a model's call, in model order.
+    /// Freezes, announces and records a model's call, in model order.
     pub(super) async fn commit(
         &self,
         plan: &CallPlan,
         started: &Started,
-        settled: Settled,
+        ended: Ended,
         step: u64,
     ) -> CallOutcome {
         let exec = &started.exec;
         let id = exec.call_id();
-        let frozen = self.settle(plan, exec, settled).await;
+        let frozen = self.freeze(plan, exec, ended).await;
         faults::notify_then_record(
             &self.faults,
             &frozen,
@@ -80,7 +87,7 @@ impl ToolRegistry {
         }
     }
 
-    pub(super) fn record_result(
+    fn record_result(
         &self,
         plan: &CallPlan,
         started: &Started,

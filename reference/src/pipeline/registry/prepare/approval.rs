@@ -1,11 +1,11 @@
-//! `ctx.approval`: how an `ask` is resolved.
+//! Phase `Prepare`, graph node `approval`: `ctx.approval` resolves an `ask`.
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Prepared, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::extension::{ApprovalOutcome, ApprovalRequest, guarded};
 use crate::pipeline::faults;
+use crate::pipeline::registry::{Prepared, ToolRegistry};
 use tep_model::graph::{NodeId, Outcome};
 use tep_model::session::{ApprovalAsked, ApprovalDecided, EventBody};
 

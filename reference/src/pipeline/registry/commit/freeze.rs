@@ -1,12 +1,13 @@
-//! Settle: post-execute, normalization, finalizeContent: the candidate becomes the frozen
-//! outcome.
+//! Phase `Commit`, its first stages: `tools/post-execute`, outer normalization and
+//! `finalizeContent` (graph nodes `post`, `normalized`, `finalize`): the candidate becomes the
+//! frozen outcome.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{CallPlan, Settled, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::extension::{PostDecision, PostNext, guarded_sync};
 use crate::pipeline::faults;
+use crate::pipeline::registry::{CallPlan, Ended, ToolRegistry};
 use tep_model::graph::{NodeId, Outcome, Revision};
 use tep_model::result::{
     AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult, content_text,
@@ -15,21 +16,21 @@ use tep_model::result::{
 impl ToolRegistry {
     /// Post-execute, outer normalization and `finalizeContent`: the candidate becomes the frozen
     /// outcome. Shared by a model's calls and Code Mode sub-calls.
-    pub(super) async fn settle(
+    pub(in crate::pipeline::registry) async fn freeze(
         &self,
         plan: &CallPlan,
         exec: &Execution,
-        settled: Settled,
+        ended: Ended,
     ) -> Arc<ToolResult> {
-        let (mut result, mut threw, denied) = match settled {
-            Settled::Denied(reason) => (
+        let (mut result, mut threw, denied) = match ended {
+            Ended::Denied(reason) => (
                 faults::denial_result(&self.faults, ToolResult::denial(&reason)),
                 None,
                 true,
             ),
-            Settled::Threw(failure) => (ToolResult::from_failure(&failure), Some(failure), false),
-            Settled::Executed(Ok(result)) => (result, None, false),
-            Settled::Executed(Err(failure)) => {
+            Ended::Threw(failure) => (ToolResult::from_failure(&failure), Some(failure), false),
+            Ended::Executed(Ok(result)) => (result, None, false),
+            Ended::Executed(Err(failure)) => {
                 (ToolResult::from_failure(&failure), Some(failure), false)
             }
         };
@@ -80,7 +81,7 @@ impl ToolRegistry {
         Arc::new(result)
     }
 
-    pub(super) fn apply_post(
+    fn apply_post(
         &self,
         decision: PostDecision,
         mut result: ToolResult,
@@ -150,12 +151,7 @@ impl ToolRegistry {
 
     /// The definition's `finalizeContent`, captured when the call was planned. A call whose
     /// definition has none (an unknown tool, `run_code`) has no finalize stage.
-    pub(super) fn finalize(
-        &self,
-        plan: &CallPlan,
-        exec: &Execution,
-        candidate: ToolResult,
-    ) -> ToolResult {
+    fn finalize(&self, plan: &CallPlan, exec: &Execution, candidate: ToolResult) -> ToolResult {
         let finalizer = plan.tool.as_ref().and_then(|t| t.finalizer());
         let Some(finalizer) = faults::finalizer(&self.faults, finalizer, &candidate) else {
             return candidate;

@@ -1,4 +1,10 @@
-//! Prepare: tool/call, presentCall, pre-execute, approval, guards, denial.
+//! The model's phase `Prepare`: the ordered stages before dispatch, in model order.
+//!
+//! Graph nodes: `tool/call` and `presentCall` (here), `tools/pre-execute` (here), `ctx.approval`
+//! ([`approval`]), the monotonic guards ([`guards`]), and `denied` (here).
+
+mod approval;
+mod guards;
 
 use std::sync::{Mutex, PoisonError};
 
@@ -12,7 +18,7 @@ use tep_model::session::{EventBody, ToolCallData};
 use tep_model::trace::Observation;
 
 impl ToolRegistry {
-    pub(super) fn log_call(&self, plan: &CallPlan, step: u64) -> u64 {
+    fn log_call(&self, plan: &CallPlan, step: u64) -> u64 {
         let seq = self.recorder.append(
             Some(&plan.call.call_id),
             EventBody::ToolCall(ToolCallData {
@@ -76,7 +82,7 @@ impl ToolRegistry {
 
     /// Records the pre-execute decision on `exec` and runs what it calls for; `later` is the
     /// call the guards judge.
-    pub(super) async fn decided(
+    async fn decided(
         &self,
         exec: &Execution,
         later: &Execution,
