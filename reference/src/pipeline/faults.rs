@@ -17,8 +17,8 @@
 //! | `pool-cap-ignored` | seam | [`pool_cap`] | `registry/batch.rs` |
 //! | `run-body-after-deny` | seam | [`runs_body`] | `registry/batch.rs` |
 //! | `commit-in-completion-order` | seam | [`commit_head`] | `registry/batch.rs` |
-//! | `contexts-before-results` | seam | [`contexts_after_all`], [`contexts_on_commit`] | `registry/batch.rs` |
-//! | `contexts-reversed` | seam | [`contexts_after_all`] | `registry/batch.rs` |
+//! | `contexts-before-results` | seam | [`contexts_after_all`], [`contexts_on_commit`] | `registry/settle.rs`, `registry/batch.rs` |
+//! | `contexts-reversed` | seam | [`contexts_after_all`] | `registry/settle.rs` |
 //! | `throw-escapes` | seam | [`throw_escapes`], [`batch_abandoned`], [`escaped`] | `registry/prepare/mod.rs`, `registry/batch.rs`, `registry/mod.rs` |
 //! | `late-tool-call` | seam | [`tool_call_then`] | `registry/prepare/mod.rs` |
 //! | `pre-rewrites-arguments` | seam | [`pre_rewritten`] | `registry/prepare/mod.rs` |

@@ -1,6 +1,6 @@
 //! The model's phase `Dispatch` (graph node `model`: the batch arrives), and the driver of the
 //! phases after it: each call planned, then run in groups (a rolling pool of concurrency-safe
-//! calls, or one exclusive call), results committed in model order.
+//! calls, or one exclusive call), results committed in model order, then the batch settled.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -61,10 +61,7 @@ impl ToolRegistry {
             start = end;
         }
 
-        self.observe(Observation::at(NodeId::AllResults));
-        for outcome in faults::contexts_after_all(&self.faults, &outcomes) {
-            self.inject_contexts(outcome);
-        }
+        self.settle(&outcomes);
         BatchReport { outcomes }
     }
 

@@ -14,10 +14,10 @@ use crate::execution::Execution;
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
 use crate::pipeline::faults;
 use tep_model::graph::{NodeId, Revision};
-use tep_model::result::{ContentBlock, ToolResult};
+use tep_model::result::ToolResult;
 use tep_model::session::{
-    ContextMessage, EventBody, FlatToolResult, MessageSource, Role, SurfaceOp, ToolResultBlock,
-    ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord, UserMessage,
+    EventBody, FlatToolResult, MessageSource, Role, SurfaceOp, ToolResultBlock,
+    ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord,
 };
 use tep_model::trace::Observation;
 
@@ -131,33 +131,5 @@ impl ToolRegistry {
             Some(SurfaceOp::Append),
             Some(vec![started.call_seq]),
         )
-    }
-
-    /// Injects one call's additional contexts, in order: rev2 as `user/message` events of the
-    /// active batch, rev1 as buffered `context/message` events.
-    pub(super) fn inject_contexts(&self, outcome: &CallOutcome) {
-        let id = &outcome.call_id;
-        for (n, context) in outcome.result.additional_contexts.iter().enumerate() {
-            let content = vec![ContentBlock::text(context.text.clone())];
-            let source = MessageSource::Tool {
-                call_id: id.clone(),
-            };
-            let (body, surface) = match self.revision {
-                Revision::Rev2 => (
-                    EventBody::UserMessage(UserMessage {
-                        id: format!("context-{id}-{}", n + 1),
-                        role: Role::User,
-                        content,
-                        source,
-                    }),
-                    Some(SurfaceOp::Append),
-                ),
-                Revision::Rev1 => (
-                    EventBody::ContextMessage(ContextMessage { content, source }),
-                    None,
-                ),
-            };
-            self.recorder.append(Some(id), body, surface, None);
-        }
     }
 }
