@@ -55,7 +55,8 @@ impl ToolRegistry {
             };
             self.run_group(&plans[start..end], step, &mut outcomes)
                 .await;
-            if faults::batch_abandoned(&self.faults) {
+            // A throw never escapes the pipeline: the batch goes on.
+            if faults::batch_abandoned(&self.faults, false) {
                 return BatchReport { outcomes };
             }
             start = end;
@@ -83,6 +84,15 @@ impl ToolRegistry {
             tool,
             safe,
         }
+    }
+
+    /// Whether a call runs its body: only one its prepare stages allowed.
+    fn runs_body(&self, prepared: &Prepared) -> bool {
+        faults::runs_body(
+            &self.faults,
+            prepared,
+            matches!(prepared, Prepared::Allowed),
+        )
     }
 
     /// Runs `fut` (an ordered stage) while the bodies in flight keep running.
@@ -120,9 +130,9 @@ impl ToolRegistry {
         while next_commit < plans.len() {
             // A call is ready to commit once prepared and, if it runs its body, executed.
             let ready = |i: usize| {
-                started.get(i).is_some_and(|s| {
-                    !faults::runs_body(&self.faults, &s.prepared) || finished.contains_key(&i)
-                })
+                started
+                    .get(i)
+                    .is_some_and(|s| !self.runs_body(&s.prepared) || finished.contains_key(&i))
             };
             let head = faults::commit_head(
                 &self.faults,
@@ -145,7 +155,10 @@ impl ToolRegistry {
                         &mut finished,
                     )
                     .await;
-                faults::contexts_on_commit(&self.faults, &outcome, |o| self.inject_contexts(o));
+                // Contexts wait for the batch to settle: none is injected at a commit.
+                if let Some(early) = faults::contexts_on_commit(&self.faults, &outcome, None) {
+                    self.inject_contexts(early);
+                }
                 outcomes.push(outcome);
                 committed[i] = true;
                 while next_commit < plans.len() && committed[next_commit] {
@@ -159,12 +172,11 @@ impl ToolRegistry {
                 let s = self
                     .polling(self.prepare(&plans[i], step), &mut inflight, &mut finished)
                     .await;
-                if faults::runs_body(&self.faults, &s.prepared) {
+                if self.runs_body(&s.prepared) {
                     inflight.push(Box::pin(self.execute(i, &plans[i], s.exec.clone())));
                 }
                 started.push(s);
-                if faults::batch_abandoned(&self.faults) {
-                    // The throw escaped: the batch is abandoned where it stands.
+                if faults::batch_abandoned(&self.faults, false) {
                     return;
                 }
                 continue;

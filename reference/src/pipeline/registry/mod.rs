@@ -156,7 +156,7 @@ impl ToolRegistry {
     /// What escaped the pipeline, when a throw did (a conforming registry lets none escape:
     /// only the mutant `throw-escapes` abandons the batch with one).
     pub fn escaped(&self) -> Option<String> {
-        faults::escaped(&self.faults)
+        faults::escaped(&self.faults, None)
     }
 
     /// The mutants this registry runs with (see [`super::faults`]).

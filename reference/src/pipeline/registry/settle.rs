@@ -12,7 +12,8 @@ impl ToolRegistry {
     /// The batch settled: every call's contexts are injected, after all results are recorded.
     pub(super) fn settle(&self, outcomes: &[CallOutcome]) {
         self.observe(Observation::at(NodeId::AllResults));
-        for outcome in faults::contexts_after_all(&self.faults, outcomes) {
+        // Every call's contexts, in model order.
+        for outcome in faults::contexts_after_all(&self.faults, outcomes.iter().collect()) {
             self.inject_contexts(outcome);
         }
     }

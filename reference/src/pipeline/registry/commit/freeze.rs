@@ -35,7 +35,7 @@ impl ToolRegistry {
             }
         };
 
-        // Post-execute sees a denial too, and is skipped after a throw.
+        // Post-execute sees a denial too, and is skipped after a throw only.
         let skip_post = faults::skip_post(&self.faults, threw.is_some(), denied);
         if !skip_post {
             let entered = Mutex::new(Vec::new());
@@ -132,7 +132,8 @@ impl ToolRegistry {
                     text
                 };
                 // Earlier contexts are dropped; only the block's own remain.
-                let mut kept = faults::kept_by_block(&self.faults, result.additional_contexts);
+                let mut kept =
+                    faults::kept_by_block(&self.faults, result.additional_contexts, Vec::new());
                 kept.extend(contexts.into_iter().map(post_context));
                 Ok(ToolResult {
                     is_error: true,

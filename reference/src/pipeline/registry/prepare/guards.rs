@@ -36,9 +36,10 @@ impl ToolRegistry {
                         verdict: GuardVerdictKind::Deny,
                         reason: Some(reason.clone()),
                     });
-                    // The first reason wins; later guards are not consulted.
-                    denial = faults::guard_deny(&self.faults, denial, reason);
-                    if faults::guards_stop_at_deny(&self.faults) {
+                    // A deny is final: its reason is the denial and later guards are not
+                    // consulted, so the first deny wins.
+                    denial = faults::guard_deny(&self.faults, denial, Some(reason));
+                    if faults::guards_stop_at_deny(&self.faults, true) {
                         break;
                     }
                 }

@@ -70,14 +70,14 @@ impl ToolRegistry {
     }
 
     /// Pre-execute, approval and guards. Returns how they ended and the call the later stages
-    /// are handed: `exec` itself, identity is protected.
+    /// are handed.
     pub(super) async fn decide(&self, exec: Execution) -> (Prepared, Execution) {
         let entered = Mutex::new(Vec::new());
         let decision = PreNext::new(&self.pre, &exec, &entered).run().await;
-        let rewritten = faults::pre_rewritten(&self.faults, &decision, &exec);
-        let later = rewritten.as_ref().unwrap_or(&exec);
-        let prepared = self.decided(&exec, later, decision, entered).await;
-        (prepared, rewritten.unwrap_or(exec))
+        // Identity is protected: the later stages are handed the call itself.
+        let later = faults::pre_rewritten(&self.faults, &decision, exec.clone());
+        let prepared = self.decided(&exec, &later, decision, entered).await;
+        (prepared, later)
     }
 
     /// Records the pre-execute decision on `exec` and runs what it calls for; `later` is the
@@ -109,12 +109,12 @@ impl ToolRegistry {
                 let mut obs = obs.outcome(Outcome::Ask);
                 obs.reason = reason.clone();
                 self.observe(obs);
-                // The ask is answered first; the guards judge only a call it allowed.
+                // The ask is answered first; the guards judge every call it allowed.
                 let approval: BoxFuture<'_, Prepared> = Box::pin(self.ask(exec, reason));
                 let guards: BoxFuture<'_, Prepared> = Box::pin(self.run_guards(exec));
                 let (first, then) = faults::approval_then_guards(&self.faults, approval, guards);
                 match first.await {
-                    Prepared::Allowed if faults::guards_after_allowed_once(&self.faults) => {
+                    Prepared::Allowed if faults::guards_after_allowed_once(&self.faults, true) => {
                         then.await
                     }
                     refused => refused,
