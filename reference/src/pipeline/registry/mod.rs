@@ -7,10 +7,10 @@
 //! head-of-line cursor commits results in model order however the bodies finish.
 //!
 //! One module per phase of the model's graph (`tep_model::graph::Phase`), each naming the graph
-//! nodes it owns: [`batch`] (`Dispatch`: the batch arrives, and the driver that runs the phases
-//! below), [`prepare`] (`Prepare`), [`execute`] (`Execute`), [`commit`] (`Commit`) and
-//! [`settle`] (`Settle`). [`sub_call`] runs a Code Mode sub-call through the same stages;
-//! [`builder`] builds a registry, [`host`] is what a tool body may reach, [`types`] what the
+//! nodes it owns: `batch` (`Dispatch`: the batch arrives, and the driver that runs the phases
+//! below), `prepare` (`Prepare`), `execute` (`Execute`), `commit` (`Commit`) and
+//! `settle` (`Settle`). `sub_call` runs a Code Mode sub-call through the same stages;
+//! `builder` builds a registry, `host` is what a tool body may reach, `types` what the
 //! stages hand each other and the fault seams.
 
 mod batch;
