@@ -859,4 +859,96 @@ mod tests {
         }
         assert_eq!(rows, crate::mutant::Mutant::ALL.len());
     }
+
+    /// The seams whose tail is not a parameter as it came, and why each is still the identity.
+    const SHAPED_TAILS: &[(&str, &str)] = &[
+        // Runs the stage's two steps in the order the stage hands them.
+        ("tool_call_then", "(seq, decide.await)"),
+        // Borrows the call the stage hands it.
+        ("guard_view", "Cow::Borrowed(exec)"),
+        // The frozen outcome itself (a shared pointer to it).
+        ("recorded_outcome", "frozen.clone()"),
+        // Waits for the turn the stage hands it.
+        ("sub_call_turn", "Some(turn.await)"),
+    ];
+
+    /// Without its mutant a seam returns what the stage handed it: the spec's value is written
+    /// in the stage code, never here. So the tail of a seam that returns a value is one of its
+    /// parameters (or a tuple of them), never a value of its own (`true`, `None`,
+    /// `Some(reason)`).
+    #[test]
+    fn every_seam_returns_the_value_the_stage_hands_it() {
+        let source = include_str!("faults.rs");
+        let source = &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
+        let (mut seams, mut own_values) = (0, Vec::new());
+        for (start, _) in source.match_indices("\npub(super) ") {
+            let item = &source[start + 1..];
+            let Some(fn_at) = item.lines().next().and_then(|l| l.find(" fn ")) else {
+                continue;
+            };
+            let Some(open) = item[fn_at..].find('(').map(|i| fn_at + i) else {
+                continue;
+            };
+            let name = item[fn_at + 4..open].split('<').next().unwrap_or_default();
+            let close = balanced(item, open);
+            let parameters: Vec<&str> = split_top_level(&item[open + 1..close])
+                .into_iter()
+                .filter_map(|p| p.split(':').next().map(str::trim))
+                .collect();
+            let body = &item[close..item.find("\n}\n").unwrap_or(item.len())];
+            let tail = body.lines().last().unwrap_or_default().trim();
+            if tail.ends_with(';') || tail.ends_with('}') || tail.is_empty() {
+                continue; // no value: a step seam or a mutant's state
+            }
+            seams += 1;
+            let names = tail.trim_start_matches('(').trim_end_matches(')');
+            let plain = names.split(", ").all(|n| parameters.contains(&n));
+            if !plain && !SHAPED_TAILS.contains(&(name, tail)) {
+                own_values.push(format!("{name} returns `{tail}`"));
+            }
+        }
+        assert!(seams > 30, "found {seams} seams");
+        assert!(
+            own_values.is_empty(),
+            "seams that return a value of their own without their mutant, not one the stage \
+             handed them (write the spec's value in the stage code):\n{}",
+            own_values.join("\n")
+        );
+    }
+
+    /// The index of the parenthesis closing the one at `open`.
+    fn balanced(text: &str, open: usize) -> usize {
+        let mut depth = 0;
+        for (i, c) in text.char_indices().skip(open) {
+            match c {
+                '(' | '<' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '>' if !text[..i].ends_with('-') => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                return i;
+            }
+        }
+        text.len()
+    }
+
+    /// `text` split at the commas outside any brackets.
+    fn split_top_level(text: &str) -> Vec<&str> {
+        let (mut parts, mut depth, mut from) = (Vec::new(), 0i32, 0);
+        for (i, c) in text.char_indices() {
+            match c {
+                '(' | '<' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '>' if !text[..i].ends_with('-') => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(&text[from..i]);
+                    from = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(&text[from..]);
+        parts
+    }
 }
