@@ -7,6 +7,13 @@
 //! every seam is the identity and no decorator exists: such a build has no fault code at all.
 //! `RegistryBuilder::mutant` and `TimeoutWrapper::abandoning` exist only with the feature.
 //!
+//! The spec's decision is written in the stage code, never here: the stage states the value
+//! (`guard_deny(faults, denial, Some(reason))`, `guards_stop_at_deny(faults, true)`, with a
+//! comment saying the rule) and a seam returns it unchanged unless its mutant is on; each
+//! seam's doc names that parameter and its spec value. A seam that orders two steps runs them
+//! in the order the stage hands them, and a seam that only keeps a mutant's state
+//! ([`throw_escapes`], [`answer_given`]) does nothing without it.
+//!
 //! | Mutant | Kind | Seam (here) | Stage |
 //! |---|---|---|---|
 //! | `pre-listeners-reversed` | decorator | [`pre_listeners`] | `registry/builder.rs` |
@@ -17,32 +24,32 @@
 //! | `pool-cap-ignored` | seam | [`pool_cap`] | `registry/batch.rs` |
 //! | `run-body-after-deny` | seam | [`runs_body`] | `registry/batch.rs` |
 //! | `commit-in-completion-order` | seam | [`commit_head`] | `registry/batch.rs` |
-//! | `contexts-before-results` | seam | [`contexts_after_all`], [`contexts_on_commit`] | `registry/batch.rs` |
-//! | `contexts-reversed` | seam | [`contexts_after_all`] | `registry/batch.rs` |
-//! | `throw-escapes` | seam | [`throw_escapes`], [`batch_abandoned`], [`escaped`] | `registry/prepare.rs`, `registry/batch.rs` |
-//! | `late-tool-call` | seam | [`tool_call_then`] | `registry/prepare.rs` |
-//! | `pre-rewrites-arguments` | seam | [`pre_rewritten`] | `registry/prepare.rs` |
-//! | `guards-before-approval` | seam | [`approval_then_guards`] | `registry/prepare.rs` |
-//! | `allowed-once-skips-guards` | seam | [`guards_after_allowed_once`] | `registry/prepare.rs` |
-//! | `absent-approval-allows` | seam | [`absent_approval_allows`] | `registry/approval.rs` |
-//! | `approval-unaudited` | seam | [`approval_audit`] | `registry/approval.rs` |
-//! | `approval-answer-reused` | seam | [`answer_reused`], [`answer_given`] | `registry/approval.rs` |
-//! | `rewrite-arguments` | seam | [`guard_view`] | `registry/guards.rs` |
-//! | `guard-deny-ignored` | seam | [`guard_deny`], [`guards_stop_at_deny`] | `registry/guards.rs` |
-//! | `guard-allow-overrides-deny` | seam | [`guard_allow`], [`guards_stop_at_deny`] | `registry/guards.rs` |
-//! | `guard-throw-denies` | seam | [`guard_throw`] | `registry/guards.rs` |
+//! | `contexts-before-results` | seam | [`contexts_after_all`], [`contexts_on_commit`] | `registry/settle.rs`, `registry/batch.rs` |
+//! | `contexts-reversed` | seam | [`contexts_after_all`] | `registry/settle.rs` |
+//! | `throw-escapes` | seam | [`throw_escapes`], [`batch_abandoned`], [`escaped`] | `registry/prepare/mod.rs`, `registry/batch.rs`, `registry/mod.rs` |
+//! | `late-tool-call` | seam | [`tool_call_then`] | `registry/prepare/mod.rs` |
+//! | `pre-rewrites-arguments` | seam | [`pre_rewritten`] | `registry/prepare/mod.rs` |
+//! | `guards-before-approval` | seam | [`approval_then_guards`] | `registry/prepare/mod.rs` |
+//! | `allowed-once-skips-guards` | seam | [`guards_after_allowed_once`] | `registry/prepare/mod.rs` |
+//! | `absent-approval-allows` | seam | [`absent_approval_allows`] | `registry/prepare/approval.rs` |
+//! | `approval-unaudited` | seam | [`approval_audit`] | `registry/prepare/approval.rs` |
+//! | `approval-answer-reused` | seam | [`answer_reused`], [`answer_given`] | `registry/prepare/approval.rs` |
+//! | `rewrite-arguments` | seam | [`guard_view`] | `registry/prepare/guards.rs` |
+//! | `guard-deny-ignored` | seam | [`guard_deny`], [`guards_stop_at_deny`] | `registry/prepare/guards.rs` |
+//! | `guard-allow-overrides-deny` | seam | [`guard_allow`], [`guards_stop_at_deny`] | `registry/prepare/guards.rs` |
+//! | `guard-throw-denies` | seam | [`guard_throw`] | `registry/prepare/guards.rs` |
 //! | `body-throw-reaches-wrappers` | seam | [`body_throw`] | `registry/execute.rs` |
 //! | `failure-drops-deferred-contexts` | seam | [`deferred_kept`] | `registry/execute.rs` |
 //! | `edit-without-read` | seam | [`read_before_edit`] | `tool.rs` |
-//! | `denial-not-error` | seam | [`denial_result`] | `registry/settle.rs` |
-//! | `post-after-throw` | seam | [`skip_post`] | `registry/settle.rs` |
-//! | `skip-post-for-denials` | seam | [`skip_post`] | `registry/settle.rs` |
-//! | `block-keeps-contexts` | seam | [`kept_by_block`] | `registry/settle.rs` |
-//! | `finalize-twice` | seam | [`finalize_again`] | `registry/settle.rs` |
-//! | `finalize-skipped-on-error` | seam | [`finalizer`] | `registry/settle.rs` |
-//! | `observer-mutates-outcome` | seam | [`recorded_outcome`] | `registry/commit.rs` |
-//! | `result-before-notification` | seam | [`notify_then_record`] | `registry/commit.rs` |
-//! | `result-differs-from-notification` | seam | [`recorded_content`] | `registry/commit.rs` |
+//! | `denial-not-error` | seam | [`denial_result`] | `registry/commit/freeze.rs` |
+//! | `post-after-throw` | seam | [`skip_post`] | `registry/commit/freeze.rs` |
+//! | `skip-post-for-denials` | seam | [`skip_post`] | `registry/commit/freeze.rs` |
+//! | `block-keeps-contexts` | seam | [`kept_by_block`] | `registry/commit/freeze.rs` |
+//! | `finalize-twice` | seam | [`finalize_again`] | `registry/commit/freeze.rs` |
+//! | `finalize-skipped-on-error` | seam | [`finalizer`] | `registry/commit/freeze.rs` |
+//! | `observer-mutates-outcome` | seam | [`recorded_outcome`] | `registry/commit/mod.rs` |
+//! | `result-before-notification` | seam | [`notify_then_record`] | `registry/commit/mod.rs` |
+//! | `result-differs-from-notification` | seam | [`recorded_content`] | `registry/commit/mod.rs` |
 //! | `sub-calls-overlap` | seam | [`sub_call_turn`] | `code_mode.rs` |
 //! | `sub-call-contexts-forwarded` | seam | [`sub_call_contexts`] | `registry/sub_call.rs` |
 //! | `sub-call-logs-tool-call` | seam | [`sub_call_tool_call`] | `registry/sub_call.rs` |
@@ -63,7 +70,9 @@ use super::extension::{Approval, ExecuteWrapper, PreDecision, PreExecute, Result
 use super::registry::types::{CallOutcome, Prepared};
 use crate::execution::Execution;
 use crate::recorder::Recorder;
+use tep_model::identity::CallId;
 use tep_model::result::{AdditionalContext, ContentBlock, Failure, ToolResult};
+use tep_model::session::EventBody;
 #[cfg(feature = "mutants")]
 use {
     super::extension::{
@@ -73,7 +82,7 @@ use {
     crate::mutant::Mutant,
     std::collections::BTreeSet,
     std::sync::{Mutex, PoisonError},
-    tep_model::session::{ApprovalAsked, EventBody},
+    tep_model::session::{ApprovalAsked, ToolCallData},
 };
 
 /// The mutants a registry was built with, and the state only they keep.
@@ -231,7 +240,7 @@ impl ExecuteWrapper for SkipsInnerOnRedispatch {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Batch scheduling.
+// Dispatch and Settle: the batch driver, the contexts.
 
 /// Whether a call joins the rolling pool: a concurrency-safe one (`exclusive-in-pool`: any).
 pub(super) fn joins_pool(faults: &Faults, safe: bool) -> bool {
@@ -251,13 +260,14 @@ pub(super) fn pool_cap(faults: &Faults, cap: usize) -> usize {
     cap
 }
 
-/// Whether a call runs its body: an allowed one (`run-body-after-deny`: a denied one too).
-pub(super) fn runs_body(faults: &Faults, prepared: &Prepared) -> bool {
+/// Whether a call that ended its prepare stages as `prepared` runs its body: `runs`
+/// (`run-body-after-deny`: a denied one too).
+pub(super) fn runs_body(faults: &Faults, prepared: &Prepared, runs: bool) -> bool {
     #[cfg(feature = "mutants")]
     if matches!(prepared, Prepared::Denied(_)) && faults.has(Mutant::RunBodyAfterDeny) {
         return true;
     }
-    matches!(prepared, Prepared::Allowed)
+    runs
 }
 
 /// The call committed next: `head`, the head of line once it is ready
@@ -276,25 +286,26 @@ pub(super) fn commit_head(
     head
 }
 
-/// Injects a call's contexts as soon as its result is committed (`contexts-before-results`);
-/// in the spec nothing is injected before all results are.
-pub(super) fn contexts_on_commit(
+/// The call whose contexts are injected as `outcome` is committed: `injected`, none
+/// (`contexts-before-results`: `outcome`'s, right after its own result).
+pub(super) fn contexts_on_commit<'a>(
     faults: &Faults,
-    outcome: &CallOutcome,
-    inject: impl FnOnce(&CallOutcome),
-) {
+    outcome: &'a CallOutcome,
+    injected: Option<&'a CallOutcome>,
+) -> Option<&'a CallOutcome> {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::ContextsBeforeResults) {
-        inject(outcome);
+        return Some(outcome);
     }
+    injected
 }
 
 /// The outcomes whose contexts are injected once all results are committed, in injection
-/// order: every one, in model order (`contexts-reversed`: last call first;
+/// order: `injected`, every one in model order (`contexts-reversed`: last call first;
 /// `contexts-before-results`: none, each was injected after its own result).
 pub(super) fn contexts_after_all<'a>(
     faults: &Faults,
-    outcomes: &'a [CallOutcome],
+    injected: Vec<&'a CallOutcome>,
 ) -> Vec<&'a CallOutcome> {
     #[cfg(feature = "mutants")]
     {
@@ -302,10 +313,10 @@ pub(super) fn contexts_after_all<'a>(
             return Vec::new();
         }
         if faults.has(Mutant::ContextsReversed) {
-            return outcomes.iter().rev().collect();
+            return injected.into_iter().rev().collect();
         }
     }
-    outcomes.iter().collect()
+    injected
 }
 
 /// A model call's prepare stages ended (`throw-escapes`: a throw among them escapes the
@@ -322,24 +333,28 @@ pub(super) fn throw_escapes(faults: &Faults, prepared: &Prepared) {
     }
 }
 
-/// What escaped the pipeline: never anything (`throw-escapes`: a throw of the prepare stages).
-#[cfg(feature = "mutants")]
-pub(super) fn escaped(faults: &Faults) -> Option<String> {
-    faults
+/// What escaped the pipeline: `escaped`, nothing (`throw-escapes`: a throw of the prepare
+/// stages).
+pub(super) fn escaped(faults: &Faults, escaped: Option<String>) -> Option<String> {
+    #[cfg(feature = "mutants")]
+    if let Some(thrown) = faults
         .escaped
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone()
+    {
+        return Some(thrown);
+    }
+    escaped
 }
 
-#[cfg(not(feature = "mutants"))]
-pub(super) fn escaped(faults: &Faults) -> Option<String> {
-    None
-}
-
-/// Whether the batch was abandoned: never (`throw-escapes`: once a throw escaped).
-pub(super) fn batch_abandoned(faults: &Faults) -> bool {
-    escaped(faults).is_some()
+/// Whether the batch is abandoned: `abandoned`, never (`throw-escapes`: once a throw escaped).
+pub(super) fn batch_abandoned(faults: &Faults, abandoned: bool) -> bool {
+    #[cfg(feature = "mutants")]
+    if escaped(faults, None).is_some() {
+        return true;
+    }
+    abandoned
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,21 +376,20 @@ pub(super) async fn tool_call_then<D: Future>(
     (seq, decide.await)
 }
 
-/// The call the stages after pre-execute are handed instead of `exec`: none, identity is
-/// protected (`pre-rewrites-arguments`: `exec` with the arguments a listener's rewrite asked
-/// for).
+/// The call the stages after pre-execute are handed: `later`, the call itself
+/// (`pre-rewrites-arguments`: with the arguments a listener's rewrite asked for).
 pub(super) fn pre_rewritten(
     faults: &Faults,
     decision: &Result<PreDecision, Failure>,
-    exec: &Execution,
-) -> Option<Execution> {
+    later: Execution,
+) -> Execution {
     #[cfg(feature = "mutants")]
     if let Ok(PreDecision::Rewrite { arguments }) = decision
         && faults.has(Mutant::PreRewritesArguments)
     {
-        return Some(with_arguments(exec, arguments.clone()));
+        return with_arguments(&later, arguments.clone());
     }
-    None
+    later
 }
 
 #[cfg(feature = "mutants")]
@@ -400,24 +414,24 @@ pub(super) fn approval_then_guards<S>(faults: &Faults, approval: S, guards: S) -
     (approval, guards)
 }
 
-/// Whether the guards judge a call the approval prompt allowed once: always
+/// Whether the guards judge a call the approval prompt allowed once: `judged`, always
 /// (`allowed-once-skips-guards`: never, the call goes on to its dispatch).
-pub(super) fn guards_after_allowed_once(faults: &Faults) -> bool {
+pub(super) fn guards_after_allowed_once(faults: &Faults, judged: bool) -> bool {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::AllowedOnceSkipsGuards) {
         return false;
     }
-    true
+    judged
 }
 
-/// Whether an ask without `ctx.approval` is allowed: never, it is denied
+/// Whether an ask without `ctx.approval` is allowed: `allowed`, never, it is denied
 /// (`absent-approval-allows`: always).
-pub(super) fn absent_approval_allows(faults: &Faults) -> bool {
+pub(super) fn absent_approval_allows(faults: &Faults, allowed: bool) -> bool {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::AbsentApprovalAllows) {
         return true;
     }
-    false
+    allowed
 }
 
 /// Records an `approval/asked` or `approval/decided` event (`approval-unaudited`: drops it).
@@ -429,9 +443,9 @@ pub(super) fn approval_audit(faults: &Faults, record: impl FnOnce()) {
     record();
 }
 
-/// Whether an ask for `tool` is answered without asking: never (`approval-answer-reused`: once
-/// an approval allowed the tool).
-pub(super) fn answer_reused(faults: &Faults, tool: &str) -> bool {
+/// Whether an ask for `tool` is answered without asking: `reused`, never
+/// (`approval-answer-reused`: once an approval allowed the tool).
+pub(super) fn answer_reused(faults: &Faults, tool: &str, reused: bool) -> bool {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::ApprovalAnswerReused) {
         return faults
@@ -440,7 +454,7 @@ pub(super) fn answer_reused(faults: &Faults, tool: &str) -> bool {
             .unwrap_or_else(PoisonError::into_inner)
             .contains(tool);
     }
-    false
+    reused
 }
 
 /// An approval allowed `tool` once (`approval-answer-reused` remembers it).
@@ -477,27 +491,28 @@ pub(super) fn guard_allow(faults: &Faults, denial: Option<String>) -> Option<Str
     denial
 }
 
-/// The denial after a guard denied with `reason`: that reason (`guard-deny-ignored`: unchanged).
+/// The denial after a guard denied: `denied`, the guard's reason (`guard-deny-ignored`: the
+/// denial `before` it, unchanged).
 pub(super) fn guard_deny(
     faults: &Faults,
-    denial: Option<String>,
-    reason: String,
+    before: Option<String>,
+    denied: Option<String>,
 ) -> Option<String> {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::GuardDenyIgnored) {
-        return denial;
+        return before;
     }
-    Some(reason)
+    denied
 }
 
-/// Whether a deny ends the consultation of the guards: always (`guard-deny-ignored`,
+/// Whether a deny ends the consultation of the guards: `stops`, always (`guard-deny-ignored`,
 /// `guard-allow-overrides-deny`: later guards are still consulted).
-pub(super) fn guards_stop_at_deny(faults: &Faults) -> bool {
+pub(super) fn guards_stop_at_deny(faults: &Faults, stops: bool) -> bool {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::GuardDenyIgnored) || faults.has(Mutant::GuardAllowOverridesDeny) {
         return false;
     }
-    true
+    stops
 }
 
 /// How the guards end after their consultation: a throw if one threw, else the denial if one
@@ -519,14 +534,15 @@ pub(super) fn guard_throw(
 // ---------------------------------------------------------------------------------------------
 // Execute: the body.
 
-/// A body ended with `executed`; its failure is normalized into a result before any wrapper
-/// sees it (`body-throw-reaches-wrappers`: the failure is recorded as thrown out of the
-/// innermost `next()` and handed to the wrappers as `Err`).
+/// What the wrappers get from a body that ended with `executed`: `seen`, the normalized result
+/// (`body-throw-reaches-wrappers`: a failure is recorded as thrown out of the innermost
+/// `next()` and handed to the wrappers as `Err`).
 pub(super) fn body_throw(
     faults: &Faults,
     executed: &Result<Value, Failure>,
+    seen: Result<ToolResult, Failure>,
     record_throw: impl FnOnce(&Failure),
-) -> Result<(), Failure> {
+) -> Result<ToolResult, Failure> {
     #[cfg(feature = "mutants")]
     if let Err(failure) = executed
         && faults.has(Mutant::BodyThrowReachesWrappers)
@@ -534,7 +550,7 @@ pub(super) fn body_throw(
         record_throw(failure);
         return Err(failure.clone());
     }
-    Ok(())
+    seen
 }
 
 /// The contexts the body deferred that the dispatch's result carries: all of them
@@ -551,17 +567,18 @@ pub(super) fn deferred_kept(
     deferred
 }
 
-/// Whether the fs gate enforces read-before-edit: always (`edit-without-read`: never).
-pub(super) fn read_before_edit(faults: &Faults) -> bool {
+/// Whether the fs gate enforces read-before-edit: `enforced`, always (`edit-without-read`:
+/// never).
+pub(super) fn read_before_edit(faults: &Faults, enforced: bool) -> bool {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::EditWithoutRead) {
         return false;
     }
-    true
+    enforced
 }
 
 // ---------------------------------------------------------------------------------------------
-// Settle: post-execute, normalization, finalizeContent.
+// Commit, its first stages: post-execute, normalization, finalizeContent.
 
 /// A denial's result: an error (`denial-not-error`: a success).
 pub(super) fn denial_result(faults: &Faults, denial: ToolResult) -> ToolResult {
@@ -575,28 +592,29 @@ pub(super) fn denial_result(faults: &Faults, denial: ToolResult) -> ToolResult {
     denial
 }
 
-/// Whether post-execute is skipped: after a throw only, a denial reaches it
-/// (`post-after-throw`: never after a throw; `skip-post-for-denials`: for a denial).
-pub(super) fn skip_post(faults: &Faults, threw: bool, denied: bool) -> bool {
+/// Whether post-execute is skipped: `skip`, after a throw only
+/// (`post-after-throw`: not after a throw; `skip-post-for-denials`: also for a `denied` call).
+pub(super) fn skip_post(faults: &Faults, skip: bool, denied: bool) -> bool {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::PostAfterThrow) || faults.has(Mutant::SkipPostForDenials) {
-        return (threw && !faults.has(Mutant::PostAfterThrow))
+        return (skip && !faults.has(Mutant::PostAfterThrow))
             || (denied && faults.has(Mutant::SkipPostForDenials));
     }
-    threw
+    skip
 }
 
-/// The contexts a post-execute block keeps of those before it: none
+/// The contexts a post-execute block keeps of the `earlier` ones: `kept`, none
 /// (`block-keeps-contexts`: all of them).
 pub(super) fn kept_by_block(
     faults: &Faults,
     earlier: Vec<AdditionalContext>,
+    kept: Vec<AdditionalContext>,
 ) -> Vec<AdditionalContext> {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::BlockKeepsContexts) {
         return earlier;
     }
-    Vec::new()
+    kept
 }
 
 /// The `finalizeContent` that runs on `candidate`: the definition's (`finalize-skipped-on-error`:
@@ -627,7 +645,7 @@ pub(super) fn finalize_again(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Commit: tools/result and tool/result.
+// Commit, its last stages: tools/result and tool/result.
 
 /// The outcome `tool/result` records: the frozen one, observers' attempts to change it are
 /// ignored (`observer-mutates-outcome`: the last attempt's content replaces it).
@@ -713,24 +731,45 @@ pub(super) async fn sub_call_turn<G>(faults: &Faults, turn: impl Future<Output =
     Some(turn.await)
 }
 
-/// A sub-call's additional contexts are omitted (`sub-call-contexts-forwarded`: they are
-/// deferred onto the `run_code` call).
-pub(super) fn sub_call_contexts(faults: &Faults, frozen: &ToolResult, defer: impl Fn(String)) {
+/// The contexts of a sub-call's `frozen` outcome deferred onto the `run_code` call:
+/// `forwarded`, none (`sub-call-contexts-forwarded`: all of them).
+pub(super) fn sub_call_contexts(
+    faults: &Faults,
+    frozen: &ToolResult,
+    forwarded: Vec<String>,
+) -> Vec<String> {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::SubCallContextsForwarded) {
-        for context in &frozen.additional_contexts {
-            defer(context.text.clone());
-        }
+        return frozen
+            .additional_contexts
+            .iter()
+            .map(|context| context.text.clone())
+            .collect();
     }
+    forwarded
 }
 
-/// Logs a sub-call as a model's call: never, its dispatch events log it
-/// (`sub-call-logs-tool-call`: a `tool/call` too).
-pub(super) fn sub_call_tool_call(faults: &Faults, record: impl FnOnce()) {
+/// The `tool/call` event the sub-call `call_id` (of `tool`, with `arguments`) is logged with:
+/// `logged`, none, its dispatch events log it (`sub-call-logs-tool-call`: one, as if the model
+/// had called it).
+pub(super) fn sub_call_tool_call(
+    faults: &Faults,
+    call_id: &CallId,
+    tool: &str,
+    arguments: &str,
+    logged: Option<EventBody>,
+) -> Option<EventBody> {
     #[cfg(feature = "mutants")]
     if faults.has(Mutant::SubCallLogsToolCall) {
-        record();
+        return Some(EventBody::ToolCall(ToolCallData {
+            turn: 1,
+            step: 1,
+            call_id: call_id.clone(),
+            name: tool.to_owned(),
+            arguments: arguments.to_owned(),
+        }));
     }
+    logged
 }
 
 /// Records a sub-call's `tool/code-dispatch` event (`no-dispatch-event`: drops it).
@@ -773,5 +812,143 @@ mod tests {
                 "no row for {mutant} in the faults docs"
             );
         }
+    }
+
+    /// Each seam of a row is called (`faults::seam(`) from one of the row's stage files, so the
+    /// table follows the stage modules when they move.
+    #[test]
+    fn the_table_names_the_files_that_call_each_seam() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let quoted = |cell: &str| -> Vec<String> {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect()
+        };
+        let mut rows = 0;
+        for line in include_str!("faults.rs").lines() {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let [_, mutant, _, seams, stages, _] = cells[..] else {
+                continue;
+            };
+            if !line.starts_with("//! | `") {
+                continue;
+            }
+            rows += 1;
+            let texts: Vec<String> = quoted(stages)
+                .iter()
+                .map(|file| {
+                    let path = [src.join("pipeline").join(file), src.join(file)]
+                        .into_iter()
+                        .find(|p| p.is_file())
+                        .unwrap_or_else(|| panic!("{mutant}: no stage file {file}"));
+                    std::fs::read_to_string(path).unwrap_or_default()
+                })
+                .collect();
+            for seam in quoted(seams) {
+                if !seams.contains(&format!("[`{seam}`]")) {
+                    continue; // not a seam of this module (`TimeoutWrapper::abandoning`)
+                }
+                let call = format!("faults::{seam}(");
+                assert!(
+                    texts.iter().any(|t| t.contains(&call)),
+                    "{mutant}: no stage file of its row calls {call}"
+                );
+            }
+        }
+        assert_eq!(rows, crate::mutant::Mutant::ALL.len());
+    }
+
+    /// The seams whose tail is not a parameter as it came, and why each is still the identity.
+    const SHAPED_TAILS: &[(&str, &str)] = &[
+        // Runs the stage's two steps in the order the stage hands them.
+        ("tool_call_then", "(seq, decide.await)"),
+        // Borrows the call the stage hands it.
+        ("guard_view", "Cow::Borrowed(exec)"),
+        // The frozen outcome itself (a shared pointer to it).
+        ("recorded_outcome", "frozen.clone()"),
+        // Waits for the turn the stage hands it.
+        ("sub_call_turn", "Some(turn.await)"),
+    ];
+
+    /// Without its mutant a seam returns what the stage handed it: the spec's value is written
+    /// in the stage code, never here. So the tail of a seam that returns a value is one of its
+    /// parameters (or a tuple of them), never a value of its own (`true`, `None`,
+    /// `Some(reason)`).
+    #[test]
+    fn every_seam_returns_the_value_the_stage_hands_it() {
+        let source = include_str!("faults.rs");
+        let source = &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
+        let (mut seams, mut own_values) = (0, Vec::new());
+        for (start, _) in source.match_indices("\npub(super) ") {
+            let item = &source[start + 1..];
+            let Some(fn_at) = item.lines().next().and_then(|l| l.find(" fn ")) else {
+                continue;
+            };
+            let Some(open) = item[fn_at..].find('(').map(|i| fn_at + i) else {
+                continue;
+            };
+            let name = item[fn_at + 4..open].split('<').next().unwrap_or_default();
+            let close = balanced(item, open);
+            let parameters: Vec<&str> = split_top_level(&item[open + 1..close])
+                .into_iter()
+                .filter_map(|p| p.split(':').next().map(str::trim))
+                .collect();
+            let body = &item[close..item.find("\n}\n").unwrap_or(item.len())];
+            let tail = body.lines().last().unwrap_or_default().trim();
+            if tail.ends_with(';') || tail.ends_with('}') || tail.is_empty() {
+                continue; // no value: a step seam or a mutant's state
+            }
+            seams += 1;
+            let names = tail.trim_start_matches('(').trim_end_matches(')');
+            let plain = names.split(", ").all(|n| parameters.contains(&n));
+            if !plain && !SHAPED_TAILS.contains(&(name, tail)) {
+                own_values.push(format!("{name} returns `{tail}`"));
+            }
+        }
+        assert!(seams > 30, "found {seams} seams");
+        assert!(
+            own_values.is_empty(),
+            "seams that return a value of their own without their mutant, not one the stage \
+             handed them (write the spec's value in the stage code):\n{}",
+            own_values.join("\n")
+        );
+    }
+
+    /// The index of the parenthesis closing the one at `open`.
+    fn balanced(text: &str, open: usize) -> usize {
+        let mut depth = 0;
+        for (i, c) in text.char_indices().skip(open) {
+            match c {
+                '(' | '<' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '>' if !text[..i].ends_with('-') => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                return i;
+            }
+        }
+        text.len()
+    }
+
+    /// `text` split at the commas outside any brackets.
+    fn split_top_level(text: &str) -> Vec<&str> {
+        let (mut parts, mut depth, mut from) = (Vec::new(), 0i32, 0);
+        for (i, c) in text.char_indices() {
+            match c {
+                '(' | '<' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '>' if !text[..i].ends_with('-') => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(&text[from..i]);
+                    from = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(&text[from..]);
+        parts
     }
 }

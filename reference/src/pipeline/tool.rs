@@ -194,7 +194,8 @@ impl<'a> ToolContext<'a> {
     /// Presents a mutation to the gate: records the `fsGate` visit and the body resuming.
     fn gate(&self, intent: FsIntentKind, path: &str) -> Result<(), Failure> {
         let fs = self.registry.fs();
-        let enforce = faults::read_before_edit(self.registry.faults());
+        // The gate enforces read-before-edit.
+        let enforce = faults::read_before_edit(self.registry.faults(), true);
         let verdict = fs.gate(intent, path, enforce);
         let mut obs = self.registry.stage(NodeId::FsGate, self.exec);
         obs.intent = Some(FsIntentRecord {

@@ -1,5 +1,6 @@
-//! A batch: each call planned, then run in groups (a rolling pool of concurrency-safe calls,
-//! or one exclusive call), results committed in model order.
+//! The model's phase `Dispatch` (graph node `model`: the batch arrives), and the driver of the
+//! phases after it: each call planned, then run in groups (a rolling pool of concurrency-safe
+//! calls, or one exclusive call), results committed in model order, then the batch settled.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -9,8 +10,7 @@ use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 
 use super::{
-    BatchReport, CallOutcome, CallPlan, ModelCall, Prepared, RUN_CODE, Settled, Started,
-    ToolRegistry,
+    BatchReport, CallOutcome, CallPlan, Ended, ModelCall, Prepared, RUN_CODE, Started, ToolRegistry,
 };
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
 use crate::pipeline::faults;
@@ -55,16 +55,14 @@ impl ToolRegistry {
             };
             self.run_group(&plans[start..end], step, &mut outcomes)
                 .await;
-            if faults::batch_abandoned(&self.faults) {
+            // A throw never escapes the pipeline: the batch goes on.
+            if faults::batch_abandoned(&self.faults, false) {
                 return BatchReport { outcomes };
             }
             start = end;
         }
 
-        self.observe(Observation::at(NodeId::AllResults));
-        for outcome in faults::contexts_after_all(&self.faults, &outcomes) {
-            self.inject_contexts(outcome);
-        }
+        self.settle(&outcomes);
         BatchReport { outcomes }
     }
 
@@ -86,6 +84,15 @@ impl ToolRegistry {
             tool,
             safe,
         }
+    }
+
+    /// Whether a call runs its body: only one its prepare stages allowed.
+    fn runs_body(&self, prepared: &Prepared) -> bool {
+        faults::runs_body(
+            &self.faults,
+            prepared,
+            matches!(prepared, Prepared::Allowed),
+        )
     }
 
     /// Runs `fut` (an ordered stage) while the bodies in flight keep running.
@@ -123,9 +130,9 @@ impl ToolRegistry {
         while next_commit < plans.len() {
             // A call is ready to commit once prepared and, if it runs its body, executed.
             let ready = |i: usize| {
-                started.get(i).is_some_and(|s| {
-                    !faults::runs_body(&self.faults, &s.prepared) || finished.contains_key(&i)
-                })
+                started
+                    .get(i)
+                    .is_some_and(|s| !self.runs_body(&s.prepared) || finished.contains_key(&i))
             };
             let head = faults::commit_head(
                 &self.faults,
@@ -135,20 +142,23 @@ impl ToolRegistry {
             );
             if let Some(i) = head {
                 let body = finished.remove(&i);
-                let settled = match (&started[i].prepared, body) {
-                    (Prepared::Denied(reason), _) => Settled::Denied(reason.clone()),
-                    (Prepared::Threw(failure), _) => Settled::Threw(failure.clone()),
-                    (Prepared::Allowed, Some(result)) => Settled::Executed(result),
+                let ended = match (&started[i].prepared, body) {
+                    (Prepared::Denied(reason), _) => Ended::Denied(reason.clone()),
+                    (Prepared::Threw(failure), _) => Ended::Threw(failure.clone()),
+                    (Prepared::Allowed, Some(result)) => Ended::Executed(result),
                     (Prepared::Allowed, None) => continue,
                 };
                 let outcome = self
                     .polling(
-                        self.commit(&plans[i], &started[i], settled, step),
+                        self.commit(&plans[i], &started[i], ended, step),
                         &mut inflight,
                         &mut finished,
                     )
                     .await;
-                faults::contexts_on_commit(&self.faults, &outcome, |o| self.inject_contexts(o));
+                // Contexts wait for the batch to settle: none is injected at a commit.
+                if let Some(early) = faults::contexts_on_commit(&self.faults, &outcome, None) {
+                    self.inject_contexts(early);
+                }
                 outcomes.push(outcome);
                 committed[i] = true;
                 while next_commit < plans.len() && committed[next_commit] {
@@ -162,12 +172,11 @@ impl ToolRegistry {
                 let s = self
                     .polling(self.prepare(&plans[i], step), &mut inflight, &mut finished)
                     .await;
-                if faults::runs_body(&self.faults, &s.prepared) {
+                if self.runs_body(&s.prepared) {
                     inflight.push(Box::pin(self.execute(i, &plans[i], s.exec.clone())));
                 }
                 started.push(s);
-                if faults::batch_abandoned(&self.faults) {
-                    // The throw escaped: the batch is abandoned where it stands.
+                if faults::batch_abandoned(&self.faults, false) {
                     return;
                 }
                 continue;

@@ -99,27 +99,27 @@ impl Dispatch for BodyDispatcher<'_> {
                 cancel,
                 deferred: self.deferred,
             };
-            // The body's own failure is normalized here, before any wrapper sees it.
             let executed = guarded(tool.execute(ctx)).await;
-            faults::body_throw(registry.faults(), &executed, |failure| {
+            // The body's own failure is normalized here, before any wrapper sees it.
+            let normalized = match &executed {
+                Ok(value) => {
+                    let args = self.exec.arguments();
+                    match guarded_sync(|| Ok(tool.render(args, value))) {
+                        Ok(content) => ToolResult::success(value.clone(), content),
+                        Err(failure) => ToolResult::from_failure(&failure),
+                    }
+                }
+                Err(failure) => ToolResult::from_failure(failure),
+            };
+            let result = faults::body_throw(registry.faults(), &executed, Ok(normalized), |f| {
                 registry.observe(
                     registry
                         .stage(NodeId::Around, self.exec)
                         .identity(self.exec.identity())
                         .outcome(Outcome::Throw)
-                        .reason(failure.message.clone()),
+                        .reason(f.message.clone()),
                 );
             })?;
-            let result = match executed {
-                Ok(value) => {
-                    let args = self.exec.arguments();
-                    match guarded_sync(|| Ok(tool.render(args, &value))) {
-                        Ok(content) => ToolResult::success(value, content),
-                        Err(failure) => ToolResult::from_failure(&failure),
-                    }
-                }
-                Err(failure) => ToolResult::from_failure(&failure),
-            };
             // Control returns to the innermost wrapper with what the dispatch produced.
             registry.observe(
                 registry

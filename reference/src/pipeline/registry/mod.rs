@@ -5,13 +5,18 @@
 //! strictly one at a time and in model order, while it keeps polling the `tools/execute` +
 //! body futures of concurrency-safe calls. So bodies overlap and nothing else does, and a
 //! head-of-line cursor commits results in model order however the bodies finish.
+//!
+//! One module per phase of the model's graph (`tep_model::graph::Phase`), each naming the graph
+//! nodes it owns: `batch` (`Dispatch`: the batch arrives, and the driver that runs the phases
+//! below), `prepare` (`Prepare`), `execute` (`Execute`), `commit` (`Commit`) and
+//! `settle` (`Settle`). `sub_call` runs a Code Mode sub-call through the same stages;
+//! `builder` builds a registry, `host` is what a tool body may reach, `types` what the
+//! stages hand each other and the fault seams.
 
-mod approval;
 mod batch;
 mod builder;
 mod commit;
 mod execute;
-mod guards;
 mod host;
 mod prepare;
 mod settle;
@@ -123,8 +128,8 @@ struct Started {
     prepared: Prepared,
 }
 
-/// What a call brings to its commit.
-enum Settled {
+/// How a call's prepare and execute stages ended: what it brings to its commit.
+enum Ended {
     Denied(String),
     Threw(Failure),
     Executed(Result<ToolResult, Failure>),
@@ -151,7 +156,7 @@ impl ToolRegistry {
     /// What escaped the pipeline, when a throw did (a conforming registry lets none escape:
     /// only the mutant `throw-escapes` abandons the batch with one).
     pub fn escaped(&self) -> Option<String> {
-        faults::escaped(&self.faults)
+        faults::escaped(&self.faults, None)
     }
 
     /// The mutants this registry runs with (see [`super::faults`]).

@@ -1,186 +1,48 @@
-//! Settle: post-execute, normalization, finalizeContent: the candidate becomes the frozen
-//! outcome.
+//! The model's phase `Settle`: once every result of the batch is recorded (graph node
+//! `allResults`), the calls' additional contexts are injected (graph node `context`).
 
-use std::sync::{Arc, Mutex, PoisonError};
-
-use super::{CallPlan, Settled, ToolRegistry};
-use crate::execution::Execution;
-use crate::pipeline::extension::{PostDecision, PostNext, guarded_sync};
+use super::{CallOutcome, ToolRegistry};
 use crate::pipeline::faults;
-use tep_model::graph::{NodeId, Outcome, Revision};
-use tep_model::result::{
-    AdditionalContext, ContentBlock, ContextOrigin, Failure, ToolResult, content_text,
-};
+use tep_model::graph::{NodeId, Revision};
+use tep_model::result::ContentBlock;
+use tep_model::session::{ContextMessage, EventBody, MessageSource, Role, SurfaceOp, UserMessage};
+use tep_model::trace::Observation;
 
 impl ToolRegistry {
-    /// Post-execute, outer normalization and `finalizeContent`: the candidate becomes the frozen
-    /// outcome. Shared by a model's calls and Code Mode sub-calls.
-    pub(super) async fn settle(
-        &self,
-        plan: &CallPlan,
-        exec: &Execution,
-        settled: Settled,
-    ) -> Arc<ToolResult> {
-        let (mut result, mut threw, denied) = match settled {
-            Settled::Denied(reason) => (
-                faults::denial_result(&self.faults, ToolResult::denial(&reason)),
-                None,
-                true,
-            ),
-            Settled::Threw(failure) => (ToolResult::from_failure(&failure), Some(failure), false),
-            Settled::Executed(Ok(result)) => (result, None, false),
-            Settled::Executed(Err(failure)) => {
-                (ToolResult::from_failure(&failure), Some(failure), false)
-            }
-        };
+    /// The batch settled: every call's contexts are injected, after all results are recorded.
+    pub(super) fn settle(&self, outcomes: &[CallOutcome]) {
+        self.observe(Observation::at(NodeId::AllResults));
+        // Every call's contexts, in model order.
+        for outcome in faults::contexts_after_all(&self.faults, outcomes.iter().collect()) {
+            self.inject_contexts(outcome);
+        }
+    }
 
-        // Post-execute sees a denial too, and is skipped after a throw.
-        let skip_post = faults::skip_post(&self.faults, threw.is_some(), denied);
-        if !skip_post {
-            let entered = Mutex::new(Vec::new());
-            let decision = PostNext::new(&self.post, exec, &result, &entered)
-                .run()
-                .await;
-            let mut obs = self
-                .stage(NodeId::Post, exec)
-                .identity(exec.identity())
-                .result(&result);
-            obs.listeners = Some(entered.into_inner().unwrap_or_else(PoisonError::into_inner));
-            let kind = match &decision {
-                Ok(PostDecision::Block { .. }) => Outcome::Block,
-                _ => Outcome::Accept,
+    /// Injects one call's additional contexts, in order: rev2 as `user/message` events of the
+    /// active batch, rev1 as buffered `context/message` events.
+    pub(super) fn inject_contexts(&self, outcome: &CallOutcome) {
+        let id = &outcome.call_id;
+        for (n, context) in outcome.result.additional_contexts.iter().enumerate() {
+            let content = vec![ContentBlock::text(context.text.clone())];
+            let source = MessageSource::Tool {
+                call_id: id.clone(),
             };
-            match decision.and_then(|d| self.apply_post(d, result.clone(), plan)) {
-                Ok(next) => {
-                    self.observe(obs.outcome(kind));
-                    result = next;
-                }
-                Err(failure) => {
-                    self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
-                    threw = Some(failure);
-                }
-            }
-        }
-
-        if let Some(failure) = threw {
-            // Outer normalization: the throw becomes an `isError` result; contexts are lost.
-            if self.revision == Revision::Rev2 {
-                self.observe(
-                    self.stage(NodeId::Normalized, exec)
-                        .reason(failure.message.clone()),
-                );
-            }
-            result = ToolResult::from_failure(&failure);
-        }
-
-        if self.revision == Revision::Rev2 {
-            result = self.finalize(plan, exec, result);
-            result = faults::finalize_again(&self.faults, result, |r| self.finalize(plan, exec, r));
-        }
-        Arc::new(result)
-    }
-
-    pub(super) fn apply_post(
-        &self,
-        decision: PostDecision,
-        mut result: ToolResult,
-        plan: &CallPlan,
-    ) -> Result<ToolResult, Failure> {
-        let post_context = |text| AdditionalContext {
-            origin: ContextOrigin::Post,
-            text,
-        };
-        match decision {
-            PostDecision::Accept {
-                content: Some(_),
-                value: Some(_),
-                ..
-            } => Err(Failure::new(
-                "a post-execute accept cannot replace both content and value",
-            )),
-            PostDecision::Accept {
-                content,
-                value,
-                contexts,
-            } => {
-                if let Some(value) = value {
-                    if result.is_error {
-                        return Err(Failure::new(
-                            "a post-execute accept cannot replace the value of a failed result",
-                        ));
-                    }
-                    result.content = match &plan.tool {
-                        Some(tool) => tool.render(&plan.args, &value),
-                        None => vec![ContentBlock::text(value.to_string())],
-                    };
-                    result.value = Some(value);
-                }
-                if let Some(content) = content {
-                    result.content = content;
-                }
-                result
-                    .additional_contexts
-                    .extend(contexts.into_iter().map(post_context));
-                Ok(result)
-            }
-            PostDecision::Block { feedback, contexts } => {
-                let text = content_text(&feedback);
-                let message = if text.is_empty() {
-                    "tool result blocked by post-execute policy".to_owned()
-                } else {
-                    text
-                };
-                // Earlier contexts are dropped; only the block's own remain.
-                let mut kept = faults::kept_by_block(&self.faults, result.additional_contexts);
-                kept.extend(contexts.into_iter().map(post_context));
-                Ok(ToolResult {
-                    is_error: true,
-                    content: feedback,
-                    error: Some(tep_model::result::ResultError {
-                        message,
-                        info: None,
-                    }),
-                    meta: None,
-                    additional_contexts: kept,
-                    value: None,
-                })
-            }
-        }
-    }
-
-    /// The definition's `finalizeContent`, captured when the call was planned. A call whose
-    /// definition has none (an unknown tool, `run_code`) has no finalize stage.
-    pub(super) fn finalize(
-        &self,
-        plan: &CallPlan,
-        exec: &Execution,
-        candidate: ToolResult,
-    ) -> ToolResult {
-        let finalizer = plan.tool.as_ref().and_then(|t| t.finalizer());
-        let Some(finalizer) = faults::finalizer(&self.faults, finalizer, &candidate) else {
-            return candidate;
-        };
-        let outcome = guarded_sync(|| finalizer.finalize_content(exec, &candidate));
-        let obs = self
-            .stage(NodeId::Finalize, exec)
-            .identity(exec.identity())
-            .result(&candidate);
-        match outcome {
-            Ok(content) => {
-                self.observe(obs);
-                match content {
-                    Some(content) => ToolResult {
+            let (body, surface) = match self.revision {
+                Revision::Rev2 => (
+                    EventBody::UserMessage(UserMessage {
+                        id: format!("context-{id}-{}", n + 1),
+                        role: Role::User,
                         content,
-                        ..candidate
-                    },
-                    None => candidate,
-                }
-            }
-            Err(failure) => {
-                // The callback is not called again; the call ends as a plain error.
-                self.observe(obs.outcome(Outcome::Throw).reason(failure.message.clone()));
-                ToolResult::from_failure(&failure)
-            }
+                        source,
+                    }),
+                    Some(SurfaceOp::Append),
+                ),
+                Revision::Rev1 => (
+                    EventBody::ContextMessage(ContextMessage { content, source }),
+                    None,
+                ),
+            };
+            self.recorder.append(Some(id), body, surface, None);
         }
     }
 }

@@ -2,13 +2,13 @@
 
 use serde_json::Value;
 
-use super::{ModelCall, Prepared, Settled, ToolRegistry};
+use super::{Ended, ModelCall, Prepared, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::faults;
 use crate::pipeline::tool::ToolContext;
 use tep_model::graph::{NodeId, Revision};
 use tep_model::result::content_text;
-use tep_model::session::{CodeDispatch, CodeDispatchStart, EventBody, ToolCallData};
+use tep_model::session::{CodeDispatch, CodeDispatchStart, EventBody};
 
 impl ToolRegistry {
     /// A Code Mode sub-call: the `n`-th binding call of the program `parent` runs. It re-enters
@@ -50,34 +50,27 @@ impl ToolRegistry {
                 None,
             );
         }
-        faults::sub_call_tool_call(&self.faults, || {
-            self.recorder.append(
-                Some(&id),
-                EventBody::ToolCall(ToolCallData {
-                    turn: 1,
-                    step: 1,
-                    call_id: id.clone(),
-                    name: tool.to_owned(),
-                    arguments: plan.call.arguments.clone(),
-                }),
-                None,
-                None,
-            );
-        });
+        // Its dispatch events log a sub-call: it has no `tool/call`, it is not a model's call.
+        let arguments = &plan.call.arguments;
+        if let Some(event) = faults::sub_call_tool_call(&self.faults, &id, tool, arguments, None) {
+            self.recorder.append(Some(&id), event, None, None);
+        }
         let (prepared, exec) = self.decide(exec).await;
-        let settled = match prepared {
-            Prepared::Allowed => Settled::Executed(self.execute(0, &plan, exec.clone()).await.1),
+        let ended = match prepared {
+            Prepared::Allowed => Ended::Executed(self.execute(0, &plan, exec.clone()).await.1),
             Prepared::Denied(reason) => {
                 self.observe(self.stage(NodeId::Denied, &exec).reason(reason.clone()));
-                Settled::Denied(reason)
+                Ended::Denied(reason)
             }
-            Prepared::Threw(failure) => Settled::Threw(failure),
+            Prepared::Threw(failure) => Ended::Threw(failure),
         };
-        let frozen = self.settle(&plan, &exec, settled).await;
+        let frozen = self.freeze(&plan, &exec, ended).await;
         let frozen = self.announce(&exec, &frozen).await;
         // The doc: sub-calls omit their additional contexts (nothing can be injected mid-run
         // without breaking call/result adjacency).
-        faults::sub_call_contexts(&self.faults, &frozen, |text| parent.defer_context(text));
+        for text in faults::sub_call_contexts(&self.faults, &frozen, Vec::new()) {
+            parent.defer_context(text);
+        }
         faults::dispatch_log(&self.faults, || {
             let text = content_text(&frozen.content);
             self.recorder.append(

@@ -1,11 +1,11 @@
-//! `ctx.approval`: how an `ask` is resolved.
+//! Phase `Prepare`, graph node `approval`: `ctx.approval` resolves an `ask`.
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Prepared, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::extension::{ApprovalOutcome, ApprovalRequest, guarded};
 use crate::pipeline::faults;
+use crate::pipeline::registry::{Prepared, ToolRegistry};
 use tep_model::graph::{NodeId, Outcome};
 use tep_model::session::{ApprovalAsked, ApprovalDecided, EventBody};
 
@@ -15,7 +15,8 @@ impl ToolRegistry {
         let id = exec.call_id();
         let obs = self.stage(NodeId::Approval, exec);
         let Some(approval) = &self.approval else {
-            if faults::absent_approval_allows(&self.faults) {
+            // Absent approval denies: an ask nobody can answer is refused.
+            if faults::absent_approval_allows(&self.faults, false) {
                 self.observe(obs.outcome(Outcome::AllowedOnce));
                 return Prepared::Allowed;
             }
@@ -28,7 +29,8 @@ impl ToolRegistry {
             self.observe(obs.outcome(Outcome::Unavailable).reason(reason.clone()));
             return Prepared::Denied(reason);
         };
-        if faults::answer_reused(&self.faults, exec.name()) {
+        // One-shot: every ask is put to the approval, no earlier answer stands for it.
+        if faults::answer_reused(&self.faults, exec.name(), false) {
             self.observe(obs.outcome(Outcome::AllowedOnce));
             return Prepared::Allowed;
         }

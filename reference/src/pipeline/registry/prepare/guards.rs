@@ -1,9 +1,9 @@
-//! The monotonic guards.
+//! Phase `Prepare`, graph node `guards`: the registered monotonic guards.
 
-use super::{Prepared, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::extension::{GuardVerdict, guarded};
 use crate::pipeline::faults;
+use crate::pipeline::registry::{Prepared, ToolRegistry};
 use tep_model::graph::{NodeId, Outcome};
 use tep_model::result::Failure;
 use tep_model::trace::{GuardVerdictKind, GuardVerdictRecord};
@@ -36,9 +36,10 @@ impl ToolRegistry {
                         verdict: GuardVerdictKind::Deny,
                         reason: Some(reason.clone()),
                     });
-                    // The first reason wins; later guards are not consulted.
-                    denial = faults::guard_deny(&self.faults, denial, reason);
-                    if faults::guards_stop_at_deny(&self.faults) {
+                    // A deny is final: its reason is the denial and later guards are not
+                    // consulted, so the first deny wins.
+                    denial = faults::guard_deny(&self.faults, denial, Some(reason));
+                    if faults::guards_stop_at_deny(&self.faults, true) {
                         break;
                     }
                 }

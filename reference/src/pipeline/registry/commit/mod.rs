@@ -1,16 +1,23 @@
-//! Commit: tools/result, tool/result, and the additional contexts.
+//! The model's phase `Commit`: the ordered stages after dispatch, in model order, ending with
+//! the recorded `tool/result`.
+//!
+//! Graph nodes: `tools/post-execute`, outer normalization and `finalizeContent` ([`freeze`]: the
+//! candidate becomes the frozen outcome), then the `tools/result` notification, the recorded
+//! `tool/result` and `presentResult` (here).
+
+mod freeze;
 
 use std::sync::Arc;
 
-use super::{CallOutcome, CallPlan, Settled, Started, ToolRegistry};
+use super::{CallOutcome, CallPlan, Ended, Started, ToolRegistry};
 use crate::execution::Execution;
 use crate::pipeline::extension::{BoxFuture, guarded_sync};
 use crate::pipeline::faults;
 use tep_model::graph::{NodeId, Revision};
-use tep_model::result::{ContentBlock, ToolResult};
+use tep_model::result::ToolResult;
 use tep_model::session::{
-    ContextMessage, EventBody, FlatToolResult, MessageSource, Role, SurfaceOp, ToolResultBlock,
-    ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord, UserMessage,
+    EventBody, FlatToolResult, MessageSource, Role, SurfaceOp, ToolResultBlock,
+    ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord,
 };
 use tep_model::trace::Observation;
 
@@ -49,17 +56,17 @@ impl ToolRegistry {
         recorded
     }
 
-    /// Settles, announces and records a model's call, in model order.
+    /// Freezes, announces and records a model's call, in model order.
     pub(super) async fn commit(
         &self,
         plan: &CallPlan,
         started: &Started,
-        settled: Settled,
+        ended: Ended,
         step: u64,
     ) -> CallOutcome {
         let exec = &started.exec;
         let id = exec.call_id();
-        let frozen = self.settle(plan, exec, settled).await;
+        let frozen = self.freeze(plan, exec, ended).await;
         faults::notify_then_record(
             &self.faults,
             &frozen,
@@ -80,7 +87,7 @@ impl ToolRegistry {
         }
     }
 
-    pub(super) fn record_result(
+    fn record_result(
         &self,
         plan: &CallPlan,
         started: &Started,
@@ -124,33 +131,5 @@ impl ToolRegistry {
             Some(SurfaceOp::Append),
             Some(vec![started.call_seq]),
         )
-    }
-
-    /// Injects one call's additional contexts, in order: rev2 as `user/message` events of the
-    /// active batch, rev1 as buffered `context/message` events.
-    pub(super) fn inject_contexts(&self, outcome: &CallOutcome) {
-        let id = &outcome.call_id;
-        for (n, context) in outcome.result.additional_contexts.iter().enumerate() {
-            let content = vec![ContentBlock::text(context.text.clone())];
-            let source = MessageSource::Tool {
-                call_id: id.clone(),
-            };
-            let (body, surface) = match self.revision {
-                Revision::Rev2 => (
-                    EventBody::UserMessage(UserMessage {
-                        id: format!("context-{id}-{}", n + 1),
-                        role: Role::User,
-                        content,
-                        source,
-                    }),
-                    Some(SurfaceOp::Append),
-                ),
-                Revision::Rev1 => (
-                    EventBody::ContextMessage(ContextMessage { content, source }),
-                    None,
-                ),
-            };
-            self.recorder.append(Some(id), body, surface, None);
-        }
     }
 }

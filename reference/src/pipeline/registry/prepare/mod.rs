@@ -1,4 +1,10 @@
-//! Prepare: tool/call, presentCall, pre-execute, approval, guards, denial.
+//! The model's phase `Prepare`: the ordered stages before dispatch, in model order.
+//!
+//! Graph nodes: `tool/call` and `presentCall` (here), `tools/pre-execute` (here), `ctx.approval`
+//! ([`approval`]), the monotonic guards ([`guards`]), and `denied` (here).
+
+mod approval;
+mod guards;
 
 use std::sync::{Mutex, PoisonError};
 
@@ -12,7 +18,7 @@ use tep_model::session::{EventBody, ToolCallData};
 use tep_model::trace::Observation;
 
 impl ToolRegistry {
-    pub(super) fn log_call(&self, plan: &CallPlan, step: u64) -> u64 {
+    fn log_call(&self, plan: &CallPlan, step: u64) -> u64 {
         let seq = self.recorder.append(
             Some(&plan.call.call_id),
             EventBody::ToolCall(ToolCallData {
@@ -64,19 +70,19 @@ impl ToolRegistry {
     }
 
     /// Pre-execute, approval and guards. Returns how they ended and the call the later stages
-    /// are handed: `exec` itself, identity is protected.
+    /// are handed.
     pub(super) async fn decide(&self, exec: Execution) -> (Prepared, Execution) {
         let entered = Mutex::new(Vec::new());
         let decision = PreNext::new(&self.pre, &exec, &entered).run().await;
-        let rewritten = faults::pre_rewritten(&self.faults, &decision, &exec);
-        let later = rewritten.as_ref().unwrap_or(&exec);
-        let prepared = self.decided(&exec, later, decision, entered).await;
-        (prepared, rewritten.unwrap_or(exec))
+        // Identity is protected: the later stages are handed the call itself.
+        let later = faults::pre_rewritten(&self.faults, &decision, exec.clone());
+        let prepared = self.decided(&exec, &later, decision, entered).await;
+        (prepared, later)
     }
 
     /// Records the pre-execute decision on `exec` and runs what it calls for; `later` is the
     /// call the guards judge.
-    pub(super) async fn decided(
+    async fn decided(
         &self,
         exec: &Execution,
         later: &Execution,
@@ -103,12 +109,12 @@ impl ToolRegistry {
                 let mut obs = obs.outcome(Outcome::Ask);
                 obs.reason = reason.clone();
                 self.observe(obs);
-                // The ask is answered first; the guards judge only a call it allowed.
+                // The ask is answered first; the guards judge every call it allowed.
                 let approval: BoxFuture<'_, Prepared> = Box::pin(self.ask(exec, reason));
                 let guards: BoxFuture<'_, Prepared> = Box::pin(self.run_guards(exec));
                 let (first, then) = faults::approval_then_guards(&self.faults, approval, guards);
                 match first.await {
-                    Prepared::Allowed if faults::guards_after_allowed_once(&self.faults) => {
+                    Prepared::Allowed if faults::guards_after_allowed_once(&self.faults, true) => {
                         then.await
                     }
                     refused => refused,
