@@ -8,14 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use tep_check::Violation;
 use tep_conformance::protocol::{ImplementationInfo, PROTOCOL_VERSION, Ready};
 use tep_conformance::runner::{Answer, Implementation};
 use tep_conformance::scenario::Scenario;
 use tep_model::graph::Revision;
 use tep_model::identity::CallId;
 use tep_model::trace::{Capability, ObservationLevel};
-
-use tep_check::Violation;
 
 use crate::evidence::{self, RunRecords};
 use crate::hook::{HOOKS_FILE, HookRecord, hooks_json};
