@@ -540,6 +540,13 @@ impl TraceRecord {
     }
 }
 
+/// A session event read in one typed pass, as [`TraceRecord::from_json_tag_first`] reads it
+/// inside `{"kind":"event","event":...}` (without a `call`): `None` where that declines.
+#[inline]
+pub fn session_event_type_first(text: &str) -> Option<SessionEvent> {
+    single_pass::read_event(text)
+}
+
 mod identity_cache;
 mod scanner;
 mod single_pass;
