@@ -45,7 +45,7 @@ use serde_json::{Map, Value};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
-use tep_model::strict_json::sure::object_members;
+use tep_model::strict_json::sure::{array_elements, object_members};
 use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
 use tep_model::trace::{TraceRecord, session_event_type_first};
@@ -608,15 +608,20 @@ impl Converter {
                     .attribute(line, kind, &Ids::of_body(&event.body))
                     .map(|call| record(call, event)))
             }
-            // Sure of the text, serde's plain reader builds what the strict one would.
+            // Read from the text itself: the few members these types use.
+            Need::Data if kind == "assistant/message" => {
+                let calls = self.sure_batch(data)?;
+                self.staging = None;
+                Ok(self.open_batch(calls))
+            }
             Need::Data => {
-                let data = serde_json::from_str::<Value>(data).ok()?;
-                self.event(
-                    line,
-                    kind,
-                    Map::from_iter([("data".to_owned(), data)]),
-                    text,
-                )
+                let staged = sure_contexts(data)?;
+                if let Some(call) = &self.staging {
+                    for id in staged {
+                        self.staged.insert(id.to_owned(), call.clone());
+                    }
+                }
+                Ok(None)
             }
             Need::Event => self.sure_message(line, kind, data, text)?,
             Need::Envelope => self.event(line, kind, Map::new(), text),
@@ -826,6 +831,29 @@ impl Converter {
         Some(call)
     }
 
+    /// The calls an assistant message's data declares, read from its text as [`Converter::batch`]
+    /// reads them from its value. `None`: not sure of a member (an escape in a string).
+    fn sure_batch(&self, data: &str) -> Option<Vec<DeclaredCall>> {
+        let content = sure_member(sure_member(Some(data), "message")?, "content")?;
+        let mut blocks = Vec::new();
+        if let Some(content) = content.filter(|c| c.starts_with('[')) {
+            array_elements(content, |block| blocks.push(block))?;
+        }
+        let mut calls = Vec::new();
+        for block in blocks {
+            let field = |name| sure_str(sure_member(Some(block), name)?);
+            let (kind, id, name) = (field("type")?, field("id")?, field("name")?);
+            if let (Some("tool-call"), Some(id), Some(name)) = (kind, id, name) {
+                calls.push(DeclaredCall {
+                    call_id: CallId::new(id),
+                    name: name.to_owned(),
+                    concurrency_safe: self.options.safe.as_ref().map(|s| s.contains(name)),
+                });
+            }
+        }
+        Some(calls)
+    }
+
     /// The `model` record of an assistant message that calls tools.
     fn batch(&mut self, data: &Value) -> Option<TraceRecord> {
         let blocks = data.pointer("/message/content")?.as_array()?;
@@ -842,6 +870,11 @@ impl Converter {
                 })
             })
             .collect();
+        self.open_batch(calls)
+    }
+
+    /// The `model` record of a batch of `calls` (none: no record), which closes the last one.
+    fn open_batch(&mut self, calls: Vec<DeclaredCall>) -> Option<TraceRecord> {
         if calls.is_empty() {
             return None;
         }
@@ -1216,6 +1249,57 @@ impl<'a> Ids<'a> {
 
 fn str_field<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
     value.get(field).and_then(Value::as_str)
+}
+
+/// The text of member `key` of the JSON text `object`, where both are surely read by the strict
+/// reader: `Some(None)` where `Value::get` gives nothing (no such member, not an object, no
+/// object), `None` where not sure.
+fn sure_member<'t>(object: Option<&'t str>, key: &str) -> Option<Option<&'t str>> {
+    let Some(object) = object.filter(|o| o.starts_with('{')) else {
+        return Some(None);
+    };
+    let mut found = None;
+    object_members(object, |k, value| {
+        if k == key {
+            found = Some(value);
+        }
+    })?;
+    Some(found)
+}
+
+/// The string a JSON text is, as `Value::as_str` gives it: `Some(None)` for no text or another
+/// value, `None` (not sure) for a string with escapes.
+fn sure_str(value: Option<&str>) -> Option<Option<&str>> {
+    match value.and_then(|v| v.strip_prefix('"')?.strip_suffix('"')) {
+        Some(s) if s.contains('\\') => None,
+        s => Some(s),
+    }
+}
+
+/// The ids of the messages an inbox splice's data stages for a call, read from its text as
+/// [`Converter::stage_contexts`] reads them from its value. `None`: not sure of a member.
+fn sure_contexts(data: &str) -> Option<Vec<&str>> {
+    let target = sure_str(sure_member(Some(data), "target")?)?;
+    // `as_u64`, else 0: any other number or value counts as none removed.
+    let removed = sure_member(Some(data), "removedCount")?
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    let mut ids = Vec::new();
+    if target != Some("next-step") || removed != 0 {
+        return Some(ids);
+    }
+    let mut messages = Vec::new();
+    if let Some(inserted) = sure_member(Some(data), "inserted")?.filter(|i| i.starts_with('[')) {
+        array_elements(inserted, |m| messages.push(m))?;
+    }
+    for message in messages {
+        let source = sure_member(Some(message), "source")?;
+        let from_user = sure_str(sure_member(source, "kind")?)? == Some("user");
+        if let (Some(id), false) = (sure_str(sure_member(Some(message), "id")?)?, from_user) {
+            ids.push(id);
+        }
+    }
+    Some(ids)
 }
 
 /// An event of `kind` whose data cannot be read, at `line`.
@@ -1895,9 +1979,11 @@ mod tests {
             event(
                 10,
                 "agent/inbox/spliced",
-                r#"{"target":"next-step","removedCount":0,"inserted":[{"id":"m10"}]}"#,
+                r#"{"target":"next-step","removedCount":0,"inserted":[{"id":"m10"},{"id":"m11","source":{"kind":"user"}}]}"#,
             ),
             event(11, "user/message", MESSAGE.replace("ID", "m10").as_str()),
+            // A user's own message is no context.
+            event(12, "user/message", MESSAGE.replace("ID", "m11").as_str()),
         ];
         let text = std::iter::once(HEADER.to_owned())
             .chain(crafted)
@@ -1910,7 +1996,7 @@ mod tests {
             records, 4,
             "the header, two results, one context: {quick:?}"
         );
-        let Some(Ok(Some(TraceRecord::Event(context)))) = quick.last() else {
+        let Some(Ok(Some(TraceRecord::Event(context)))) = quick.iter().rev().nth(1) else {
             panic!("{quick:?}");
         };
         assert_eq!(context.call, Some(CallId::new("c1")));

@@ -35,6 +35,24 @@ pub fn object_members<'t>(text: &'t str, mut member: impl FnMut(&'t str, &'t str
     (scan.at == scan.bytes.len()).then_some(())
 }
 
+/// Calls `element` with the text of each element of the array `text`, in order, and says
+/// `Some(())` when `text` is certainly a JSON array that [`super::value_from_str`] reads without
+/// error; `None`: not sure, as [`object_members`].
+pub fn array_elements<'t>(text: &'t str, mut element: impl FnMut(&'t str)) -> Option<()> {
+    let mut scan = Scan {
+        bytes: text.as_bytes(),
+        at: 0,
+        keys: Vec::new(),
+    };
+    scan.whitespace();
+    if scan.peek()? != b'[' {
+        return None;
+    }
+    scan.array(0, &mut |start, end| element(&text[start..end]))?;
+    scan.whitespace();
+    (scan.at == scan.bytes.len()).then_some(())
+}
+
 /// A key's place in the text: start and end (without the quotes).
 type Span = (usize, usize);
 
@@ -66,7 +84,7 @@ impl<'t> Scan<'t> {
         self.whitespace();
         match self.peek()? {
             b'{' => self.object(depth, &mut |_, _, _| {}),
-            b'[' => self.array(depth),
+            b'[' => self.array(depth, &mut |_, _| {}),
             b'"' => self.string().map(|_| ()),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
@@ -123,7 +141,8 @@ impl<'t> Scan<'t> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Option<()> {
+    /// An array, at `self.at`; `element` gets the span of each element.
+    fn array(&mut self, depth: usize, element: &mut impl FnMut(usize, usize)) -> Option<()> {
         if depth >= MAX_DEPTH {
             return None;
         }
@@ -134,7 +153,10 @@ impl<'t> Scan<'t> {
             return Some(());
         }
         loop {
+            self.whitespace();
+            let from = self.at;
             self.value(depth + 1)?;
+            element(from, self.at);
             self.whitespace();
             match self.peek()? {
                 b',' => self.at += 1,
@@ -306,6 +328,12 @@ mod tests {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
         );
         assert_eq!(members("{}").unwrap(), []);
+        let mut elements = Vec::new();
+        array_elements(r#" [ 1 , {"a":[2]},"x" ] "#, |e| elements.push(e)).unwrap();
+        assert_eq!(elements, ["1", r#"{"a":[2]}"#, r#""x""#]);
+        assert!(array_elements(r#"[{"a":1,"a":2}]"#, |_| {}).is_none());
+        assert!(array_elements("[1,]", |_| {}).is_none());
+        assert!(array_elements("{}", |_| {}).is_none());
     }
 
     /// Every text it is sure of, the strict reader accepts; of each text the strict reader
