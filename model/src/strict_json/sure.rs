@@ -19,38 +19,20 @@ const MAX_NUMBER_BYTES: usize = 100;
 /// that [`super::value_from_str`] reads without error. `None`: not sure (the members handed over
 /// so far mean nothing then).
 pub fn object_members<'t>(text: &'t str, mut member: impl FnMut(&'t str, &'t str)) -> Option<()> {
-    let mut scan = Scan {
-        bytes: text.as_bytes(),
-        at: 0,
-        keys: Vec::with_capacity(64),
-    };
-    scan.whitespace();
-    if scan.peek()? != b'{' {
-        return None;
-    }
-    scan.object(0, &mut |key, start, end| {
-        member(&text[key.0..key.1], &text[start..end])
-    })?;
-    scan.whitespace();
-    (scan.at == scan.bytes.len()).then_some(())
+    Scan::run(text, b'{', |scan| {
+        scan.object(0, &mut |key, start, end| {
+            member(&text[key.0..key.1], &text[start..end])
+        })
+    })
 }
 
 /// Calls `element` with the text of each element of the array `text`, in order, and says
 /// `Some(())` when `text` is certainly a JSON array that [`super::value_from_str`] reads without
 /// error; `None`: not sure, as [`object_members`].
 pub fn array_elements<'t>(text: &'t str, mut element: impl FnMut(&'t str)) -> Option<()> {
-    let mut scan = Scan {
-        bytes: text.as_bytes(),
-        at: 0,
-        keys: Vec::new(),
-    };
-    scan.whitespace();
-    if scan.peek()? != b'[' {
-        return None;
-    }
-    scan.array(0, &mut |start, end| element(&text[start..end]))?;
-    scan.whitespace();
-    (scan.at == scan.bytes.len()).then_some(())
+    Scan::run(text, b'[', |scan| {
+        scan.array(0, &mut |start, end| element(&text[start..end]))
+    })
 }
 
 /// A key's place in the text: start and end (without the quotes).
@@ -60,10 +42,36 @@ struct Scan<'t> {
     bytes: &'t [u8],
     at: usize,
     /// The keys of the objects being read, innermost last.
-    keys: Vec<&'t [u8]>,
+    keys: Vec<Span>,
+}
+
+thread_local! {
+    /// The key stack of the last scan on this thread, kept for the next (no allocation a line).
+    static KEYS: std::cell::Cell<Vec<Span>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 impl<'t> Scan<'t> {
+    /// Scans `text`, a value opening with `open` read by `value`, and nothing after it.
+    fn run(text: &'t str, open: u8, value: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
+        let mut keys = KEYS.take();
+        keys.clear();
+        let mut scan = Scan {
+            bytes: text.as_bytes(),
+            at: 0,
+            keys,
+        };
+        scan.whitespace();
+        let read = (scan.peek() == Some(open))
+            .then(|| value(&mut scan))
+            .flatten()
+            .and_then(|()| {
+                scan.whitespace();
+                (scan.at == scan.bytes.len()).then_some(())
+            });
+        KEYS.set(scan.keys);
+        read
+    }
+
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.at).copied()
     }
@@ -118,11 +126,11 @@ impl<'t> Scan<'t> {
                 return None;
             }
             let (key, escaped) = self.string()?;
-            let name = &self.bytes[key.0..key.1];
-            if escaped || self.keys[start..].contains(&name) {
+            let (bytes, name) = (self.bytes, &self.bytes[key.0..key.1]);
+            if escaped || self.keys[start..].iter().any(|k| &bytes[k.0..k.1] == name) {
                 return None;
             }
-            self.keys.push(name);
+            self.keys.push(key);
             self.expect(b':')?;
             self.whitespace();
             let from = self.at;
