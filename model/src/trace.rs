@@ -25,7 +25,7 @@ pub enum TraceRecord {
     /// A session event appended to the log.
     Event(Box<EventRecord>),
     /// Something a scripted part did that is not a stage visit.
-    Mark(Mark),
+    Mark(Box<Mark>),
     /// The model's next request after a batch, as the model's boundary received it (level
     /// `boundary`).
     Request(Box<NextRequest>),

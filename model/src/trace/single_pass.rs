@@ -63,7 +63,7 @@ impl<'a> Line<'a> {
         let record = match &*kind {
             "stage" => TraceRecord::Stage(self.observation()?),
             "event" => TraceRecord::Event(Box::new(self.event_record()?)),
-            "mark" => TraceRecord::Mark(self.mark()?),
+            "mark" => TraceRecord::Mark(Box::new(self.mark()?)),
             // One line a trace: the general path reads it.
             _ => return None,
         };
