@@ -45,9 +45,10 @@ use serde_json::{Map, Value};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
+use tep_model::strict_json::sure::{array_elements, object_members};
 use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
-use tep_model::trace::TraceRecord;
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
+use tep_model::trace::{TraceRecord, session_event_type_first};
 
 use crate::catalog::invariant;
 use crate::checker::{TraceError, Violation};
@@ -466,6 +467,9 @@ pub struct Converter {
     units: Vec<Unit>,
     /// Hook invocations not answered yet, by `handlerId`: the unit and the stage.
     hooks: HashMap<String, (usize, HookStage, usize)>,
+    /// Every line the general way (tests compare the two ways).
+    #[cfg(test)]
+    general_only: bool,
 }
 
 impl Converter {
@@ -505,6 +509,13 @@ impl Converter {
             };
             self.header_seen = true;
             return self.header(line, &map).map(Some);
+        }
+        #[cfg(test)]
+        let sure = !self.general_only;
+        #[cfg(not(test))]
+        let sure = true;
+        if let Some(read) = sure.then(|| self.sure_line(line, text)).flatten() {
+            return read;
         }
         // The members its type needs; the rest is checked and dropped as it is read.
         let Line::Object { members: map, data } =
@@ -547,6 +558,123 @@ impl Converter {
             self.summary.passed_over += 1;
         }
         Ok(record)
+    }
+
+    /// The usual line, read without serde's strict pass: an object [`object_members`] is sure
+    /// the strict reader accepts, whose `type` is a string without escapes and whose `seq` and
+    /// `time` are plain unsigned integers. It makes what the general path makes of it, building
+    /// only what its type needs. `None` (before anything changed): read it the general way,
+    /// which words any error.
+    fn sure_line(
+        &mut self,
+        line: usize,
+        text: &str,
+    ) -> Option<Result<Option<TraceRecord>, LogError>> {
+        let (mut kind, mut seq, mut time, mut data) = (None, None, None, None);
+        // No key is named twice once it is sure: each is handed over once.
+        object_members(text, |key, value| match key {
+            "type" => kind = Some(value),
+            "seq" => seq = Some(value),
+            "time" => time = Some(value),
+            "data" => data = Some(value),
+            _ => {}
+        })?;
+        let kind = kind?.strip_prefix('"')?.strip_suffix('"')?;
+        if kind.contains('\\') || kind == "session" {
+            return None;
+        }
+        if CHUNK_ROWS.contains(&kind) {
+            self.summary.passed_over += 1;
+            return Some(Ok(None));
+        }
+        seq?.parse::<u64>().ok()?;
+        time?.parse::<u64>().ok()?;
+        let data = data?;
+        // The types a record can come from are all known.
+        let need = Need::of(kind);
+        if need == Need::Envelope && KNOWN_EVENT_TYPES.binary_search(&kind).is_err() {
+            let entry = self
+                .summary
+                .unknown
+                .entry(kind.to_owned())
+                .or_insert((0, line));
+            entry.0 += 1;
+            return Some(Ok(None));
+        }
+        let made = match need {
+            Need::Typed => {
+                let event = session_event_type_first(text)?;
+                Ok(self
+                    .attribute(line, kind, &Ids::of_body(&event.body))
+                    .map(|call| record(call, event)))
+            }
+            // Read from the text itself: the few members these types use.
+            Need::Data if kind == "assistant/message" => {
+                let calls = self.sure_batch(data)?;
+                self.staging = None;
+                Ok(self.open_batch(calls))
+            }
+            Need::Data => {
+                let staged = sure_contexts(data)?;
+                if let Some(call) = &self.staging {
+                    for id in staged {
+                        self.staged.insert(id.to_owned(), call.clone());
+                    }
+                }
+                Ok(None)
+            }
+            Need::Event => self.sure_message(line, kind, data, text)?,
+            Need::Envelope => self.event(line, kind, Map::new(), text),
+        };
+        if let Ok(record) = &made {
+            if record.is_some() {
+                self.summary.records += 1;
+            } else {
+                self.summary.passed_over += 1;
+            }
+        }
+        Some(made)
+    }
+
+    /// A `user/message` line that [`Converter::sure_line`] is sure of, `data` its data's text:
+    /// a record only when a call staged it, so the whole line is built only then. `None`: its
+    /// id has escapes, read it the general way.
+    fn sure_message(
+        &mut self,
+        line: usize,
+        kind: &str,
+        data: &str,
+        text: &str,
+    ) -> Option<Result<Option<TraceRecord>, LogError>> {
+        let mut id = None;
+        if data.starts_with('{') {
+            object_members(data, |key, value| {
+                if key == "id" {
+                    id = Some(value);
+                }
+            })?;
+        }
+        // Not a string: no id, as `Ids::of_value` reads it.
+        let id = match id.and_then(|v| v.strip_prefix('"')?.strip_suffix('"')) {
+            Some(id) if id.contains('\\') => return None,
+            id => id,
+        };
+        let ids = Ids {
+            id,
+            ..Ids::default()
+        };
+        let Some(call) = self.attribute(line, kind, &ids) else {
+            return Some(Ok(None));
+        };
+        // Sure of the text, serde's plain reader builds what the strict one would.
+        let made = serde_json::from_str::<Map<String, Value>>(text)
+            .map_err(|e| LogError::NotAnEvent {
+                line,
+                why: format!("invalid JSON ({e})"),
+            })
+            .and_then(|map| shape(line, kind, session_event(kind, map)))
+            .map(|event| Some(record(call, event)));
+        Some(made)
     }
 
     /// What was passed over, once the log is read.
@@ -594,7 +722,10 @@ impl Converter {
         text: &str,
     ) -> Result<Option<TraceRecord>, LogError> {
         let map = if Need::of(kind) == Need::Typed {
-            if let Some(event) = typed_event(text) {
+            // One typed pass ([`session_event_type_first`]) when the line leads with its `type`
+            // and has no member the event does not know: it reads what `from_value` reads from
+            // the line's members (that reader's promise); the line was checked strictly before.
+            if let Some(event) = session_event_type_first(text) {
                 let Some(call) = self.attribute(line, kind, &Ids::of_body(&event.body)) else {
                     return Ok(None);
                 };
@@ -626,11 +757,7 @@ impl Converter {
         let Some(call) = self.attribute(line, kind, &Ids::of_value(data)) else {
             return Ok(None);
         };
-        let event = session_event(kind, map).map_err(|e| LogError::Shape {
-            line,
-            kind: kind.to_owned(),
-            why: e.to_string(),
-        })?;
+        let event = shape(line, kind, session_event(kind, map))?;
         Ok(Some(record(call, event)))
     }
 
@@ -704,6 +831,29 @@ impl Converter {
         Some(call)
     }
 
+    /// The calls an assistant message's data declares, read from its text as [`Converter::batch`]
+    /// reads them from its value. `None`: not sure of a member (an escape in a string).
+    fn sure_batch(&self, data: &str) -> Option<Vec<DeclaredCall>> {
+        let content = sure_member(sure_member(Some(data), "message")?, "content")?;
+        let mut blocks = Vec::new();
+        if let Some(content) = content.filter(|c| c.starts_with('[')) {
+            array_elements(content, |block| blocks.push(block))?;
+        }
+        let mut calls = Vec::new();
+        for block in blocks {
+            let field = |name| sure_str(sure_member(Some(block), name)?);
+            let (kind, id, name) = (field("type")?, field("id")?, field("name")?);
+            if let (Some("tool-call"), Some(id), Some(name)) = (kind, id, name) {
+                calls.push(DeclaredCall {
+                    call_id: CallId::new(id),
+                    name: name.to_owned(),
+                    concurrency_safe: self.options.safe.as_ref().map(|s| s.contains(name)),
+                });
+            }
+        }
+        Some(calls)
+    }
+
     /// The `model` record of an assistant message that calls tools.
     fn batch(&mut self, data: &Value) -> Option<TraceRecord> {
         let blocks = data.pointer("/message/content")?.as_array()?;
@@ -720,6 +870,11 @@ impl Converter {
                 })
             })
             .collect();
+        self.open_batch(calls)
+    }
+
+    /// The `model` record of a batch of `calls` (none: no record), which closes the last one.
+    fn open_batch(&mut self, calls: Vec<DeclaredCall>) -> Option<TraceRecord> {
         if calls.is_empty() {
             return None;
         }
@@ -1006,22 +1161,6 @@ fn read_line(text: &str, need: Need) -> Result<Line, serde_json::Error> {
     Ok(line)
 }
 
-/// A line's session event read straight from its text, in one typed pass
-/// ([`TraceRecord::from_json_tag_first`]), when it leads with its `type` and has no member the
-/// event does not know; `None` otherwise. It reads what `from_value` reads from the line's
-/// members (that reader's promise); the line was checked strictly before.
-fn typed_event(text: &str) -> Option<SessionEvent> {
-    const OPEN: &str = r#"{"kind":"event","event":"#;
-    let mut wrapped = String::with_capacity(OPEN.len() + text.len() + 1);
-    wrapped.push_str(OPEN);
-    wrapped.push_str(text);
-    wrapped.push('}');
-    match TraceRecord::from_json_tag_first(&wrapped)? {
-        TraceRecord::Event(e) if e.call.is_none() => Some(e.event),
-        _ => None,
-    }
-}
-
 fn record(call: Option<CallId>, event: SessionEvent) -> TraceRecord {
     TraceRecord::Event(Box::new(EventRecord { call, event }))
 }
@@ -1110,6 +1249,66 @@ impl<'a> Ids<'a> {
 
 fn str_field<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
     value.get(field).and_then(Value::as_str)
+}
+
+/// The text of member `key` of the JSON text `object`, where both are surely read by the strict
+/// reader: `Some(None)` where `Value::get` gives nothing (no such member, not an object, no
+/// object), `None` where not sure.
+fn sure_member<'t>(object: Option<&'t str>, key: &str) -> Option<Option<&'t str>> {
+    let Some(object) = object.filter(|o| o.starts_with('{')) else {
+        return Some(None);
+    };
+    let mut found = None;
+    object_members(object, |k, value| {
+        if k == key {
+            found = Some(value);
+        }
+    })?;
+    Some(found)
+}
+
+/// The string a JSON text is, as `Value::as_str` gives it: `Some(None)` for no text or another
+/// value, `None` (not sure) for a string with escapes.
+fn sure_str(value: Option<&str>) -> Option<Option<&str>> {
+    match value.and_then(|v| v.strip_prefix('"')?.strip_suffix('"')) {
+        Some(s) if s.contains('\\') => None,
+        s => Some(s),
+    }
+}
+
+/// The ids of the messages an inbox splice's data stages for a call, read from its text as
+/// [`Converter::stage_contexts`] reads them from its value. `None`: not sure of a member.
+fn sure_contexts(data: &str) -> Option<Vec<&str>> {
+    let target = sure_str(sure_member(Some(data), "target")?)?;
+    // `as_u64`, else 0: any other number or value counts as none removed.
+    let removed = sure_member(Some(data), "removedCount")?
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    let mut ids = Vec::new();
+    if target != Some("next-step") || removed != 0 {
+        return Some(ids);
+    }
+    let mut messages = Vec::new();
+    if let Some(inserted) = sure_member(Some(data), "inserted")?.filter(|i| i.starts_with('[')) {
+        array_elements(inserted, |m| messages.push(m))?;
+    }
+    for message in messages {
+        let source = sure_member(Some(message), "source")?;
+        let from_user = sure_str(sure_member(source, "kind")?)? == Some("user");
+        if let (Some(id), false) = (sure_str(sure_member(Some(message), "id")?)?, from_user) {
+            ids.push(id);
+        }
+    }
+    Some(ids)
+}
+
+/// An event of `kind` whose data cannot be read, at `line`.
+fn shape<T>(line: usize, kind: &str, read: Result<T, serde_json::Error>) -> Result<T, LogError> {
+    read.map_err(|e| LogError::Shape {
+        line,
+        kind: kind.to_owned(),
+        why: e.to_string(),
+    })
 }
 
 fn not_an_event(line: usize, why: &str) -> LogError {
@@ -1671,7 +1870,8 @@ mod tests {
                 if Need::of(&kind) != Need::Typed {
                     continue;
                 }
-                let event = typed_event(line).unwrap_or_else(|| panic!("declined: {line}"));
+                let event =
+                    session_event_type_first(line).unwrap_or_else(|| panic!("declined: {line}"));
                 // The members `attribute` reads for this type.
                 let used = |i: &Ids<'_>| -> Vec<Option<String>> {
                     let fields = match kind.as_str() {
@@ -1695,6 +1895,111 @@ mod tests {
             }
         }
         assert!(typed > 150, "{typed}");
+    }
+
+    /// Converts `text` line by line, the quick way where it is sure or only the general way:
+    /// each line's outcome, the summary, and how many lines after the header the quick way was
+    /// sure of.
+    fn outcomes(
+        text: &str,
+        general_only: bool,
+    ) -> (Vec<Result<Option<TraceRecord>, LogError>>, Summary, usize) {
+        let options = Options {
+            safe: Some(BTreeSet::from(["read_file".to_owned()])),
+        };
+        let mut converter = Converter::new(options.clone());
+        converter.general_only = general_only;
+        let mut sure = 0;
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if i > 0 && !line.trim().is_empty() {
+                let mut probe = Converter::new(options.clone());
+                probe.header_seen = true;
+                sure += usize::from(probe.sure_line(i + 1, line).is_some());
+            }
+            out.push(converter.line(i + 1, line.as_bytes()));
+        }
+        (out, converter.finish(), sure)
+    }
+
+    /// The quick way (no strict serde pass where a line is surely accepted) makes, of every
+    /// line of every log the project keeps, what the general way makes: the same records, the
+    /// same errors, the same summary; and it is the way every line of the real logs is read.
+    #[test]
+    fn the_quick_way_reads_every_log_as_the_general_way_does() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../cli/tests/data/deepseek-harness");
+        let mut logs = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let (quick, quick_summary, sure) = outcomes(&text, false);
+            let (general, general_summary, _) = outcomes(&text, true);
+            assert_eq!(quick, general, "{}", path.display());
+            assert_eq!(quick_summary, general_summary, "{}", path.display());
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("rc8-") {
+                let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+                assert_eq!(sure, lines - 1, "{name}");
+            }
+            logs += 1;
+        }
+        assert!(logs >= 10, "{logs}");
+        // Lines it is not sure of are the general way's, errors and all.
+        const MESSAGE: &str =
+            r#"{"id":"ID","role":"user","content":[],"source":{"kind":"tool","callId":"c1"}}"#;
+        let crafted = [
+            event(1, "tool/call", r#"{"callId":"c1","callId":"c2"}"#),
+            r#"{"type":"tool/call","type":"x","seq":1,"time":1,"data":{}}"#.to_owned(),
+            r#"{"type":"tool\u002fcall","seq":1,"time":1,"data":{}}"#.to_owned(),
+            r#"{"type":"step/start","seq":-0,"time":1e0,"data":{}}"#.to_owned(),
+            r#"{"type":"step/start","seq":18446744073709551616,"time":1,"data":{}}"#.to_owned(),
+            event(2, "user/message", r#"{"id":"m\u0031","text":"\ud800"}"#),
+            event(
+                3,
+                "agent/inbox/spliced",
+                r#"{"inserted":[{"id":"x"}],"n":1e400}"#,
+            ),
+            event(4, "turn/start", "{}"),
+            r#"{"type":"step/start","seq":-1,"time":1,"data":{}}"#.to_owned(),
+            // A line between a result and its splice: the splice stages nothing.
+            result(5, "c1"),
+            event(6, "step/end", "{}"),
+            event(
+                7,
+                "agent/inbox/spliced",
+                r#"{"target":"next-step","removedCount":0,"inserted":[{"id":"m9"}]}"#,
+            ),
+            event(8, "user/message", MESSAGE.replace("ID", "m9").as_str()),
+            // Without the line between, it does.
+            result(9, "c1"),
+            event(
+                10,
+                "agent/inbox/spliced",
+                r#"{"target":"next-step","removedCount":0,"inserted":[{"id":"m10"},{"id":"m11","source":{"kind":"user"}}]}"#,
+            ),
+            event(11, "user/message", MESSAGE.replace("ID", "m10").as_str()),
+            // A user's own message is no context.
+            event(12, "user/message", MESSAGE.replace("ID", "m11").as_str()),
+        ];
+        let text = std::iter::once(HEADER.to_owned())
+            .chain(crafted)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let (quick, general) = (outcomes(&text, false).0, outcomes(&text, true).0);
+        assert_eq!(quick, general);
+        let records = quick.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
+        assert_eq!(
+            records, 4,
+            "the header, two results, one context: {quick:?}"
+        );
+        let Some(Ok(Some(TraceRecord::Event(context)))) = quick.iter().rev().nth(1) else {
+            panic!("{quick:?}");
+        };
+        assert_eq!(context.call, Some(CallId::new("c1")));
     }
 
     #[test]

@@ -228,13 +228,13 @@ impl<'g, 's, 'a> Batch<'g, 's, 'a> {
     }
 
     fn mark(&mut self, call: &CallId, mark: MarkKind, by: &str) -> Result<(), GenerateError> {
-        (self.sink)(TraceRecord::Mark(Mark {
+        (self.sink)(TraceRecord::Mark(Box::new(Mark {
             call: call.clone(),
             mark,
             by: by.to_owned(),
             after_ms: 0,
             rejection: None,
-        }))
+        })))
     }
 
     /// Appends a session event; returns its seq.

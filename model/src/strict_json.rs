@@ -9,13 +9,16 @@
 //! A reader that needs only part of a line builds the rest into nothing and still refuses what
 //! [`value_from_str`] refuses, with the same error at the same place: [`Skip`] checks a value's
 //! keys against a [`Keys`] stack that one line's readers share, and [`StrictValue`] builds the
-//! parts it needs.
+//! parts it needs. Before either, [`sure::object_members`] settles the usual line without serde:
+//! an object it is certain the strict reader accepts, its top-level members as text.
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
+
+pub mod sure;
 
 /// Parses `text` as one JSON value, refusing a key named twice in any object. The error is
 /// serde_json's, so it carries the line and column ("duplicate key `x` at line 3 column 17").

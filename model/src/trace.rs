@@ -25,7 +25,7 @@ pub enum TraceRecord {
     /// A session event appended to the log.
     Event(Box<EventRecord>),
     /// Something a scripted part did that is not a stage visit.
-    Mark(Mark),
+    Mark(Box<Mark>),
     /// The model's next request after a batch, as the model's boundary received it (level
     /// `boundary`).
     Request(Box<NextRequest>),
@@ -538,6 +538,13 @@ impl TraceRecord {
     pub fn from_json_tag_first(text: &str) -> Option<TraceRecord> {
         single_pass::read(text)
     }
+}
+
+/// A session event read in one typed pass, as [`TraceRecord::from_json_tag_first`] reads it
+/// inside `{"kind":"event","event":...}` (without a `call`): `None` where that declines.
+#[inline]
+pub fn session_event_type_first(text: &str) -> Option<SessionEvent> {
+    single_pass::read_event(text)
 }
 
 mod identity_cache;

@@ -54,7 +54,7 @@ impl Recorder {
 
     /// Records a scripted part's mark.
     pub fn mark(&self, mark: Mark) {
-        self.lock().records.push(TraceRecord::Mark(mark));
+        self.lock().records.push(TraceRecord::Mark(Box::new(mark)));
     }
 
     /// Appends a session event and returns its `seq`.

@@ -117,13 +117,13 @@ pub(crate) const APPROVAL_ABSENT_DENIES: Rule = Rule::new(entry(
         o.identity = identity.clone();
         TraceRecord::Stage(Box::new(o))
     };
-    let settled = TraceRecord::Mark(tep_model::trace::Mark {
+    let settled = TraceRecord::Mark(Box::new(tep_model::trace::Mark {
         call: call.clone(),
         mark: MarkKind::BodySettled,
         by: "body".to_owned(),
         after_ms: 0,
         rejection: None,
-    });
+    }));
     let ran = [
         visit(N::Guards, Some(Outcome::Allow)),
         visit(N::Around, None),

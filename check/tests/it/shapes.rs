@@ -92,13 +92,13 @@ impl Batch {
     }
 
     fn mark(&mut self, call: &CallId, mark: MarkKind, by: &str) {
-        self.out.push(TraceRecord::Mark(Mark {
+        self.out.push(TraceRecord::Mark(Box::new(Mark {
             call: call.clone(),
             mark,
             by: by.to_owned(),
             after_ms: 0,
             rejection: None,
-        }))
+        })))
     }
 
     /// Appends a session event; returns its seq.

@@ -33,6 +33,15 @@ pub(super) fn read(text: &str) -> Option<TraceRecord> {
     (line.at == text.len()).then_some(record)
 }
 
+/// Reads one session event whose `type` comes before its `data`, or declines it (`None`): what
+/// [`read`] makes of the event record holding it.
+pub(super) fn read_event(text: &str) -> Option<SessionEvent> {
+    let mut line = Line { text, at: 0 };
+    let event = line.session_event()?;
+    line.skip_whitespace();
+    (line.at == text.len()).then_some(event)
+}
+
 /// Marks a field as read; `None` when it was read before (serde refuses a repeated field).
 fn first_time(seen: &mut u32, bit: u32) -> Option<()> {
     if *seen & bit != 0 {
@@ -54,7 +63,7 @@ impl<'a> Line<'a> {
         let record = match &*kind {
             "stage" => TraceRecord::Stage(self.observation()?),
             "event" => TraceRecord::Event(Box::new(self.event_record()?)),
-            "mark" => TraceRecord::Mark(self.mark()?),
+            "mark" => TraceRecord::Mark(Box::new(self.mark()?)),
             // One line a trace: the general path reads it.
             _ => return None,
         };

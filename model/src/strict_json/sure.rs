@@ -1,0 +1,409 @@
+//! A quick look at a line that settles the usual case without serde: a JSON object that
+//! [`super::value_from_str`] certainly accepts, its top-level members as text.
+//!
+//! It walks the bytes once and builds nothing. It answers only when it is sure: every value in
+//! its plain shape (keys without escapes, numbers that cannot overflow, escapes that are no
+//! UTF-16 surrogates, nesting far from serde's recursion limit, no key named twice in an object).
+//! Anything else, an error included, is "not sure" (`None`), and the caller reads the line
+//! with serde, which words the error. So whenever this says yes, the strict reader says yes.
+
+/// Deeper than this is left to serde (its limit is 128 levels).
+const MAX_DEPTH: usize = 100;
+
+/// A number longer than this, or with an exponent of more than two digits, is left to serde
+/// (it may be out of `f64`'s range, which serde refuses).
+const MAX_NUMBER_BYTES: usize = 100;
+
+/// Calls `member` with each top-level member of `text` (its key and its value's text, without
+/// surrounding whitespace), in order, and says `Some(())` when `text` is certainly a JSON object
+/// that [`super::value_from_str`] reads without error. `None`: not sure (the members handed over
+/// so far mean nothing then).
+pub fn object_members<'t>(text: &'t str, mut member: impl FnMut(&'t str, &'t str)) -> Option<()> {
+    Scan::run(text, b'{', |scan| {
+        scan.object(0, &mut |key, start, end| {
+            member(&text[key.0..key.1], &text[start..end])
+        })
+    })
+}
+
+/// Calls `element` with the text of each element of the array `text`, in order, and says
+/// `Some(())` when `text` is certainly a JSON array that [`super::value_from_str`] reads without
+/// error; `None`: not sure, as [`object_members`].
+pub fn array_elements<'t>(text: &'t str, mut element: impl FnMut(&'t str)) -> Option<()> {
+    Scan::run(text, b'[', |scan| {
+        scan.array(0, &mut |start, end| element(&text[start..end]))
+    })
+}
+
+/// A key's place in the text: start and end (without the quotes).
+type Span = (usize, usize);
+
+struct Scan<'t> {
+    bytes: &'t [u8],
+    at: usize,
+    /// The keys of the objects being read, innermost last.
+    keys: Vec<Span>,
+}
+
+thread_local! {
+    /// The key stack of the last scan on this thread, kept for the next (no allocation a line).
+    static KEYS: std::cell::Cell<Vec<Span>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl<'t> Scan<'t> {
+    /// Scans `text`, a value opening with `open` read by `value`, and nothing after it.
+    fn run(text: &'t str, open: u8, value: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
+        let mut keys = KEYS.take();
+        keys.clear();
+        let mut scan = Scan {
+            bytes: text.as_bytes(),
+            at: 0,
+            keys,
+        };
+        scan.whitespace();
+        let read = (scan.peek() == Some(open))
+            .then(|| value(&mut scan))
+            .flatten()
+            .and_then(|()| {
+                scan.whitespace();
+                (scan.at == scan.bytes.len()).then_some(())
+            });
+        KEYS.set(scan.keys);
+        read
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// Takes `byte` after any whitespace.
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        self.whitespace();
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    fn value(&mut self, depth: usize) -> Option<()> {
+        self.whitespace();
+        match self.peek()? {
+            b'{' => self.object(depth, &mut |_, _, _| {}),
+            b'[' => self.array(depth, &mut |_, _| {}),
+            b'"' => self.string().map(|_| ()),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.bytes[self.at..]
+            .starts_with(word)
+            .then(|| self.at += word.len())
+    }
+
+    /// An object, at `self.at`; `member` gets each key and the span of its value.
+    fn object(&mut self, depth: usize, member: &mut impl FnMut(Span, usize, usize)) -> Option<()> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.at += 1;
+        self.whitespace();
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        let start = self.keys.len();
+        loop {
+            self.whitespace();
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let (key, escaped) = self.string()?;
+            let (bytes, name) = (self.bytes, &self.bytes[key.0..key.1]);
+            if escaped || self.keys[start..].iter().any(|k| &bytes[k.0..k.1] == name) {
+                return None;
+            }
+            self.keys.push(key);
+            self.expect(b':')?;
+            self.whitespace();
+            let from = self.at;
+            self.value(depth + 1)?;
+            member(key, from, self.at);
+            self.whitespace();
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    self.keys.truncate(start);
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An array, at `self.at`; `element` gets the span of each element.
+    fn array(&mut self, depth: usize, element: &mut impl FnMut(usize, usize)) -> Option<()> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.at += 1;
+        self.whitespace();
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            self.whitespace();
+            let from = self.at;
+            self.value(depth + 1)?;
+            element(from, self.at);
+            self.whitespace();
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string at `self.at` (its opening quote): the span of its contents, and whether it has
+    /// an escape.
+    fn string(&mut self) -> Option<(Span, bool)> {
+        self.at += 1;
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            self.at = plain_run(self.bytes, self.at);
+            match self.peek()? {
+                b'"' => {
+                    let span = (start, self.at);
+                    self.at += 1;
+                    return Some((span, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                // A raw control character: serde refuses it.
+                _ => return None,
+            }
+        }
+    }
+
+    /// An escape at `self.at` (its backslash).
+    fn escape(&mut self) -> Option<()> {
+        match self.bytes.get(self.at + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                self.at += 2;
+                Some(())
+            }
+            b'u' => {
+                let hex = self.bytes.get(self.at + 2..self.at + 6)?;
+                let hex = std::str::from_utf8(hex).ok()?;
+                let unit = u16::from_str_radix(hex, 16).ok()?;
+                // A surrogate must be paired: left to serde.
+                if (0xD800..0xE000).contains(&unit) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                self.at += 6;
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    fn number(&mut self) -> Option<()> {
+        let start = self.at;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.peek()? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.some_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            let from = self.at;
+            self.some_digits()?;
+            if self.at - from > 2 {
+                return None;
+            }
+        }
+        (self.at - start <= MAX_NUMBER_BYTES).then_some(())
+    }
+
+    fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// At least one digit.
+    fn some_digits(&mut self) -> Option<()> {
+        let from = self.at;
+        self.digits();
+        (self.at > from).then_some(())
+    }
+}
+
+/// Where the run of plain string bytes from `at` ends: the first quote, backslash or control
+/// character (or the end). Eight bytes at a time (most strings end in the first eight); past
+/// them, thirty-two at a time while no such byte is among them (one vector comparison).
+fn plain_run(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const WIDTH: usize = 32;
+    let stops = |b: u8| (b == b'"') | (b == b'\\') | (b < 0x20);
+    while let Some(word) = bytes
+        .get(at..at + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+    {
+        let v = u64::from_le_bytes(word);
+        let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+        let hits = zero(v ^ (ONES * u64::from(b'"')))
+            | zero(v ^ (ONES * u64::from(b'\\')))
+            | (v.wrapping_sub(ONES * 0x20) & !v & HIGH);
+        if hits != 0 {
+            // The lowest flagged byte is a true one (a borrow only flags bytes above it).
+            return at + (hits.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+        while let Some(chunk) = bytes
+            .get(at..at + WIDTH)
+            .and_then(|c| <&[u8; WIDTH]>::try_from(c).ok())
+        {
+            // No early exit inside the chunk: the compiler makes vector instructions of it.
+            if chunk.iter().fold(false, |stop, &b| stop | stops(b)) {
+                break;
+            }
+            at += WIDTH;
+        }
+    }
+    while let Some(&b) = bytes.get(at) {
+        if stops(b) {
+            break;
+        }
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn members(text: &str) -> Option<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        object_members(text, |k, v| out.push((k.to_owned(), v.to_owned())))?;
+        Some(out)
+    }
+
+    #[test]
+    fn a_plain_object_gives_its_members_as_text() {
+        let got = members(
+            " {\"type\" : \"x\",\"seq\":12, \"data\":{\"a\":[1,-2.5e3,\"\\n\\u00e9\",null,true,false,{}]} }\n",
+        );
+        assert_eq!(
+            got.unwrap(),
+            [
+                ("type", "\"x\""),
+                ("seq", "12"),
+                (
+                    "data",
+                    "{\"a\":[1,-2.5e3,\"\\n\\u00e9\",null,true,false,{}]}"
+                )
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+        assert_eq!(members("{}").unwrap(), []);
+        let mut elements = Vec::new();
+        array_elements(r#" [ 1 , {"a":[2]},"x" ] "#, |e| elements.push(e)).unwrap();
+        assert_eq!(elements, ["1", r#"{"a":[2]}"#, r#""x""#]);
+        assert!(array_elements(r#"[{"a":1,"a":2}]"#, |_| {}).is_none());
+        assert!(array_elements("[1,]", |_| {}).is_none());
+        assert!(array_elements("{}", |_| {}).is_none());
+    }
+
+    /// Every text it is sure of, the strict reader accepts; of each text the strict reader
+    /// refuses, it is not sure; and the shapes it leaves to serde are left.
+    #[test]
+    fn it_is_sure_only_of_what_the_strict_reader_accepts() {
+        let plain = "r".repeat(20);
+        for (text, sure) in [
+            (
+                r#"{"a":1,"b":{"a":2},"c":[{"a":1},{"a":1}]}"#.to_owned(),
+                true,
+            ),
+            (format!(r#"{{"a":"{plain}","b":"{plain}\"{plain}"}}"#), true),
+            (
+                "{\"a\": 1,\n \"b\": {\"c\": false,\n \"c\": true}}".to_owned(),
+                false,
+            ),
+            (r#"{"a":1,"a":1}"#.to_owned(), false),
+            (r#"{"a\u0062":1,"ab":2}"#.to_owned(), false),
+            (r#"{"a":"\ud800"}"#.to_owned(), false),
+            (r#"{"a":"\ud83d\ude00"}"#.to_owned(), false),
+            (r#"{"a":"\x"}"#.to_owned(), false),
+            (format!("{{\"a\":\"{plain}\u{1}\"}}"), false),
+            (r#"{"a":1e400}"#.to_owned(), false),
+            (format!(r#"{{"a":{}}}"#, "9".repeat(400)), false),
+            (r#"{"a":01}"#.to_owned(), false),
+            (r#"{"a":1.}"#.to_owned(), false),
+            (r#"{"a":-}"#.to_owned(), false),
+            (r#"{"a":tru}"#.to_owned(), false),
+            (r#"{"a":1,}"#.to_owned(), false),
+            (r#"{"a":1} x"#.to_owned(), false),
+            (r#"{"a":[1,]}"#.to_owned(), false),
+            (r#"[1]"#.to_owned(), false),
+            (
+                format!(r#"{{"a":{}{}}}"#, "[".repeat(98), "]".repeat(98)),
+                true,
+            ),
+            (
+                format!(r#"{{"a":{}{}}}"#, "[".repeat(200), "]".repeat(200)),
+                false,
+            ),
+        ] {
+            let strict = super::super::value_from_str(&text);
+            let got = members(&text);
+            assert_eq!(got.is_some(), sure, "{text}");
+            if got.is_some() {
+                assert!(strict.is_ok(), "{text}");
+            }
+        }
+    }
+
+    /// A stop byte is found wherever it stands in the bytes looked at at once, and after them.
+    #[test]
+    fn a_quote_backslash_or_control_byte_stops_a_run_wherever_it_stands() {
+        for len in 0..70 {
+            for stop in [b'"', b'\\', 0x1f, 0] {
+                let mut bytes = vec![b'r'; len];
+                bytes.push(stop);
+                bytes.extend_from_slice(b"rrrrrrrrr");
+                assert_eq!(plain_run(&bytes, 0), len, "{len} {stop}");
+            }
+            assert_eq!(plain_run(&vec![0xc3; len], 0), len);
+        }
+    }
+}
