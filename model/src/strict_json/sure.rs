@@ -393,6 +393,125 @@ mod tests {
         }
     }
 
+    mod generated {
+        use proptest::prelude::*;
+
+        use super::members;
+        use crate::strict_json::value_from_str;
+
+        /// A string literal from pieces that are plain, escaped, surrogate, invalid or raw
+        /// control characters.
+        fn string() -> impl Strategy<Value = String> {
+            let piece = prop::sample::select(vec![
+                "a",
+                "é",
+                "rrrrrrrrrrrrrrrrrrrrrrrr",
+                "\\n",
+                "\\\"",
+                "\\u00e9",
+                "\\ud83d\\ude00",
+                "\\ud800",
+                "\\x",
+                "\u{1}",
+                "\t",
+            ]);
+            prop::collection::vec(piece, 0..4).prop_map(|p| format!("\"{}\"", p.concat()))
+        }
+
+        /// Keys drawn from a few, so that objects name some twice, some with an escape.
+        fn key() -> impl Strategy<Value = String> {
+            prop::sample::select(vec!["\"a\"", "\"b\"", "\"ab\"", "\"a\\u0062\"", "\"\\n\""])
+                .prop_map(str::to_owned)
+        }
+
+        fn value() -> impl Strategy<Value = String> {
+            let number = prop::sample::select(vec![
+                "0",
+                "-0",
+                "12",
+                "-3.5",
+                "1e5",
+                "1E+2",
+                "-2.5e-3",
+                "1e400",
+                "01",
+                "1.",
+                "-",
+                "99999999999999999999999",
+            ])
+            .prop_map(str::to_owned);
+            let leaf = prop_oneof![
+                prop::sample::select(vec!["null", "true", "false", "tru"]).prop_map(str::to_owned),
+                number,
+                string(),
+            ];
+            leaf.prop_recursive(4, 24, 5, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4)
+                        .prop_map(|v| format!("[{}]", v.join(","))),
+                    prop::collection::vec((key(), inner), 0..4).prop_map(|m| {
+                        let members: Vec<String> =
+                            m.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                        format!("{{{}}}", members.join(", "))
+                    }),
+                ]
+            })
+        }
+
+        /// A line: an object of generated members, sometimes with one character dropped or one
+        /// inserted.
+        fn line() -> impl Strategy<Value = String> {
+            let object = prop::collection::vec((key(), value()), 0..5).prop_map(|m| {
+                let members: Vec<String> = m.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                format!(" {{{}}}\n", members.join(","))
+            });
+            let edit = prop_oneof![
+                Just(None),
+                (
+                    any::<prop::sample::Index>(),
+                    prop::sample::select(vec![
+                        "", "{", "}", "[", "]", ",", ":", "\"", "\\", " ", "1",
+                    ])
+                )
+                    .prop_map(Some),
+            ];
+            (object, edit).prop_map(|(text, edit)| match edit {
+                None => text,
+                Some((at, with)) => {
+                    let chars: Vec<char> = text.chars().collect();
+                    let i = at.index(chars.len());
+                    let mut out: String = chars[..i].iter().collect();
+                    out.push_str(with);
+                    // An empty insertion drops the character instead.
+                    let rest = if with.is_empty() { i + 1 } else { i };
+                    out.extend(chars.get(rest..).unwrap_or_default());
+                    out
+                }
+            })
+        }
+
+        proptest! {
+            /// Whatever it is sure of, the strict reader accepts, with the same members.
+            #[test]
+            fn sure_means_the_strict_reader_accepts_the_same_members(text in line()) {
+                if let Some(found) = members(&text) {
+                    let read = value_from_str(&text);
+                    prop_assert!(read.is_ok(), "sure of {text:?}, refused: {read:?}");
+                    let read = read.unwrap_or_default();
+                    let object = read.as_object();
+                    prop_assert!(object.is_some(), "{text:?}");
+                    let object = object.cloned().unwrap_or_default();
+                    prop_assert_eq!(found.len(), object.len(), "{:?}", text);
+                    for (key, value) in &found {
+                        let member = value_from_str(value).ok();
+                        prop_assert!(member.is_some(), "{value:?}");
+                        prop_assert_eq!(object.get(key), member.as_ref(), "{:?}", text);
+                    }
+                }
+            }
+        }
+    }
+
     /// A stop byte is found wherever it stands in the bytes looked at at once, and after them.
     #[test]
     fn a_quote_backslash_or_control_byte_stops_a_run_wherever_it_stands() {
