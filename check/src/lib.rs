@@ -49,6 +49,8 @@ pub mod invariants;
 pub mod mutation;
 pub mod observation;
 pub(crate) mod rules;
+#[cfg(any(test, feature = "testing"))]
+pub mod shapes;
 mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod teeth;

@@ -28,6 +28,7 @@ pub mod excerpt;
 pub mod expectations;
 pub mod fuzz;
 pub mod fuzz_stats;
+#[cfg(feature = "synthetic")]
 pub mod generate;
 pub mod html;
 pub mod input;

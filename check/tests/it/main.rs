@@ -7,10 +7,9 @@
 //! - `next_request`: the model's next request (level `boundary`), with its breaches;
 //! - `observation`: the observation contract (only what an implementation can observe);
 //! - `revisions`: the two revisions differ where the spec does, and only there;
-//! - `streaming`: state bounded by the open batch, work per record bounded, the caps;
+//! - `streaming`: state bounded by the open batch, work per record bounded, the caps, on the
+//!   synthetic traces of `tep_check::shapes` (a wide batch, a long program, many contexts);
 //! - `steps`: the walk's steps, kept on request;
-//! - `shapes`: the synthetic traces `streaming` grows (a wide batch, a long program, many
-//!   contexts), built from the model's types.
 //!
 //! The tests that need the reference itself (its mutants, random scenarios run on it) are the
 //! conformance crate's (`conformance/tests/it/{corpus,checker_props,reference_checked}.rs`).
@@ -22,7 +21,6 @@ mod named;
 mod next_request;
 mod observation;
 mod revisions;
-mod shapes;
 mod steps;
 mod streaming;
 mod util;

@@ -8,8 +8,8 @@ use tep_check::{
 use tep_model::graph::Revision;
 use tep_model::trace::TraceRecord;
 
-use crate::shapes::{Shape, records};
 use crate::util as common;
+use tep_check::shapes::{Shape, records};
 
 fn long_trace(scenario: &str, batches: usize) -> Vec<TraceRecord> {
     repeat_batches(&common::trace(scenario), batches)

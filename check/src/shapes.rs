@@ -1,5 +1,6 @@
-//! Synthetic traces the streaming tests grow, each one a trace the checker accepts, built from
-//! the model's types (the same shapes as `tep_conformance::generate`, which the benches use):
+//! Synthetic traces the checker accepts, for the streaming tests and the benches
+//! (`testing`): built from the model's types alone, so `tep-check`'s own tests need no other
+//! crate. `tep_conformance::generate` adds the corpus mix and writes them as JSON Lines.
 //!
 //! - [`Shape::WideBatch`]: one batch of `n` concurrency-safe calls whose bodies all run at once.
 //! - [`Shape::LongProgram`]: one `run_code` call whose program issues `n` sub-calls in turn.
@@ -8,6 +9,8 @@
 //!
 //! They are rev2 traces at level `full` and follow the reference's own record order (a call's
 //! prepare stages, its dispatch, then the commits in model order).
+
+use std::convert::Infallible;
 
 use serde_json::{Value, json};
 use tep_model::graph::{NodeId, Outcome, Revision};
@@ -22,13 +25,19 @@ use tep_model::trace::{DeclaredCall, EventRecord, Mark, MarkKind, Observation, T
 
 /// A kind of synthetic trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Shape {
     /// One batch of this many concurrency-safe calls, every body running at once.
     WideBatch(usize),
     /// One `run_code` call whose program issues this many sub-calls, one after the other.
     LongProgram(usize),
     /// One batch of `calls` concurrency-safe calls, each deferring `contexts` contexts.
-    ManyContexts { calls: usize, contexts: usize },
+    ManyContexts {
+        /// The calls of the batch.
+        calls: usize,
+        /// The contexts each call defers.
+        contexts: usize,
+    },
 }
 
 impl Shape {
@@ -37,7 +46,7 @@ impl Shape {
         Revision::Rev2
     }
 
-    /// A short name for messages (`wide-batch-1000`).
+    /// A short name for bench ids, file names and messages (`wide-batch-1000`).
     pub fn name(self) -> String {
         match self {
             Shape::WideBatch(n) => format!("wide-batch-{n}"),
@@ -49,23 +58,39 @@ impl Shape {
     }
 }
 
-/// The records of one copy of `shape`, without a header.
+/// The records of one copy of `shape`, without a header, its session seqs from 1.
 pub fn records(shape: Shape) -> Vec<TraceRecord> {
-    let mut batch = Batch::default();
+    let mut out = Vec::new();
+    let emitted: Result<(), Infallible> = emit(shape, &mut 0, &mut |r| {
+        out.push(r);
+        Ok(())
+    });
+    match emitted {
+        Ok(()) => out,
+        Err(never) => match never {},
+    }
+}
+
+/// One copy of `shape` into `sink`, its session seqs after `seq` (left at the last one), so
+/// that copies one after the other keep the log increasing.
+pub fn emit<E>(
+    shape: Shape,
+    seq: &mut u64,
+    sink: &mut dyn FnMut(TraceRecord) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut batch = Batch { seq, sink };
     match shape {
         Shape::WideBatch(n) => batch.wide(n, 0),
         Shape::ManyContexts { calls, contexts } => batch.wide(calls, contexts),
         Shape::LongProgram(n) => batch.program(n),
     }
-    batch.out
 }
 
-/// One batch, built record by record.
-#[derive(Default)]
-struct Batch {
-    out: Vec<TraceRecord>,
-    /// The last session seq.
-    seq: u64,
+/// Builds one batch into a sink.
+struct Batch<'s, E> {
+    /// The last session seq emitted.
+    seq: &'s mut u64,
+    sink: &'s mut dyn FnMut(TraceRecord) -> Result<(), E>,
 }
 
 const TOOL: &str = "read";
@@ -86,13 +111,13 @@ fn text_result(text: &str, contexts: Vec<AdditionalContext>) -> ToolResult {
     }
 }
 
-impl Batch {
-    fn stage(&mut self, observation: Observation) {
-        self.out.push(TraceRecord::Stage(Box::new(observation)))
+impl<E> Batch<'_, E> {
+    fn stage(&mut self, observation: Observation) -> Result<(), E> {
+        (self.sink)(TraceRecord::Stage(Box::new(observation)))
     }
 
-    fn mark(&mut self, call: &CallId, mark: MarkKind, by: &str) {
-        self.out.push(TraceRecord::Mark(Box::new(Mark {
+    fn mark(&mut self, call: &CallId, mark: MarkKind, by: &str) -> Result<(), E> {
+        (self.sink)(TraceRecord::Mark(Box::new(Mark {
             call: call.clone(),
             mark,
             by: by.to_owned(),
@@ -102,12 +127,17 @@ impl Batch {
     }
 
     /// Appends a session event; returns its seq.
-    fn event(&mut self, call: &CallId, body: EventBody, sources: Option<Vec<u64>>) -> u64 {
-        self.seq += 1;
-        let seq = self.seq;
+    fn event(
+        &mut self,
+        call: &CallId,
+        body: EventBody,
+        sources: Option<Vec<u64>>,
+    ) -> Result<u64, E> {
+        *self.seq += 1;
+        let seq = *self.seq;
         let surface_op = matches!(body, EventBody::ToolResult(_) | EventBody::UserMessage(_))
             .then_some(SurfaceOp::Append);
-        self.out.push(TraceRecord::Event(Box::new(EventRecord {
+        (self.sink)(TraceRecord::Event(Box::new(EventRecord {
             call: Some(call.clone()),
             event: SessionEvent {
                 seq,
@@ -116,18 +146,18 @@ impl Batch {
                 surface_op,
                 source_event_seqs: sources,
             },
-        })));
-        seq
+        })))?;
+        Ok(seq)
     }
 
-    fn model(&mut self, calls: Vec<DeclaredCall>) {
+    fn model(&mut self, calls: Vec<DeclaredCall>) -> Result<(), E> {
         let mut model = Observation::at(NodeId::Model);
         model.calls = Some(calls);
         self.stage(model)
     }
 
     /// `tool/call` to the body's dispatch; returns the `tool/call` seq.
-    fn prepare(&mut self, id: &CallId, identity: &Identity) -> u64 {
+    fn prepare(&mut self, id: &CallId, identity: &Identity) -> Result<u64, E> {
         let seq = self.event(
             id,
             EventBody::ToolCall(ToolCallData {
@@ -138,14 +168,19 @@ impl Batch {
                 arguments: ARGUMENTS.to_owned(),
             }),
             None,
-        );
-        self.stage(Observation::at(NodeId::PresentCall).call(id));
-        self.decide(id, identity, None);
-        seq
+        )?;
+        self.stage(Observation::at(NodeId::PresentCall).call(id))?;
+        self.decide(id, identity, None)?;
+        Ok(seq)
     }
 
     /// Pre-execute and the guards allow, then `tools/execute` dispatches the body.
-    fn decide(&mut self, id: &CallId, identity: &Identity, parent: Option<&CallId>) {
+    fn decide(
+        &mut self,
+        id: &CallId,
+        identity: &Identity,
+        parent: Option<&CallId>,
+    ) -> Result<(), E> {
         let with_parent = |mut o: Observation| {
             o.parent = parent.cloned();
             o
@@ -155,18 +190,19 @@ impl Batch {
             .outcome(Outcome::Allow)
             .identity(identity.clone());
         pre.listeners = Some(Vec::new());
-        self.stage(with_parent(pre));
+        self.stage(with_parent(pre))?;
         let mut guards = Observation::at(NodeId::Guards)
             .call(id)
             .outcome(Outcome::Allow)
             .identity(identity.clone());
         guards.listeners = Some(Vec::new());
         guards.verdicts = Some(Vec::new());
-        self.stage(with_parent(guards));
+        self.stage(with_parent(guards))?;
         for node in [NodeId::Around, NodeId::ToolBody] {
             let o = Observation::at(node).call(id).identity(identity.clone());
-            self.stage(with_parent(o));
+            self.stage(with_parent(o))?;
         }
+        Ok(())
     }
 
     /// The body settles and returns through the wrappers.
@@ -176,14 +212,14 @@ impl Batch {
         identity: &Identity,
         result: &ToolResult,
         parent: Option<&CallId>,
-    ) {
-        self.mark(id, MarkKind::BodySettled, "body");
+    ) -> Result<(), E> {
+        self.mark(id, MarkKind::BodySettled, "body")?;
         let mut back = Observation::at(NodeId::Around)
             .call(id)
             .identity(identity.clone())
             .result(result);
         back.parent = parent.cloned();
-        self.stage(back);
+        self.stage(back)?;
         let mut out = Observation::at(NodeId::Around)
             .call(id)
             .identity(identity.clone());
@@ -198,7 +234,7 @@ impl Batch {
         identity: &Identity,
         result: &ToolResult,
         parent: Option<&CallId>,
-    ) {
+    ) -> Result<(), E> {
         let mut post = Observation::at(NodeId::Post)
             .call(id)
             .outcome(Outcome::Accept)
@@ -206,7 +242,7 @@ impl Batch {
             .result(result);
         post.listeners = Some(Vec::new());
         post.parent = parent.cloned();
-        self.stage(post);
+        self.stage(post)?;
         let mut announced = Observation::at(NodeId::Final)
             .call(id)
             .identity(identity.clone())
@@ -216,7 +252,7 @@ impl Batch {
     }
 
     /// The recorded `tool/result` of a call of the batch, and its UI card.
-    fn record_result(&mut self, id: &CallId, result: &ToolResult, call_seq: u64) {
+    fn record_result(&mut self, id: &CallId, result: &ToolResult, call_seq: u64) -> Result<(), E> {
         self.event(
             id,
             EventBody::ToolResult(ToolResultData::Message(ToolResultRecord {
@@ -239,14 +275,14 @@ impl Batch {
                 meta: None,
             })),
             Some(vec![call_seq]),
-        );
+        )?;
         self.stage(Observation::at(NodeId::PresentResult).call(id))
     }
 
     /// A batch of `n` concurrency-safe calls: each prepares and dispatches its body in turn,
     /// every body runs until all are dispatched, then they settle and commit in model order,
     /// and each call's `contexts` deferred contexts are injected after `allResults`.
-    fn wide(&mut self, n: usize, contexts: usize) {
+    fn wide(&mut self, n: usize, contexts: usize) -> Result<(), E> {
         let ids: Vec<CallId> = (1..=n).map(call_id).collect();
         self.model(
             ids.iter()
@@ -256,7 +292,7 @@ impl Batch {
                     concurrency_safe: Some(true),
                 })
                 .collect(),
-        );
+        )?;
         let arguments: Value = json!({"path": "notes.txt"});
         let identity = |k: usize| Identity {
             token: format!("tok-{}", k + 1),
@@ -275,18 +311,18 @@ impl Batch {
         };
         let mut call_seqs = Vec::with_capacity(n);
         for (k, id) in ids.iter().enumerate() {
-            call_seqs.push(self.prepare(id, &identity(k)));
+            call_seqs.push(self.prepare(id, &identity(k))?);
         }
         let returned = text_result("ok", Vec::new());
         for (k, id) in ids.iter().enumerate() {
-            self.settle_body(id, &identity(k), &returned, None);
+            self.settle_body(id, &identity(k), &returned, None)?;
         }
         for (k, id) in ids.iter().enumerate() {
             let result = text_result("ok", deferred(k));
-            self.commit(id, &identity(k), &result, None);
-            self.record_result(id, &result, call_seqs[k]);
+            self.commit(id, &identity(k), &result, None)?;
+            self.record_result(id, &result, call_seqs[k])?;
         }
-        self.stage(Observation::at(NodeId::AllResults));
+        self.stage(Observation::at(NodeId::AllResults))?;
         for (k, id) in ids.iter().enumerate() {
             for (j, context) in deferred(k).into_iter().enumerate() {
                 self.event(
@@ -300,21 +336,22 @@ impl Batch {
                         },
                     }),
                     None,
-                );
+                )?;
             }
         }
+        Ok(())
     }
 
     /// One `run_code` call whose program issues `n` sub-calls, each allowed, run, announced,
     /// logged and resolved before the next starts.
-    fn program(&mut self, n: usize) {
+    fn program(&mut self, n: usize) -> Result<(), E> {
         let root = call_id(1);
         let run_code = tep_model::RUN_CODE;
         self.model(vec![DeclaredCall {
             call_id: root.clone(),
             name: run_code.to_owned(),
             concurrency_safe: Some(false),
-        }]);
+        }])?;
         let root_identity = Identity {
             token: "tok-1".to_owned(),
             call_id: root.clone(),
@@ -322,7 +359,7 @@ impl Batch {
             arguments: json!({"path": "notes.txt"}),
             parent_token: None,
         };
-        let call_seq = self.prepare(&root, &root_identity);
+        let call_seq = self.prepare(&root, &root_identity)?;
         let returned = text_result("ok", Vec::new());
         for k in 1..=n {
             let sub = root.code_sub_call(k);
@@ -343,10 +380,10 @@ impl Batch {
                     arguments: json!({}),
                 }),
                 None,
-            );
-            self.decide(&sub, &identity, Some(&root));
-            self.settle_body(&sub, &identity, &returned, Some(&root));
-            self.commit(&sub, &identity, &returned, Some(&root));
+            )?;
+            self.decide(&sub, &identity, Some(&root))?;
+            self.settle_body(&sub, &identity, &returned, Some(&root))?;
+            self.commit(&sub, &identity, &returned, Some(&root))?;
             self.event(
                 &sub,
                 EventBody::CodeDispatch(CodeDispatch {
@@ -360,24 +397,24 @@ impl Batch {
                     result_summary: None,
                 }),
                 None,
-            );
-            self.mark(&sub, MarkKind::BindingResolved, "program");
+            )?;
+            self.mark(&sub, MarkKind::BindingResolved, "program")?;
         }
         let done = text_result("done", Vec::new());
-        self.mark(&root, MarkKind::BodySettled, "program");
+        self.mark(&root, MarkKind::BodySettled, "program")?;
         let mut back = Observation::at(NodeId::Around)
             .call(&root)
             .identity(root_identity.clone())
             .result(&done);
         back.parent = None;
-        self.stage(back);
+        self.stage(back)?;
         self.stage(
             Observation::at(NodeId::Around)
                 .call(&root)
                 .identity(root_identity.clone()),
-        );
-        self.commit(&root, &root_identity, &done, None);
-        self.record_result(&root, &done, call_seq);
+        )?;
+        self.commit(&root, &root_identity, &done, None)?;
+        self.record_result(&root, &done, call_seq)?;
         self.stage(Observation::at(NodeId::AllResults))
     }
 }
