@@ -1,6 +1,6 @@
 //! What tep's own records of a run show beyond the trace: the bodies' intervals and the hook
 //! invocations, judged against four invariants of the catalog whose records level `boundary`
-//! lacks (the study's list: `docs/harness-profiles.md#beyond-the-trace`).
+//! lacks (the study's list; `docs/harness-profiles.md`, "Beyond the trace").
 //!
 //! A body's record is made by the server side (the MCP server's `tools/call`, the search
 //! backend's request), so its interval lies inside the harness's own body: the harness started
@@ -9,10 +9,9 @@
 //! when the harness took the reply: its recorded result is the body's own (a success for a
 //! body that returns, an error carrying the message of one that throws). A body the harness
 //! gave up on (a timeout, a cancelled request) or whose result a listener replaced has no sure
-//! end: only its start counts. Every record is on
-//! one machine's wall clock; the log's `time` is `Date.now()`, whole milliseconds cut down, so a
-//! log line at `t` happened in `[t, t + 1)`: an order is judged only where the two times are
-//! farther apart than that.
+//! end: only its start counts. Every record is on one machine's wall clock; the log's `time` is
+//! `Date.now()`, whole milliseconds cut down, so a log line at `t` happened in `[t, t + 1)`: an
+//! order is judged only where the two times are farther apart than that.
 //!
 //! | invariant | breached when |
 //! |---|---|
@@ -33,11 +32,14 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use tep_check::{CallId, InvariantStatus, NodeId, TraceRecord, Violation, invariants::InvariantId};
+use tep_check::invariants::InvariantId;
+use tep_check::{InvariantStatus, Violation};
 use tep_conformance::scenario::BodyStep;
-use tep_model::graph::Outcome;
+use tep_model::graph::{NodeId, Outcome};
+use tep_model::identity::CallId;
 use tep_model::result::content_text;
 use tep_model::session::EventBody;
+use tep_model::trace::TraceRecord;
 
 use crate::hook::HookRecord;
 use crate::mcp::BodyRecord;

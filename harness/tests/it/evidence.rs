@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use tep_check::CallId;
 use tep_check::invariants::InvariantId;
 use tep_conformance::scenario::BodyStep;
 use tep_harness::evidence::{RunRecords, breaches};
@@ -16,6 +15,7 @@ use tep_harness::mcp::BodyRecord;
 use tep_harness::script::{RunScript, ScriptedCall};
 
 use crate::script;
+use tep_model::identity::CallId;
 use tep_model::trace::TraceRecord;
 
 /// A call of `tool`; `safe` ones are played by the shipped safe tool (found by their query).
