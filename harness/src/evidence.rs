@@ -165,15 +165,11 @@ pub fn judge(run: &RunRecords<'_>) -> Judgement {
     Judgement { breaches, judged }
 }
 
-/// The call a record is about: the record's own, or the one its event's data names (a log's
-/// `tool/call` and `tool/result` name their call only in their data).
+/// The call a record is about: the trace's attribution, or the one its event's data names (a
+/// log's `tool/call` and `tool/result` name their call only in their data).
 fn call_of(record: &TraceRecord) -> Option<&CallId> {
     match record {
-        TraceRecord::Event(e) => e.call.as_ref().or(match &e.event.body {
-            EventBody::ToolCall(d) => Some(&d.call_id),
-            EventBody::ToolResult(d) => d.call_id(),
-            _ => None,
-        }),
+        TraceRecord::Event(e) => e.call.as_ref().or(e.event.body.named_call()),
         other => other.call(),
     }
 }

@@ -79,6 +79,28 @@ pub enum EventBody {
 }
 
 impl EventBody {
+    /// The call the event's own data names: a `tool/call`'s or `tool/result`'s id, the call an
+    /// approval is asked for, a dispatch event's sub-call, the call whose result a message
+    /// came from. A trace may attribute an event to a call beside this (`EventRecord::call`).
+    pub fn named_call(&self) -> Option<&CallId> {
+        fn from_a_tool(source: &MessageSource) -> Option<&CallId> {
+            match source {
+                MessageSource::Tool { call_id } => Some(call_id),
+                _ => None,
+            }
+        }
+        match self {
+            EventBody::ToolCall(data) => Some(&data.call_id),
+            EventBody::ToolResult(data) => data.call_id(),
+            EventBody::ApprovalAsked(data) => data.call_id.as_ref(),
+            EventBody::CodeDispatchStart(data) => Some(&data.sub_call_id),
+            EventBody::CodeDispatch(data) => Some(&data.sub_call_id),
+            EventBody::UserMessage(m) => from_a_tool(&m.source),
+            EventBody::ContextMessage(m) => from_a_tool(&m.source),
+            _ => None,
+        }
+    }
+
     /// Every event type, as traces spell it.
     pub const TYPES: [&'static str; 12] = [
         "tool/call",

@@ -196,13 +196,6 @@ pub(super) fn fifo(batch: &Batch) -> Vec<(usize, String, usize)> {
         .collect()
 }
 
-pub(super) fn tool_source(source: &MessageSource) -> Option<&CallId> {
-    match source {
-        MessageSource::Tool { call_id } => Some(call_id),
-        _ => None,
-    }
-}
-
 /// A batch whose calls have session events but not one stage record.
 pub(super) fn looks_like_a_session_log(batch: &Batch) -> bool {
     let hooks: u32 = NodeId::ALL

@@ -19,7 +19,7 @@ use std::fmt;
 use serde::Serialize;
 use tep_model::graph::{EdgeId, GraphKind, NodeId, NodeKind, Outcome, Scope, StageGraph};
 use tep_model::identity::{CallId, parse_arguments};
-use tep_model::session::{EventBody, FileState, MessageSource, SessionEvent};
+use tep_model::session::{EventBody, FileState, SessionEvent};
 use tep_model::trace::{
     EventRecord, Mark, MarkKind, NextRequest, Observation, ObservationLevel, TraceRecord,
 };
@@ -41,7 +41,7 @@ mod learn;
 mod records;
 mod visit;
 
-use batch::{fifo, open_sub_call, tool_source};
+use batch::{fifo, open_sub_call};
 
 /// At most this many violations are kept; the rest are counted.
 pub const MAX_VIOLATIONS: usize = 1000;

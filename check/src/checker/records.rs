@@ -90,16 +90,7 @@ impl Checker {
     pub(super) fn event(&mut self, line: usize, rec: &EventRecord) -> Result<(), TraceError> {
         let event = &rec.event;
         // The call the event belongs to: the trace's attribution, or the event's own id.
-        let own = match &event.body {
-            EventBody::ToolCall(data) => Some(&data.call_id),
-            EventBody::ToolResult(data) => data.call_id(),
-            EventBody::ApprovalAsked(data) => data.call_id.as_ref(),
-            EventBody::CodeDispatchStart(data) => Some(&data.sub_call_id),
-            EventBody::CodeDispatch(data) => Some(&data.sub_call_id),
-            EventBody::UserMessage(m) => tool_source(&m.source),
-            EventBody::ContextMessage(m) => tool_source(&m.source),
-            _ => None,
-        };
+        let own = event.body.named_call();
         let parent = match &event.body {
             EventBody::CodeDispatchStart(data) => Some(&data.parent_call_id),
             EventBody::CodeDispatch(data) => Some(&data.parent_call_id),
