@@ -133,34 +133,21 @@ pub fn breaches(run: &RunRecords<'_>) -> Vec<Violation> {
 pub fn judge(run: &RunRecords<'_>) -> Judgement {
     let results = results(run.trace);
     let intervals = intervals(run, &results);
+    let denied = denied(run, &results);
+    let (settled, commits) = unsettled_commits(run, &intervals);
     let mut breaches = overlaps(run, &intervals);
     breaches.extend(pool_cap(run, &intervals));
-    breaches.extend(denied_bodies(run, &results, &intervals));
-    breaches.extend(unsettled_commits(run, &intervals));
-    let safe = intervals.iter().filter(|i| i.safe).count();
-    let settled = intervals
-        .iter()
-        .filter(|i| i.end.is_some())
-        .filter(|i| {
-            run.results_at.contains_key(&CallId::from(i.call.as_str()))
-                || run
-                    .hooks
-                    .iter()
-                    .any(|h| h.event == "PostToolUse" && h.call.as_deref() == Some(i.call.as_str()))
-        })
-        .count();
+    breaches.extend(denied_bodies(run, &denied, &intervals));
+    breaches.extend(settled);
+    let capped = match run.script.max_parallel {
+        Some(_) => intervals.iter().filter(|i| i.safe).count(),
+        None => 0,
+    };
     let judged = BTreeMap::from([
         (InvariantId::OnlySafeBodiesOverlap, intervals.len()),
-        (
-            InvariantId::PoolCap,
-            if run.script.max_parallel.is_some() {
-                safe
-            } else {
-                0
-            },
-        ),
-        (InvariantId::DenySkipsBody, denied(run, &results).len()),
-        (InvariantId::BodySettlesBeforeCommit, settled),
+        (InvariantId::PoolCap, capped),
+        (InvariantId::DenySkipsBody, denied.len()),
+        (InvariantId::BodySettlesBeforeCommit, commits),
     ]);
     Judgement { breaches, judged }
 }
@@ -440,10 +427,9 @@ fn denial_reason(stdout: &str) -> Option<String> {
 
 fn denied_bodies(
     run: &RunRecords<'_>,
-    results: &Results<'_>,
+    denied: &BTreeMap<String, String>,
     intervals: &[Interval],
 ) -> Vec<Violation> {
-    let denied = denied(run, results);
     intervals
         .iter()
         .filter_map(|body| {
@@ -462,47 +448,49 @@ fn denied_bodies(
         .collect()
 }
 
-fn unsettled_commits(run: &RunRecords<'_>, intervals: &[Interval]) -> Vec<Violation> {
+/// The breaches of `body-settles-before-commit`, and how many bodies with a sure end had a
+/// commit to compare with: a logged `tool/result`, or a post-execute hook invocation.
+fn unsettled_commits(run: &RunRecords<'_>, intervals: &[Interval]) -> (Vec<Violation>, usize) {
     let mut out = Vec::new();
+    let mut judged = 0;
     for body in intervals {
         let Some(end) = body.end else {
             continue;
         };
         let logged = run.results_at.get(&CallId::from(body.call.as_str()));
-        if let Some(at) = logged
-            && at + run.log_tick_ms <= end
-        {
-            out.push(violation(
-                run,
-                InvariantId::BodySettlesBeforeCommit,
-                &body.call,
-                NodeId::ToolResult,
-                format!(
-                    "the `tool/result` of {} was logged at {at} ms, before its body ended at \
-                     {end:.1} ms",
-                    body.call
-                ),
-            ));
+        let posts: Vec<&HookRecord> = run
+            .hooks
+            .iter()
+            .filter(|h| h.event == "PostToolUse" && h.call.as_deref() == Some(&body.call))
+            .collect();
+        if logged.is_none() && posts.is_empty() {
             continue;
         }
-        let post = run.hooks.iter().find(|h| {
-            h.event == "PostToolUse" && h.call.as_deref() == Some(&body.call) && h.wall_ms < end
-        });
-        if let Some(post) = post {
+        judged += 1;
+        let early = if let Some(at) = logged.filter(|at| *at + run.log_tick_ms <= end) {
+            Some(format!(
+                "the `tool/result` of {} was logged at {at} ms",
+                body.call
+            ))
+        } else {
+            posts.iter().find(|h| h.wall_ms < end).map(|post| {
+                format!(
+                    "the post-execute hook of {} was invoked at {:.1} ms",
+                    body.call, post.wall_ms
+                )
+            })
+        };
+        if let Some(early) = early {
             out.push(violation(
                 run,
                 InvariantId::BodySettlesBeforeCommit,
                 &body.call,
                 NodeId::ToolResult,
-                format!(
-                    "the post-execute hook of {} was invoked at {:.1} ms, before its body ended \
-                     at {end:.1} ms",
-                    body.call, post.wall_ms
-                ),
+                format!("{early}, before its body ended at {end:.1} ms"),
             ));
         }
     }
-    out
+    (out, judged)
 }
 
 /// When each call's `tool/result` was logged: the log's `time` of the line each record came
