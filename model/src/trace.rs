@@ -544,12 +544,22 @@ impl TraceRecord {
 /// inside `{"kind":"event","event":...}` (without a `call`): `None` where that declines.
 #[inline]
 pub fn session_event_type_first(text: &str) -> Option<SessionEvent> {
-    single_pass::read_event(text)
+    single_pass::read_event(text, false)
+}
+
+/// A session event read in one typed pass as [`session_event_type_first`] reads it, and only
+/// when [`crate::strict_json::value_from_str`] accepts the whole line (no key named twice
+/// anywhere): `None` where either declines. One pass both checks the line and reads it.
+#[inline]
+pub fn session_event_strict(text: &str) -> Option<SessionEvent> {
+    single_pass::read_event(text, true)
 }
 
 mod identity_cache;
 mod scanner;
 mod single_pass;
+#[cfg(test)]
+mod strict_props;
 
 #[cfg(test)]
 mod tests {

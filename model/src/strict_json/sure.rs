@@ -19,7 +19,7 @@ const MAX_NUMBER_BYTES: usize = 100;
 /// that [`super::value_from_str`] reads without error. `None`: not sure (the members handed over
 /// so far mean nothing then).
 pub fn object_members<'t>(text: &'t str, mut member: impl FnMut(&'t str, &'t str)) -> Option<()> {
-    Scan::run(text, b'{', |scan| {
+    Scan::run(text, Some(b'{'), |scan| {
         scan.object(0, &mut |key, start, end| {
             member(&text[key.0..key.1], &text[start..end])
         })
@@ -30,9 +30,15 @@ pub fn object_members<'t>(text: &'t str, mut member: impl FnMut(&'t str, &'t str
 /// `Some(())` when `text` is certainly a JSON array that [`super::value_from_str`] reads without
 /// error; `None`: not sure, as [`object_members`].
 pub fn array_elements<'t>(text: &'t str, mut element: impl FnMut(&'t str)) -> Option<()> {
-    Scan::run(text, b'[', |scan| {
+    Scan::run(text, Some(b'['), |scan| {
         scan.array(0, &mut |start, end| element(&text[start..end]))
     })
+}
+
+/// Says `Some(())` when `text` is certainly one JSON value (of any kind) that
+/// [`super::value_from_str`] reads without error; `None`: not sure.
+pub fn value(text: &str) -> Option<()> {
+    Scan::run(text, None, |scan| scan.value(0))
 }
 
 /// A key's place in the text: start and end (without the quotes).
@@ -51,8 +57,12 @@ thread_local! {
 }
 
 impl<'t> Scan<'t> {
-    /// Scans `text`, a value opening with `open` read by `value`, and nothing after it.
-    fn run(text: &'t str, open: u8, value: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
+    /// Scans `text`, a value opening with `open` (if given) read by `value`, and nothing after it.
+    fn run(
+        text: &'t str,
+        open: Option<u8>,
+        value: impl FnOnce(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         let mut keys = KEYS.take();
         keys.clear();
         let mut scan = Scan {
@@ -61,7 +71,7 @@ impl<'t> Scan<'t> {
             keys,
         };
         scan.whitespace();
-        let read = (scan.peek() == Some(open))
+        let read = (open.is_none() || scan.peek() == open)
             .then(|| value(&mut scan))
             .flatten()
             .and_then(|()| {

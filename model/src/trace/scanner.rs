@@ -31,6 +31,10 @@ const MAX_DELEGATED_DEPTH: usize = 64;
 pub(super) struct Line<'a> {
     pub(super) text: &'a str,
     pub(super) at: usize,
+    /// Read as [`crate::strict_json::value_from_str`] reads: a line it refuses (a key named
+    /// twice anywhere) declines. What is read by hand already is (known keys, each once); this
+    /// adds the values handed to serde, which would keep the last of two equal keys.
+    pub(super) strict: bool,
 }
 
 /// A unit variant of `T` named by `name`, as serde reads it from a JSON string.
@@ -351,6 +355,9 @@ impl<'a> Line<'a> {
         if nesting > MAX_DELEGATED_DEPTH {
             return None;
         }
+        if self.strict && crate::strict_json::sure::value(&rest[..used]).is_none() {
+            return None;
+        }
         self.at += used;
         Some(value)
     }
@@ -387,8 +394,9 @@ impl<'a> Line<'a> {
                             .filter(|k| !k.starts_with("$serde_json"))
                     },
                     |line, key| {
-                        map.insert(key, line.json_value(depth + 1)?);
-                        Some(())
+                        let value = line.json_value(depth + 1)?;
+                        // Strict: a key named twice declines, as the strict reader refuses it.
+                        (map.insert(key, value).is_none() || !line.strict).then_some(())
                     },
                 )?;
                 Value::Object(map)

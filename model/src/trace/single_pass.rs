@@ -21,13 +21,18 @@ use crate::graph::NodeId;
 use crate::identity::Identity;
 use crate::result::{AdditionalContext, ContentBlock, ErrorInfo, ResultError, ToolResult};
 use crate::session::{
-    CodeDispatch, CodeDispatchStart, EventBody, MessageSource, SessionEvent, ToolCallData,
-    ToolResultBlock, ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord,
+    CodeDispatch, CodeDispatchStart, EventBody, HookInvoked, HookResult, MessageSource,
+    SessionEvent, ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData,
+    ToolResultMessage, ToolResultRecord,
 };
 
 /// Reads one line, or declines it (`None`): the general path reads it then.
 pub(super) fn read(text: &str) -> Option<TraceRecord> {
-    let mut line = Line { text, at: 0 };
+    let mut line = Line {
+        text,
+        at: 0,
+        strict: false,
+    };
     let record = line.record()?;
     line.skip_whitespace();
     (line.at == text.len()).then_some(record)
@@ -35,8 +40,12 @@ pub(super) fn read(text: &str) -> Option<TraceRecord> {
 
 /// Reads one session event whose `type` comes before its `data`, or declines it (`None`): what
 /// [`read`] makes of the event record holding it.
-pub(super) fn read_event(text: &str) -> Option<SessionEvent> {
-    let mut line = Line { text, at: 0 };
+pub(super) fn read_event(text: &str, strict: bool) -> Option<SessionEvent> {
+    let mut line = Line {
+        text,
+        at: 0,
+        strict,
+    };
     let event = line.session_event()?;
     line.skip_whitespace();
     (line.at == text.len()).then_some(event)
@@ -529,8 +538,8 @@ impl<'a> Line<'a> {
             "approval/decided" => EventBody::ApprovalDecided(self.serde()?),
             "todo/write" => EventBody::TodoWrite(self.serde()?),
             "fs/observed" => EventBody::FsObserved(self.serde()?),
-            "hook/invoked" => EventBody::HookInvoked(self.serde()?),
-            "hook/result" => EventBody::HookResult(self.serde()?),
+            "hook/invoked" => EventBody::HookInvoked(self.or_serde(Line::hook_invoked)?),
+            "hook/result" => EventBody::HookResult(self.or_serde(Line::hook_result)?),
             _ => return None,
         })
     }
@@ -691,6 +700,97 @@ impl<'a> Line<'a> {
             tool_call_id: call_id?,
             content: content?,
             is_error: is_error?,
+        })
+    }
+
+    fn hook_invoked(&mut self) -> Option<HookInvoked> {
+        let (mut turn, mut point, mut dialect) = (None, None, None);
+        let (mut matcher, mut handler_id) = (None, None);
+        let mut seen = 0;
+        self.object(|line, key| {
+            let bit = match key {
+                b"turn" => {
+                    turn = Some(line.unsigned()?);
+                    1
+                }
+                b"point" => {
+                    point = Some(line.owned_string()?);
+                    2
+                }
+                b"dialect" => {
+                    dialect = Some(line.owned_string()?);
+                    4
+                }
+                b"matcher" => {
+                    matcher = line.optional(Line::owned_string)?;
+                    8
+                }
+                b"handlerId" => {
+                    handler_id = Some(line.owned_string()?);
+                    16
+                }
+                _ => return None,
+            };
+            first_time(&mut seen, bit)
+        })?;
+        Some(HookInvoked {
+            turn: turn?,
+            point: point?,
+            dialect: dialect?,
+            matcher,
+            handler_id: handler_id?,
+        })
+    }
+
+    fn hook_result(&mut self) -> Option<HookResult> {
+        let (mut turn, mut point, mut handler_id) = (None, None, None);
+        let (mut decision, mut exit_code) = (None, None);
+        let (mut stderr_summary, mut duration_ms) = (None, None);
+        let mut seen = 0;
+        self.object(|line, key| {
+            let bit = match key {
+                b"turn" => {
+                    turn = Some(line.unsigned()?);
+                    1
+                }
+                b"point" => {
+                    point = Some(line.owned_string()?);
+                    2
+                }
+                b"handlerId" => {
+                    handler_id = Some(line.owned_string()?);
+                    4
+                }
+                b"decision" => {
+                    decision = Some(line.owned_string()?);
+                    8
+                }
+                // Numbers other than unsigned integers are serde's to read (its float parsing
+                // is what the general path gives).
+                b"exitCode" => {
+                    exit_code = line.optional(Line::serde)?;
+                    16
+                }
+                b"stderrSummary" => {
+                    stderr_summary = line.optional(Line::owned_string)?;
+                    32
+                }
+                b"durationMs" => {
+                    duration_ms = Some(line.serde()?);
+                    64
+                }
+                _ => return None,
+            };
+            first_time(&mut seen, bit)
+        })?;
+        Some(HookResult {
+            turn: turn?,
+            point: point?,
+            handler_id: handler_id?,
+            decision: decision?,
+            exit_code,
+            stderr_summary,
+            duration_ms: duration_ms?,
         })
     }
 
