@@ -137,7 +137,11 @@ impl<'t> Scan<'t> {
             }
             let (key, escaped) = self.string()?;
             let (bytes, name) = (self.bytes, &self.bytes[key.0..key.1]);
-            if escaped || self.keys[start..].iter().any(|k| &bytes[k.0..k.1] == name) {
+            if escaped
+                || self.keys[start..]
+                    .iter()
+                    .any(|k| same(&bytes[k.0..k.1], name))
+            {
                 return None;
             }
             self.keys.push(key);
@@ -273,6 +277,13 @@ impl<'t> Scan<'t> {
         self.digits();
         (self.at > from).then_some(())
     }
+}
+
+/// Whether two keys are the same bytes, compared here rather than in a call to `memcmp`:
+/// keys are short, and most pairs differ in length or first byte.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Where the run of plain string bytes from `at` ends: the first quote, backslash or control
