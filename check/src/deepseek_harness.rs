@@ -48,7 +48,7 @@ use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
 use tep_model::strict_json::sure::{array_elements, object_members};
 use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
-use tep_model::trace::{TraceRecord, session_event_type_first};
+use tep_model::trace::{TraceRecord, session_event_strict, session_event_type_first};
 
 use crate::catalog::invariant;
 use crate::checker::{TraceError, Violation};
@@ -570,6 +570,16 @@ impl Converter {
         line: usize,
         text: &str,
     ) -> Option<Result<Option<TraceRecord>, LogError>> {
+        // A type that always makes a record: one strict typed pass both checks the line and
+        // reads it (where it declines, the line is scanned and read as any other).
+        if let Some(kind) = leading_type(text).filter(|k| Need::of(k) == Need::Typed)
+            && let Some(event) = session_event_strict(text)
+        {
+            let made = self
+                .attribute(line, kind, &Ids::of_body(&event.body))
+                .map(|call| record(call, event));
+            return Some(Ok(self.count(made)));
+        }
         let (mut kind, mut seq, mut time, mut data) = (None, None, None, None);
         // No key is named twice once it is sure: each is handed over once.
         object_members(text, |key, value| match key {
@@ -624,16 +634,23 @@ impl Converter {
                 Ok(None)
             }
             Need::Event => self.sure_message(line, kind, data, text)?,
-            Need::Envelope => self.event(line, kind, Map::new(), text),
-        };
-        if let Ok(record) = &made {
-            if record.is_some() {
-                self.summary.records += 1;
-            } else {
-                self.summary.passed_over += 1;
+            // No pipeline event: it only ends the staging of contexts, as any event does.
+            Need::Envelope => {
+                self.staging = None;
+                Ok(None)
             }
+        };
+        Some(made.map(|record| self.count(record)))
+    }
+
+    /// Counts a line that makes `record` (or passes over it).
+    fn count(&mut self, record: Option<TraceRecord>) -> Option<TraceRecord> {
+        if record.is_some() {
+            self.summary.records += 1;
+        } else {
+            self.summary.passed_over += 1;
         }
-        Some(made)
+        record
     }
 
     /// A `user/message` line that [`Converter::sure_line`] is sure of, `data` its data's text:
@@ -666,7 +683,11 @@ impl Converter {
         let Some(call) = self.attribute(line, kind, &ids) else {
             return Some(Ok(None));
         };
-        // Sure of the text, serde's plain reader builds what the strict one would.
+        // Sure of the text, the typed pass (or else serde's plain reader) builds what the
+        // strict one would.
+        if let Some(event) = session_event_type_first(text) {
+            return Some(Ok(Some(record(call, event))));
+        }
         let made = serde_json::from_str::<Map<String, Value>>(text)
             .map_err(|e| LogError::NotAnEvent {
                 line,
@@ -834,15 +855,16 @@ impl Converter {
     /// The calls an assistant message's data declares, read from its text as [`Converter::batch`]
     /// reads them from its value. `None`: not sure of a member (an escape in a string).
     fn sure_batch(&self, data: &str) -> Option<Vec<DeclaredCall>> {
-        let content = sure_member(sure_member(Some(data), "message")?, "content")?;
+        let [message] = sure_members(Some(data), ["message"])?;
+        let [content] = sure_members(message, ["content"])?;
         let mut blocks = Vec::new();
         if let Some(content) = content.filter(|c| c.starts_with('[')) {
             array_elements(content, |block| blocks.push(block))?;
         }
         let mut calls = Vec::new();
         for block in blocks {
-            let field = |name| sure_str(sure_member(Some(block), name)?);
-            let (kind, id, name) = (field("type")?, field("id")?, field("name")?);
+            let [kind, id, name] = sure_members(Some(block), ["type", "id", "name"])?;
+            let (kind, id, name) = (sure_str(kind)?, sure_str(id)?, sure_str(name)?);
             if let (Some("tool-call"), Some(id), Some(name)) = (kind, id, name) {
                 calls.push(DeclaredCall {
                     call_id: CallId::new(id),
@@ -1251,17 +1273,29 @@ fn str_field<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
     value.get(field).and_then(Value::as_str)
 }
 
-/// The text of member `key` of the JSON text `object`, where both are surely read by the strict
-/// reader: `Some(None)` where `Value::get` gives nothing (no such member, not an object, no
-/// object), `None` where not sure.
-fn sure_member<'t>(object: Option<&'t str>, key: &str) -> Option<Option<&'t str>> {
+/// The `type` of a line that opens with it, `{"type":"...",`, written without escapes: what
+/// it names before the line is read (`None`: read it to know).
+fn leading_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("{\"type\":\"")?;
+    let kind = &rest[..memchr::memchr(b'"', rest.as_bytes())?];
+    (!kind.contains('\\')).then_some(kind)
+}
+
+/// The texts of members `keys` of the JSON text `object`, in one pass, where both are surely
+/// read by the strict reader: `None` for a key where `Value::get` gives nothing (no such
+/// member, not an object, no object); `None` for the whole where not sure.
+fn sure_members<'t, const N: usize>(
+    object: Option<&'t str>,
+    keys: [&str; N],
+) -> Option<[Option<&'t str>; N]> {
+    let mut found = [None; N];
     let Some(object) = object.filter(|o| o.starts_with('{')) else {
-        return Some(None);
+        return Some(found);
     };
-    let mut found = None;
+    // A sure object names no key twice: each is handed over once.
     object_members(object, |k, value| {
-        if k == key {
-            found = Some(value);
+        if let Some(i) = keys.iter().position(|key| *key == k) {
+            found[i] = Some(value);
         }
     })?;
     Some(found)
@@ -1279,23 +1313,23 @@ fn sure_str(value: Option<&str>) -> Option<Option<&str>> {
 /// The ids of the messages an inbox splice's data stages for a call, read from its text as
 /// [`Converter::stage_contexts`] reads them from its value. `None`: not sure of a member.
 fn sure_contexts(data: &str) -> Option<Vec<&str>> {
-    let target = sure_str(sure_member(Some(data), "target")?)?;
+    let [target, removed, inserted] =
+        sure_members(Some(data), ["target", "removedCount", "inserted"])?;
     // `as_u64`, else 0: any other number or value counts as none removed.
-    let removed = sure_member(Some(data), "removedCount")?
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or(0);
+    let removed = removed.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
     let mut ids = Vec::new();
-    if target != Some("next-step") || removed != 0 {
+    if sure_str(target)? != Some("next-step") || removed != 0 {
         return Some(ids);
     }
     let mut messages = Vec::new();
-    if let Some(inserted) = sure_member(Some(data), "inserted")?.filter(|i| i.starts_with('[')) {
+    if let Some(inserted) = inserted.filter(|i| i.starts_with('[')) {
         array_elements(inserted, |m| messages.push(m))?;
     }
     for message in messages {
-        let source = sure_member(Some(message), "source")?;
-        let from_user = sure_str(sure_member(source, "kind")?)? == Some("user");
-        if let (Some(id), false) = (sure_str(sure_member(Some(message), "id")?)?, from_user) {
+        let [source, id] = sure_members(Some(message), ["source", "id"])?;
+        let [kind] = sure_members(source, ["kind"])?;
+        let from_user = sure_str(kind)? == Some("user");
+        if let (Some(id), false) = (sure_str(id)?, from_user) {
             ids.push(id);
         }
     }
@@ -2057,6 +2091,65 @@ mod tests {
             panic!("{records:?}")
         };
         assert_eq!(e.event.body.type_name(), "tool/call");
+    }
+
+    /// A type that makes a record is read in one typed pass that also checks the line: a key
+    /// named twice is refused wherever it stands, in a member read by hand or in a value handed
+    /// to serde (which keeps the last of two), with the strict reader's own error.
+    #[test]
+    fn typed_lines_are_checked_as_strictly_as_the_others() {
+        let message = r#""message":{"source":{"kind":"tool","callId":"a"},"content":[{"type":"tool-result","toolCallId":"a","content":[{"type":"text","text":"ok"}],"isError":false}],"role":"user","id":"m"}"#;
+        // Each with whether the typed pass, not strict, would read it (keeping the last key):
+        // there only the strict pass refuses it.
+        let refused = [
+            // Handed to serde: `meta`, a call's arguments, a whole `approval/asked`.
+            (
+                format!(
+                    r#"{{"type":"tool/result","seq":1,"time":1,"data":{{"turn":1,"step":1,{message},"meta":{{"k":1,"k":2}}}}}}"#
+                ),
+                true,
+            ),
+            (
+                r#"{"type":"tool/code-dispatch-start","seq":1,"time":1,"data":{"rootCallId":"a","parentCallId":"a","subCallId":"a:1","name":"x","arguments":{"p":1,"p":2}}}"#.to_owned(),
+                true,
+            ),
+            (
+                r#"{"type":"approval/asked","seq":1,"time":1,"data":{"id":"p","toolName":"x","id":"q"}}"#.to_owned(),
+                false,
+            ),
+            // Read by hand.
+            (
+                r#"{"type":"hook/invoked","seq":1,"time":1,"data":{"turn":1,"point":"PreToolUse","dialect":"claude-code","point":"PostToolUse","handlerId":"h"}}"#.to_owned(),
+                false,
+            ),
+            (
+                r#"{"type":"tool/call","seq":1,"time":1,"data":{"turn":1,"step":1,"callId":"a","name":"x","arguments":"{}"},"seq":2}"#.to_owned(),
+                false,
+            ),
+        ];
+        for (line, lenient_reads) in &refused {
+            let lines = [batch(0, &[("a", "x")]), line.clone()];
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            let e = convert_lines(Options::default(), &lines)
+                .unwrap_err()
+                .to_string();
+            let whole = strict_json::value_from_str(line).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("line 3: not a session event: invalid JSON ({whole})"),
+                "{line}"
+            );
+            assert!(e.contains("duplicate key"), "{line}: {e}");
+            assert_eq!(
+                tep_model::trace::session_event_type_first(line).is_some(),
+                *lenient_reads,
+                "{line}"
+            );
+            assert!(
+                tep_model::trace::session_event_strict(line).is_none(),
+                "{line}"
+            );
+        }
     }
 
     /// Every map of the converter holds what is still open: a prompt until it is decided (a
