@@ -483,6 +483,73 @@ impl Converter {
 
     /// Converts one line (without its newline): the trace record it makes, if any.
     pub fn line(&mut self, line: usize, bytes: &[u8]) -> Result<Option<TraceRecord>, LogError> {
+        #[cfg(test)]
+        let sure = !self.general_only;
+        #[cfg(not(test))]
+        let sure = true;
+        let parsed = match self.header_seen && sure {
+            true => parse(&self.options, bytes),
+            false => Parsed::Again,
+        };
+        self.apply(line, bytes, parsed)
+    }
+
+    /// Converts one line that [`parse`] read (on any thread) to `parsed`: what [`Self::line`]
+    /// makes of it.
+    pub(crate) fn apply(
+        &mut self,
+        line: usize,
+        bytes: &[u8],
+        parsed: Parsed,
+    ) -> Result<Option<TraceRecord>, LogError> {
+        match parsed {
+            Parsed::Blank => return Ok(None),
+            Parsed::Again => return self.general(line, bytes),
+            // The header is read the general way, whatever it looks like.
+            _ if !self.header_seen => return self.general(line, bytes),
+            _ => {}
+        }
+        self.summary.lines += 1;
+        let made = match parsed {
+            Parsed::Blank | Parsed::Again => None,
+            Parsed::ChunkRow => {
+                self.summary.passed_over += 1;
+                return Ok(None);
+            }
+            Parsed::Unknown(kind) => {
+                let entry = self.summary.unknown.entry(kind).or_insert((0, line));
+                entry.0 += 1;
+                return Ok(None);
+            }
+            // No pipeline event: it only ends the staging of contexts, as any event does.
+            Parsed::Envelope => {
+                self.staging = None;
+                None
+            }
+            Parsed::Typed(event) => {
+                let kind = event.body.type_name();
+                self.attribute(line, kind, &Ids::of_body(&event.body))
+                    .map(|call| record(call, event))
+            }
+            Parsed::Batch(calls) => {
+                self.staging = None;
+                self.open_batch(calls)
+            }
+            Parsed::Contexts(ids) => {
+                if let Some(call) = &self.staging {
+                    for id in ids {
+                        self.staged.insert(id, call.clone());
+                    }
+                }
+                None
+            }
+            Parsed::Message { id } => self.message(line, id.as_deref(), bytes)?,
+        };
+        Ok(self.count(made))
+    }
+
+    /// A line read the general way ([`strict_json`]'s readers), which words every error.
+    fn general(&mut self, line: usize, bytes: &[u8]) -> Result<Option<TraceRecord>, LogError> {
         if bytes.starts_with(&ZSTD_MAGIC) {
             return Err(LogError::Compressed { line });
         }
@@ -509,13 +576,6 @@ impl Converter {
             };
             self.header_seen = true;
             return self.header(line, &map).map(Some);
-        }
-        #[cfg(test)]
-        let sure = !self.general_only;
-        #[cfg(not(test))]
-        let sure = true;
-        if let Some(read) = sure.then(|| self.sure_line(line, text)).flatten() {
-            return read;
         }
         // The members its type needs; the rest is checked and dropped as it is read.
         let Line::Object { members: map, data } =
@@ -560,89 +620,6 @@ impl Converter {
         Ok(record)
     }
 
-    /// The usual line, read without serde's strict pass: an object [`object_members`] is sure
-    /// the strict reader accepts, whose `type` is a string without escapes and whose `seq` and
-    /// `time` are plain unsigned integers. It makes what the general path makes of it, building
-    /// only what its type needs. `None` (before anything changed): read it the general way,
-    /// which words any error.
-    fn sure_line(
-        &mut self,
-        line: usize,
-        text: &str,
-    ) -> Option<Result<Option<TraceRecord>, LogError>> {
-        // A type that always makes a record: one strict typed pass both checks the line and
-        // reads it (where it declines, the line is scanned and read as any other).
-        if let Some(kind) = leading_type(text).filter(|k| Need::of(k) == Need::Typed)
-            && let Some(event) = session_event_strict(text)
-        {
-            let made = self
-                .attribute(line, kind, &Ids::of_body(&event.body))
-                .map(|call| record(call, event));
-            return Some(Ok(self.count(made)));
-        }
-        let (mut kind, mut seq, mut time, mut data) = (None, None, None, None);
-        // No key is named twice once it is sure: each is handed over once.
-        object_members(text, |key, value| match key {
-            "type" => kind = Some(value),
-            "seq" => seq = Some(value),
-            "time" => time = Some(value),
-            "data" => data = Some(value),
-            _ => {}
-        })?;
-        let kind = kind?.strip_prefix('"')?.strip_suffix('"')?;
-        if kind.contains('\\') || kind == "session" {
-            return None;
-        }
-        if CHUNK_ROWS.contains(&kind) {
-            self.summary.passed_over += 1;
-            return Some(Ok(None));
-        }
-        seq?.parse::<u64>().ok()?;
-        time?.parse::<u64>().ok()?;
-        let data = data?;
-        // The types a record can come from are all known.
-        let need = Need::of(kind);
-        if need == Need::Envelope && KNOWN_EVENT_TYPES.binary_search(&kind).is_err() {
-            let entry = self
-                .summary
-                .unknown
-                .entry(kind.to_owned())
-                .or_insert((0, line));
-            entry.0 += 1;
-            return Some(Ok(None));
-        }
-        let made = match need {
-            Need::Typed => {
-                let event = session_event_type_first(text)?;
-                Ok(self
-                    .attribute(line, kind, &Ids::of_body(&event.body))
-                    .map(|call| record(call, event)))
-            }
-            // Read from the text itself: the few members these types use.
-            Need::Data if kind == "assistant/message" => {
-                let calls = self.sure_batch(data)?;
-                self.staging = None;
-                Ok(self.open_batch(calls))
-            }
-            Need::Data => {
-                let staged = sure_contexts(data)?;
-                if let Some(call) = &self.staging {
-                    for id in staged {
-                        self.staged.insert(id.to_owned(), call.clone());
-                    }
-                }
-                Ok(None)
-            }
-            Need::Event => self.sure_message(line, kind, data, text)?,
-            // No pipeline event: it only ends the staging of contexts, as any event does.
-            Need::Envelope => {
-                self.staging = None;
-                Ok(None)
-            }
-        };
-        Some(made.map(|record| self.count(record)))
-    }
-
     /// Counts a line that makes `record` (or passes over it).
     fn count(&mut self, record: Option<TraceRecord>) -> Option<TraceRecord> {
         if record.is_some() {
@@ -653,49 +630,36 @@ impl Converter {
         record
     }
 
-    /// A `user/message` line that [`Converter::sure_line`] is sure of, `data` its data's text:
-    /// a record only when a call staged it, so the whole line is built only then. `None`: its
-    /// id has escapes, read it the general way.
-    fn sure_message(
+    /// A `user/message` line [`parse`] was sure of, whose data's `id` is `id`: a record only
+    /// when a call staged it, so the whole line is built only then.
+    fn message(
         &mut self,
         line: usize,
-        kind: &str,
-        data: &str,
-        text: &str,
-    ) -> Option<Result<Option<TraceRecord>, LogError>> {
-        let mut id = None;
-        if data.starts_with('{') {
-            object_members(data, |key, value| {
-                if key == "id" {
-                    id = Some(value);
-                }
-            })?;
-        }
-        // Not a string: no id, as `Ids::of_value` reads it.
-        let id = match id.and_then(|v| v.strip_prefix('"')?.strip_suffix('"')) {
-            Some(id) if id.contains('\\') => return None,
-            id => id,
-        };
+        id: Option<&str>,
+        bytes: &[u8],
+    ) -> Result<Option<TraceRecord>, LogError> {
+        let kind = "user/message";
         let ids = Ids {
             id,
             ..Ids::default()
         };
         let Some(call) = self.attribute(line, kind, &ids) else {
-            return Some(Ok(None));
+            return Ok(None);
         };
+        // `parse` read it as UTF-8 already.
+        let text = std::str::from_utf8(bytes).map_err(|e| not_an_event(line, &e.to_string()))?;
         // Sure of the text, the typed pass (or else serde's plain reader) builds what the
         // strict one would.
         if let Some(event) = session_event_type_first(text) {
-            return Some(Ok(Some(record(call, event))));
+            return Ok(Some(record(call, event)));
         }
-        let made = serde_json::from_str::<Map<String, Value>>(text)
+        serde_json::from_str::<Map<String, Value>>(text)
             .map_err(|e| LogError::NotAnEvent {
                 line,
                 why: format!("invalid JSON ({e})"),
             })
             .and_then(|map| shape(line, kind, session_event(kind, map)))
-            .map(|event| Some(record(call, event)));
-        Some(made)
+            .map(|event| Some(record(call, event)))
     }
 
     /// What was passed over, once the log is read.
@@ -850,30 +814,6 @@ impl Converter {
             _ => return None,
         };
         Some(call)
-    }
-
-    /// The calls an assistant message's data declares, read from its text as [`Converter::batch`]
-    /// reads them from its value. `None`: not sure of a member (an escape in a string).
-    fn sure_batch(&self, data: &str) -> Option<Vec<DeclaredCall>> {
-        let [message] = sure_members(Some(data), ["message"])?;
-        let [content] = sure_members(message, ["content"])?;
-        let mut blocks = Vec::new();
-        if let Some(content) = content.filter(|c| c.starts_with('[')) {
-            array_elements(content, |block| blocks.push(block))?;
-        }
-        let mut calls = Vec::new();
-        for block in blocks {
-            let [kind, id, name] = sure_members(Some(block), ["type", "id", "name"])?;
-            let (kind, id, name) = (sure_str(kind)?, sure_str(id)?, sure_str(name)?);
-            if let (Some("tool-call"), Some(id), Some(name)) = (kind, id, name) {
-                calls.push(DeclaredCall {
-                    call_id: CallId::new(id),
-                    name: name.to_owned(),
-                    concurrency_safe: self.options.safe.as_ref().map(|s| s.contains(name)),
-                });
-            }
-        }
-        Some(calls)
     }
 
     /// The `model` record of an assistant message that calls tools.
@@ -1140,6 +1080,133 @@ impl Converter {
 /// it, without the detour through serde's buffered content that its flattened body takes: the
 /// envelope's members one by one, then the body from its `type` and `data`, in that order. Where
 /// that fails, `from_value` says why, in its words.
+/// What a line after the header is, read without the converter's state (so on any thread):
+/// the usual line, which [`Converter::apply`] finishes, or [`Parsed::Again`].
+#[derive(Debug)]
+// Boxing the event would cost an allocation per record; a `Parsed` lives only until applied.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Parsed {
+    /// Blank: no event.
+    Blank,
+    /// Not sure of it: read it the general way, which words any error.
+    Again,
+    /// A storage row of chunks.
+    ChunkRow,
+    /// A type the log format does not know.
+    Unknown(String),
+    /// A known type that makes no record.
+    Envelope,
+    /// A type that always makes a record, as its event.
+    Typed(SessionEvent),
+    /// An `assistant/message`, as the calls it declares.
+    Batch(Vec<DeclaredCall>),
+    /// An `agent/inbox/spliced`, as the ids of the contexts it stages.
+    Contexts(Vec<String>),
+    /// A `user/message`, as its data's `id`.
+    Message { id: Option<String> },
+}
+
+/// Reads the usual line without serde's strict pass, building only what its type needs: one
+/// strict typed pass for a type that always makes a record; else an object
+/// [`object_members`] is sure the strict reader accepts, whose `type` is a string without
+/// escapes and whose `seq` and `time` are plain unsigned integers. [`Parsed::Again`] for
+/// anything else.
+pub(crate) fn parse(options: &Options, bytes: &[u8]) -> Parsed {
+    if bytes.starts_with(&ZSTD_MAGIC) {
+        return Parsed::Again;
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Parsed::Again;
+    };
+    if text.trim().is_empty() {
+        return Parsed::Blank;
+    }
+    // A type that always makes a record: one strict typed pass both checks the line and reads
+    // it (where it declines, the line is scanned and read as any other).
+    if leading_type(text).is_some_and(|k| Need::of(k) == Need::Typed)
+        && let Some(event) = session_event_strict(text)
+    {
+        return Parsed::Typed(event);
+    }
+    parse_scanned(options, text).unwrap_or(Parsed::Again)
+}
+
+/// [`parse`] through the quick scan: `None` where it is not sure.
+fn parse_scanned(options: &Options, text: &str) -> Option<Parsed> {
+    let (mut kind, mut seq, mut time, mut data) = (None, None, None, None);
+    // No key is named twice once it is sure: each is handed over once.
+    object_members(text, |key, value| match key {
+        "type" => kind = Some(value),
+        "seq" => seq = Some(value),
+        "time" => time = Some(value),
+        "data" => data = Some(value),
+        _ => {}
+    })?;
+    let kind = kind?.strip_prefix('"')?.strip_suffix('"')?;
+    if kind.contains('\\') || kind == "session" {
+        return None;
+    }
+    if CHUNK_ROWS.contains(&kind) {
+        return Some(Parsed::ChunkRow);
+    }
+    seq?.parse::<u64>().ok()?;
+    time?.parse::<u64>().ok()?;
+    let data = data?;
+    // The types a record can come from are all known.
+    Some(match Need::of(kind) {
+        Need::Envelope if KNOWN_EVENT_TYPES.binary_search(&kind).is_err() => {
+            Parsed::Unknown(kind.to_owned())
+        }
+        Need::Envelope => Parsed::Envelope,
+        Need::Typed => Parsed::Typed(session_event_type_first(text)?),
+        // Read from the text itself: the few members these types use.
+        Need::Data if kind == "assistant/message" => Parsed::Batch(sure_batch(options, data)?),
+        Need::Data => Parsed::Contexts(
+            sure_contexts(data)?
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
+        Need::Event => Parsed::Message {
+            id: sure_message_id(data)?.map(str::to_owned),
+        },
+    })
+}
+
+/// The calls an assistant message's data declares, read from its text as [`Converter::batch`]
+/// reads them from its value. `None`: not sure of a member (an escape in a string).
+fn sure_batch(options: &Options, data: &str) -> Option<Vec<DeclaredCall>> {
+    let [message] = sure_members(Some(data), ["message"])?;
+    let [content] = sure_members(message, ["content"])?;
+    let mut blocks = Vec::new();
+    if let Some(content) = content.filter(|c| c.starts_with('[')) {
+        array_elements(content, |block| blocks.push(block))?;
+    }
+    let mut calls = Vec::new();
+    for block in blocks {
+        let [kind, id, name] = sure_members(Some(block), ["type", "id", "name"])?;
+        let (kind, id, name) = (sure_str(kind)?, sure_str(id)?, sure_str(name)?);
+        if let (Some("tool-call"), Some(id), Some(name)) = (kind, id, name) {
+            calls.push(DeclaredCall {
+                call_id: CallId::new(id),
+                name: name.to_owned(),
+                concurrency_safe: options.safe.as_ref().map(|s| s.contains(name)),
+            });
+        }
+    }
+    Some(calls)
+}
+
+/// The `id` of a `user/message`'s data, as `Ids::of_value` reads it (not a string: none);
+/// `None`: not sure (an escape in it).
+fn sure_message_id(data: &str) -> Option<Option<&str>> {
+    let [id] = sure_members(Some(data), ["id"])?;
+    match id.and_then(|v| v.strip_prefix('"')?.strip_suffix('"')) {
+        Some(id) if id.contains('\\') => None,
+        id => Some(id),
+    }
+}
+
 fn session_event(kind: &str, map: Map<String, Value>) -> Result<SessionEvent, serde_json::Error> {
     let direct = || -> Option<SessionEvent> {
         let number = |field| map.get(field).and_then(Value::as_u64);
@@ -1383,42 +1450,57 @@ pub fn convert(
     let mut buf = Vec::new();
     let mut line = 0;
     loop {
-        buf.clear();
         line += 1;
-        let limit = MAX_LINE_BYTES as u64 + 1;
-        let n = std::io::Read::take(&mut reader, limit)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| LogError::Read {
-                line,
-                why: format!("cannot read: {e}"),
-            })?;
-        if n == 0 {
+        if !next_line(&mut reader, line, &mut buf)? {
             break;
-        }
-        if buf.last() == Some(&b'\n') {
-            buf.pop();
-        } else if n as u64 == limit {
-            return Err(LogError::Read {
-                line,
-                why: format!("line longer than {MAX_LINE_BYTES} bytes"),
-            }
-            .into());
-        }
-        if buf.last() == Some(&b'\r') {
-            buf.pop();
         }
         if let Some(record) = converter.line(line, &buf)? {
             f(line, &record)?;
         }
     }
-    if !converter.header_seen {
-        return Err(LogError::NoHeader {
-            line: 1,
-            why: "the log is empty".to_owned(),
-        }
-        .into());
+    converter.end()
+}
+
+/// Reads line `line` of a log into `buf`, without its newline (and a carriage return before
+/// it): `false` at the end of the log. A line longer than [`MAX_LINE_BYTES`] is an error.
+fn next_line(reader: &mut impl BufRead, line: usize, buf: &mut Vec<u8>) -> Result<bool, LogError> {
+    buf.clear();
+    let limit = MAX_LINE_BYTES as u64 + 1;
+    let n = std::io::Read::take(&mut *reader, limit)
+        .read_until(b'\n', buf)
+        .map_err(|e| LogError::Read {
+            line,
+            why: format!("cannot read: {e}"),
+        })?;
+    if n == 0 {
+        return Ok(false);
     }
-    Ok(converter.finish())
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if n as u64 == limit {
+        return Err(LogError::Read {
+            line,
+            why: format!("line longer than {MAX_LINE_BYTES} bytes"),
+        });
+    }
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    Ok(true)
+}
+
+impl Converter {
+    /// What the log held, once every line is converted: an error if it had no header.
+    fn end(self) -> Result<Summary, ConvertError> {
+        if !self.header_seen {
+            return Err(LogError::NoHeader {
+                line: 1,
+                why: "the log is empty".to_owned(),
+            }
+            .into());
+        }
+        Ok(self.finish())
+    }
 }
 
 #[cfg(test)]
@@ -1947,9 +2029,7 @@ mod tests {
         let mut out = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if i > 0 && !line.trim().is_empty() {
-                let mut probe = Converter::new(options.clone());
-                probe.header_seen = true;
-                sure += usize::from(probe.sure_line(i + 1, line).is_some());
+                sure += usize::from(!matches!(parse(&options, line.as_bytes()), Parsed::Again));
             }
             out.push(converter.line(i + 1, line.as_bytes()));
         }
