@@ -34,7 +34,7 @@ pub use crate::facts::{CheckOptions, InvariantStatus};
 use crate::facts::{FsSeen, context_text};
 use crate::invariants::{InvariantId, Level};
 use crate::observation::{Expectations, level_of};
-use crate::rules::{self, Claim, Cx, Finding, Read, Record, Refused, Rule, Visit};
+use crate::rules::{self, Claim, Cx, Finding, Read, Record, Refused, Rule, Visit, VisitFn};
 
 mod batch;
 mod learn;
@@ -255,10 +255,12 @@ pub fn check_records(
 /// The rules that run on a trace, indexed by what they read.
 #[derive(Debug)]
 struct Dispatch {
-    by_node: Vec<Vec<&'static Rule>>,
-    audit: Vec<&'static Rule>,
-    observer_marks: Vec<&'static Rule>,
-    body_marks: Vec<&'static Rule>,
+    // The visits are the checks every record runs: their functions are kept side by side,
+    // not behind each rule's (large) entry.
+    by_node: Vec<Vec<VisitFn>>,
+    audit: Vec<VisitFn>,
+    observer_marks: Vec<VisitFn>,
+    body_marks: Vec<VisitFn>,
     events: Vec<&'static Rule>,
     settle: Vec<&'static Rule>,
     request: Vec<&'static Rule>,
@@ -273,10 +275,10 @@ impl Dispatch {
             .copied()
             .filter(|r| options.checks(r.entry.id))
             .collect();
-        let visiting = |pred: &dyn Fn(&Rule) -> bool| -> Vec<&'static Rule> {
+        let visiting = |pred: &dyn Fn(&Rule) -> bool| -> Vec<VisitFn> {
             runs.iter()
-                .copied()
-                .filter(|r| r.visit.is_some() && pred(r))
+                .filter(|r| pred(r))
+                .filter_map(|r| r.visit)
                 .collect()
         };
         Dispatch {

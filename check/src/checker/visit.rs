@@ -100,10 +100,8 @@ impl Checker {
             fs: &self.session,
             found: &mut self.found,
         };
-        for rule in readers {
-            if let Some(f) = rule.visit {
-                f(&mut cx, &visit);
-            }
+        for f in readers {
+            f(&mut cx, &visit);
         }
         let keep = match claimed {
             Some((id, claim)) => {

@@ -847,11 +847,16 @@ mod tests {
 
     #[test]
     fn node_ids_round_trip() {
+        // The single-pass trace reader takes a node `FromStr` reads for the one serde reads.
         for n in NodeId::ALL {
             assert_eq!(n.as_str().parse::<NodeId>(), Ok(n));
             assert_eq!(
                 serde_json::to_value(n).ok(),
                 Some(serde_json::Value::String(n.as_str().to_owned()))
+            );
+            assert_eq!(
+                serde_json::from_value::<NodeId>(serde_json::Value::String(n.as_str().into())).ok(),
+                Some(n)
             );
         }
     }

@@ -81,7 +81,7 @@ impl<'a> Line<'a> {
     }
 
     /// Takes a literal such as `true`; what follows it is checked by the caller's next token.
-    fn literal(&mut self, word: &[u8]) -> bool {
+    pub(super) fn literal(&mut self, word: &[u8]) -> bool {
         self.skip_whitespace();
         let taken = self.bytes()[self.at..].starts_with(word);
         if taken {

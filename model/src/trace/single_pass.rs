@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::identity_cache::{MAX_REMEMBERED_BYTES, RECENT_IDENTITIES};
-use super::scanner::{Line, unit_variant};
+use super::scanner::Line;
 use super::{DeclaredCall, EventRecord, GuardVerdictRecord, Mark, Observation, TraceRecord};
 use crate::graph::NodeId;
 use crate::identity::Identity;
@@ -89,18 +89,15 @@ impl<'a> Line<'a> {
 
     fn observation(&mut self) -> Option<Box<Observation>> {
         // Filled in place: the record is large, and moving it costs more than reading it.
-        let mut obs = Box::new(Observation::at(NodeId::Model));
+        // (`Box::write` into fresh memory, where `Box::new` built it on the stack and copied it.)
+        let mut obs = Box::write(Box::new_uninit(), Observation::at(NodeId::Model));
         let mut seen = 0;
         self.rest_of_record(|line, key| {
             let bit = match key {
                 b"node" => {
-                    let name = line.string()?;
-                    let node: NodeId = unit_variant(&name)?;
-                    // The worded path also parses the name with `FromStr`.
-                    if node.as_str() != name {
-                        return None;
-                    }
-                    obs.node = node;
+                    // The worded path parses the name with `FromStr` and with serde, whose
+                    // names are `as_str`'s (a test says so): `FromStr` alone settles it.
+                    obs.node = line.string()?.parse().ok()?;
                     1
                 }
                 b"call" => {
@@ -133,7 +130,7 @@ impl<'a> Line<'a> {
                     128
                 }
                 b"result" => {
-                    obs.result = line.optional(|l| l.or_serde(Line::tool_result))?;
+                    line.tool_result_in(&mut obs.result)?;
                     256
                 }
                 b"calls" => {
@@ -207,16 +204,32 @@ impl<'a> Line<'a> {
         })
     }
 
-    fn tool_result(&mut self) -> Option<ToolResult> {
-        let (mut is_error, mut content) = (None, None);
-        let mut result = ToolResult {
+    /// An optional result, read into `slot` where it stays: a result is large, and moving it
+    /// through the readers' return values cost more than reading it.
+    fn tool_result_in(&mut self, slot: &mut Option<ToolResult>) -> Option<()> {
+        if self.literal(b"null") {
+            *slot = None;
+            return Some(());
+        }
+        let start = self.at;
+        let result = slot.insert(ToolResult {
             is_error: false,
             content: Vec::new(),
             error: None,
             meta: None,
             additional_contexts: Vec::new(),
             value: None,
-        };
+        });
+        if self.tool_result(result).is_none() {
+            self.at = start;
+            *result = self.serde()?;
+        }
+        Some(())
+    }
+
+    /// A result by hand into `result` (empty), or `None` (and `result` half read).
+    fn tool_result(&mut self, result: &mut ToolResult) -> Option<()> {
+        let (mut is_error, mut content) = (None, None);
         let mut seen = 0;
         self.object(|line, key| {
             let bit = match key {
@@ -246,7 +259,7 @@ impl<'a> Line<'a> {
         })?;
         result.is_error = is_error?;
         result.content = content?;
-        Some(result)
+        Some(())
     }
 
     /// Content blocks: `[{"type": "text", "text": ...}]`, each block's fields in either order.
