@@ -55,6 +55,9 @@ use crate::checker::{TraceError, Violation};
 use crate::invariants::InvariantId;
 use crate::trace_io::MAX_LINE_BYTES;
 
+mod parallel;
+pub use parallel::convert_parallel;
+
 /// The session format version this reader knows (the harness's `SESSION_FORMAT_VERSION`).
 pub const FORMAT_VERSION: u64 = 0;
 
@@ -1451,6 +1454,7 @@ pub fn convert(
     let mut line = 0;
     loop {
         line += 1;
+        buf.clear();
         if !next_line(&mut reader, line, &mut buf)? {
             break;
         }
@@ -1461,10 +1465,11 @@ pub fn convert(
     converter.end()
 }
 
-/// Reads line `line` of a log into `buf`, without its newline (and a carriage return before
-/// it): `false` at the end of the log. A line longer than [`MAX_LINE_BYTES`] is an error.
+/// Reads line `line` of a log onto the end of `buf`, without its newline (and a carriage
+/// return before it): `false` at the end of the log. A line longer than [`MAX_LINE_BYTES`] is
+/// an error.
 fn next_line(reader: &mut impl BufRead, line: usize, buf: &mut Vec<u8>) -> Result<bool, LogError> {
-    buf.clear();
+    let start = buf.len();
     let limit = MAX_LINE_BYTES as u64 + 1;
     let n = std::io::Read::take(&mut *reader, limit)
         .read_until(b'\n', buf)
@@ -1483,7 +1488,7 @@ fn next_line(reader: &mut impl BufRead, line: usize, buf: &mut Vec<u8>) -> Resul
             why: format!("line longer than {MAX_LINE_BYTES} bytes"),
         });
     }
-    if buf.last() == Some(&b'\r') {
+    if buf.len() > start && buf.last() == Some(&b'\r') {
         buf.pop();
     }
     Ok(true)
