@@ -44,9 +44,9 @@ pub struct CheckArgs {
     /// lines marked (a trace from stdin or a pipe is copied to a temporary file for it).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// How many threads parse the trace while one checks it; 1 reads, parses and checks
-    /// on one thread. The verdict is the same. Default: one per core for a trace of 4 MiB
-    /// or more or one read from a pipe, else 1.
+    /// How many threads parse the trace (or the session log) while one checks it; 1 reads,
+    /// parses and checks on one thread. The verdict is the same. Default: one per core for a
+    /// file of 4 MiB or more or one read from a pipe, else 1.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
     /// Read a harness's own session log instead of a trace, at level `events`; messages
@@ -200,7 +200,8 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
     let from = args
         .from
         .map(|source| from_log::FromLog::new(source, args.safe.clone()));
-    // Threads that parse while this one checks (none: it parses too).
+    // Threads that parse (a trace's records, a log's lines) while this one checks (none: it
+    // parses too).
     let workers = match args.jobs {
         Some(1) => 0,
         Some(n) => usize::from(n),
@@ -243,7 +244,7 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
     let mut feed = |line, record: &TraceRecord| check.feed(line, record);
     let mut log_summary = None;
     let result = match &from {
-        Some(from) => from.read(reader, &mut feed).map(|s| {
+        Some(from) => from.read(reader, workers, &mut feed).map(|s| {
             log_summary = Some(s);
         }),
         // Parsing is most of the work: the other cores parse while this thread checks.

@@ -47,15 +47,18 @@ impl FromLog {
         }
     }
 
-    /// Reads the log and calls `f` with each trace record and the line of the log it came from.
+    /// Reads the log and calls `f` with each trace record and the line of the log it came from,
+    /// the lines parsed on `workers` threads (none: on this one).
     pub fn read(
         &self,
         reader: impl BufRead,
+        workers: usize,
         f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
     ) -> Result<Summary, TraceError> {
         match self.source {
             LogSource::DeepseekHarness => {
-                deepseek_harness::convert(reader, self.options.clone(), f).map_err(Into::into)
+                deepseek_harness::convert_parallel(reader, self.options.clone(), workers, f)
+                    .map_err(Into::into)
             }
         }
     }

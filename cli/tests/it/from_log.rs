@@ -409,3 +409,40 @@ fn a_run_code_result_before_its_last_dispatch_event_is_caught() {
     );
     assert_eq!(report["conformant"], false);
 }
+
+/// `-j` parses a log's lines on that many threads: the report is the one a single thread
+/// gives, violations and errors at the same lines, from a file and from stdin.
+#[test]
+fn a_logs_report_does_not_depend_on_how_many_threads_parse() {
+    let text = std::fs::read_to_string(log("barrier-breach.jsonl")).unwrap();
+    let (header, body) = text.split_once('\n').unwrap();
+    // Long enough that each thread parses several chunks; every copy breaches the barrier.
+    let long = format!("{header}\n{}", body.repeat(40));
+    assert!(long.len() > 8 * 64 * 1024, "{} bytes", long.len());
+    let lines = long.lines().count();
+    let broken = format!("{long}not json\n{body}");
+    // The barrier's breach is a SHOULD: `--strict` fails it.
+    let safe = [
+        "--safe",
+        "read_file,list_dir",
+        "--strict",
+        "--format",
+        "json",
+    ];
+    for (what, text, code) in [("breaches", &long, 1), ("a broken line", &broken, 2)] {
+        let one = check_stdin(text.as_bytes(), &[&safe[..], &["-j", "1"]].concat());
+        assert_eq!(one.status.code(), Some(code), "{what}: {}", out(&one));
+        if code == 1 {
+            let report: Value = serde_json::from_slice(&one.stdout).unwrap();
+            assert!(violations(&report).len() >= 80, "{}", out(&one));
+        } else {
+            let at = format!("line {}: not a session event: invalid JSON", lines + 1);
+            assert!(out(&one).contains(&at), "{}", out(&one));
+        }
+        for jobs in ["2", "3"] {
+            let many = check_stdin(text.as_bytes(), &[&safe[..], &["-j", jobs]].concat());
+            assert_eq!(many.status.code(), one.status.code(), "{what}, -j {jobs}");
+            assert_eq!(out(&many), out(&one), "{what}, -j {jobs}");
+        }
+    }
+}
