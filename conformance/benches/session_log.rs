@@ -10,15 +10,19 @@
 //! - `floor`: reading each line, from the same reader and as the converter reads it, into
 //!   `serde::de::IgnoredAny` (the least any reader can do);
 //! - `read`: [`deepseek_harness::convert`], every record made and dropped;
-//! - `check`: what `tep check --from deepseek-harness` does: convert and check each record
-//!   ([`TraceCheck`]), on one thread.
+//! - `check`: what `tep check --from deepseek-harness -j 1` does: convert and check each record
+//!   ([`TraceCheck`]), on one thread;
+//! - `threads`: what it does by default on a long log: the lines parsed on one thread per core
+//!   ([`deepseek_harness::convert_parallel`]) while this thread checks. Its wall time is what a
+//!   user waits; its CPU time is every thread's.
 //!
 //! The criterion group times them on about 10⁵ lines; after it the bench prints their speed
 //! relative to the floor (1.0 = as fast as merely reading the JSON; the goal is at least 0.5
 //! for `check`), in CPU time (this thread's, from Linux's schedstat) and in wall time. Then, in
 //! a process of its own for each size, it checks 10⁵, 10⁶ and 5·10⁶ lines streamed from one
-//! repetition held in memory, and prints lines per second, the ratio to the floor and the
-//! process's peak resident memory (`VmHWM`): it must stay flat as the log grows.
+//! repetition held in memory, on one thread and then with `threads`, and prints lines per
+//! second, the ratio to the floor and the process's peak resident memory (`VmHWM`) after each:
+//! it must stay flat as the log grows.
 //!
 //! Run with `cargo bench -p tep-conformance --bench session_log`; `-- --quick` is criterion's.
 //! The 5·10⁶-line run reads about 3 GB of JSON and takes some seconds.
@@ -32,8 +36,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde::de::IgnoredAny;
-use tep_check::TraceCheck;
 use tep_check::deepseek_harness::{self, Options};
+use tep_check::{TraceCheck, parsing_workers};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -52,7 +56,7 @@ const SIZES: [usize; 3] = [100_000, 1_000_000, 5_000_000];
 /// The environment variable that makes this bench a child that checks that many lines.
 const CHILD: &str = "TEP_SESSION_LOG_BENCH_LINES";
 
-const PASSES: [&str; 3] = ["floor", "read", "check"];
+const PASSES: [&str; 4] = ["floor", "read", "check", "threads"];
 
 /// One session header and the lines of every log after their own headers, each ending in a
 /// newline: what is repeated, cut after every approval prompt id (where a repetition's number
@@ -233,12 +237,47 @@ fn check(log: Repeated<'_>) -> usize {
     }
 }
 
+/// [`check`] as `tep check` runs it on a long log: the lines parsed on one thread per core
+/// ([`parsing_workers`]) while this one checks.
+fn threads(log: Repeated<'_>) -> usize {
+    let mut check = TraceCheck::default();
+    let workers = parsing_workers(None);
+    let summary =
+        deepseek_harness::convert_parallel(log, Options::default(), workers, |line, r| {
+            check.feed(line, r)
+        });
+    match (summary, check.finish()) {
+        (Ok(summary), Ok((_, report))) => {
+            black_box(report.violations.len());
+            summary.lines
+        }
+        (Err(e), _) => panic!("the log cannot be read: {e}"),
+        (_, Err(e)) => panic!("the log cannot be checked: {e}"),
+    }
+}
+
 fn run(pass: &str, log: Repeated<'_>) -> usize {
     match pass {
         "floor" => floor(log),
         "read" => read(log),
-        _ => check(log),
+        "check" => check(log),
+        _ => threads(log),
     }
+}
+
+/// The CPU time of every thread of this process, those that ended included.
+#[cfg(unix)]
+fn process_cpu() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(Duration::new(
+        u64::try_from(t.tv_sec).ok()?,
+        u32::try_from(t.tv_nsec).ok()?,
+    ))
+}
+
+#[cfg(not(unix))]
+fn process_cpu() -> Option<Duration> {
+    None
 }
 
 /// The time this thread has run on a CPU (Linux's schedstat), so that a shared machine's other
@@ -282,12 +321,17 @@ fn bench(c: &mut Criterion, unit: &Unit) -> usize {
     for pass in PASSES {
         group.bench_function(pass, |b| {
             b.iter_custom(|iters| {
-                let (start, cpu) = (Instant::now(), on_cpu());
+                // The parallel pass's CPU time is every thread's.
+                let cpu_now = || match pass {
+                    "threads" => process_cpu(),
+                    _ => on_cpu(),
+                };
+                let (start, cpu) = (Instant::now(), cpu_now());
                 for _ in 0..iters {
                     black_box(run(pass, Repeated::new(unit, times)));
                 }
                 let wall = start.elapsed();
-                let spent = match (cpu, on_cpu()) {
+                let spent = match (cpu, cpu_now()) {
                     (Some(a), Some(b)) => b.saturating_sub(a),
                     _ => wall,
                 };
@@ -322,21 +366,36 @@ fn report(lines: usize) {
         println!();
         println!("{lines} lines of real deepseek-harness logs, ns per line (median), and speed relative to the IgnoredAny floor:");
         println!(
-            "{:<6} {:>8} {:>8} {:>8} {:>11} {:>12} {:>13}",
-            "time", "floor", "read", "check", "read/floor", "check/floor", "check lines/s"
+            "`threads` parses on {} thread(s) while one checks, on {} core(s); its cpu is every thread's:",
+            parsing_workers(None),
+            std::thread::available_parallelism().map_or(1, usize::from)
+        );
+        println!(
+            "{:<6} {:>8} {:>8} {:>8} {:>8} {:>11} {:>12} {:>14} {:>13}",
+            "time",
+            "floor",
+            "read",
+            "check",
+            "threads",
+            "read/floor",
+            "check/floor",
+            "threads/floor",
+            "check lines/s"
         );
         for (name, wall) in [("cpu", false), ("wall", true)] {
-            let (Some(f), Some(r), Some(c)) = (
+            let (Some(f), Some(r), Some(c), Some(t)) = (
                 per_line("floor", wall),
                 per_line("read", wall),
                 per_line("check", wall),
+                per_line("threads", wall),
             ) else {
                 continue;
             };
             println!(
-                "{name:<6} {f:>8.0} {r:>8.0} {c:>8.0} {:>10.2}x {:>11.2}x {:>13.0}",
+                "{name:<6} {f:>8.0} {r:>8.0} {c:>8.0} {t:>8.0} {:>10.2}x {:>11.2}x {:>13.2}x {:>13.0}",
                 f / r,
                 f / c,
+                f / t,
                 1e9 / c
             );
         }
@@ -354,18 +413,28 @@ fn child(unit: &Unit, lines: usize) {
     let (start, wall) = (cpu(), Instant::now());
     assert_eq!(check(Repeated::new(unit, times)), read);
     let (check_cpu, check_wall) = (cpu().saturating_sub(start), wall.elapsed());
+    let peak = peak_kb();
+    let wall = Instant::now();
+    assert_eq!(threads(Repeated::new(unit, times)), read);
+    let threads_wall = wall.elapsed();
+    println!(
+        "{read} {} {} {} {peak} {} {}",
+        floor_cpu.as_nanos(),
+        check_cpu.as_nanos(),
+        check_wall.as_nanos(),
+        threads_wall.as_nanos(),
+        peak_kb()
+    );
+}
+
+/// The process's peak resident memory so far, in kB (`VmHWM`).
+fn peak_kb() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let peak = status
+    status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0);
-    println!(
-        "{read} {} {} {} {peak}",
-        floor_cpu.as_nanos(),
-        check_cpu.as_nanos(),
-        check_wall.as_nanos()
-    );
+        .unwrap_or(0)
 }
 
 /// Runs a child per size and prints the table.
@@ -375,11 +444,21 @@ fn sizes() {
     };
     println!();
     println!(
-        "a process per size: the whole check, its speed relative to the floor, and the process's peak memory:"
+        "a process per size: the whole check, its speed relative to the floor, and the process's peak memory"
     );
+    println!("(after the check on one thread, then after `threads`, whose time is wall time):");
     println!(
-        "{:>9} {:>10} {:>10} {:>12} {:>13} {:>11} {:>9}",
-        "lines", "floor s", "check s", "check wall s", "check/floor", "lines/s", "peak MB"
+        "{:>9} {:>10} {:>10} {:>12} {:>13} {:>11} {:>9} {:>11} {:>14} {:>9}",
+        "lines",
+        "floor s",
+        "check s",
+        "check wall s",
+        "check/floor",
+        "lines/s",
+        "peak MB",
+        "threads s",
+        "threads/floor",
+        "peak MB"
     );
     for size in SIZES {
         let out = match Command::new(&me).env(CHILD, size.to_string()).output() {
@@ -394,17 +473,20 @@ fn sizes() {
             .split_whitespace()
             .filter_map(|f| f.parse().ok())
             .collect();
-        let [lines, floor, check, wall, peak] = fields[..] else {
+        let [lines, floor, check, wall, peak, threads, threads_peak] = fields[..] else {
             panic!("the {size}-line run printed {out}");
         };
         println!(
-            "{lines:>9} {:>10.2} {:>10.2} {:>12.2} {:>12.2}x {:>11.0} {:>9.1}",
+            "{lines:>9} {:>10.2} {:>10.2} {:>12.2} {:>12.2}x {:>11.0} {:>9.1} {:>11.2} {:>13.2}x {:>9.1}",
             floor / 1e9,
             check / 1e9,
             wall / 1e9,
             floor / check,
             lines / (check / 1e9),
-            peak / 1024.0
+            peak / 1024.0,
+            threads / 1e9,
+            floor / threads,
+            threads_peak / 1024.0
         );
     }
 }
