@@ -223,25 +223,10 @@ fn read(log: Repeated<'_>) -> usize {
     }
 }
 
-/// Converts and checks the log, as `tep check --from deepseek-harness` does.
-fn check(log: Repeated<'_>) -> usize {
+/// Converts and checks the log, as `tep check --from deepseek-harness` does, its lines parsed
+/// on `workers` threads while this one checks (none: all on this thread, `-j 1`).
+fn check(log: Repeated<'_>, workers: usize) -> usize {
     let mut check = TraceCheck::default();
-    let summary = deepseek_harness::convert(log, Options::default(), |line, r| check.feed(line, r));
-    match (summary, check.finish()) {
-        (Ok(summary), Ok((_, report))) => {
-            black_box(report.violations.len());
-            summary.lines
-        }
-        (Err(e), _) => panic!("the log cannot be read: {e}"),
-        (_, Err(e)) => panic!("the log cannot be checked: {e}"),
-    }
-}
-
-/// [`check`] as `tep check` runs it on a long log: the lines parsed on one thread per core
-/// ([`parsing_workers`]) while this one checks.
-fn threads(log: Repeated<'_>) -> usize {
-    let mut check = TraceCheck::default();
-    let workers = parsing_workers(None);
     let summary =
         deepseek_harness::convert_parallel(log, Options::default(), workers, |line, r| {
             check.feed(line, r)
@@ -260,8 +245,9 @@ fn run(pass: &str, log: Repeated<'_>) -> usize {
     match pass {
         "floor" => floor(log),
         "read" => read(log),
-        "check" => check(log),
-        _ => threads(log),
+        "check" => check(log, 0),
+        // `tep check`'s default on a long log: one parsing thread per core.
+        _ => check(log, parsing_workers(None)),
     }
 }
 
@@ -411,11 +397,14 @@ fn child(unit: &Unit, lines: usize) {
     let read = floor(Repeated::new(unit, times));
     let floor_cpu = cpu().saturating_sub(start);
     let (start, wall) = (cpu(), Instant::now());
-    assert_eq!(check(Repeated::new(unit, times)), read);
+    assert_eq!(check(Repeated::new(unit, times), 0), read);
     let (check_cpu, check_wall) = (cpu().saturating_sub(start), wall.elapsed());
     let peak = peak_kb();
     let wall = Instant::now();
-    assert_eq!(threads(Repeated::new(unit, times)), read);
+    assert_eq!(
+        check(Repeated::new(unit, times), parsing_workers(None)),
+        read
+    );
     let threads_wall = wall.elapsed();
     println!(
         "{read} {} {} {} {peak} {} {}",
