@@ -499,7 +499,7 @@ impl Converter {
 
     /// Converts one line that [`parse`] read (on any thread) to `parsed`: what [`Self::line`]
     /// makes of it.
-    pub(crate) fn apply(
+    fn apply(
         &mut self,
         line: usize,
         bytes: &[u8],
@@ -1088,7 +1088,7 @@ impl Converter {
 #[derive(Debug)]
 // Boxing the event would cost an allocation per record; a `Parsed` lives only until applied.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Parsed {
+enum Parsed {
     /// Blank: no event.
     Blank,
     /// Not sure of it: read it the general way, which words any error.
@@ -1114,7 +1114,7 @@ pub(crate) enum Parsed {
 /// [`object_members`] is sure the strict reader accepts, whose `type` is a string without
 /// escapes and whose `seq` and `time` are plain unsigned integers. [`Parsed::Again`] for
 /// anything else.
-pub(crate) fn parse(options: &Options, bytes: &[u8]) -> Parsed {
+fn parse(options: &Options, bytes: &[u8]) -> Parsed {
     if bytes.starts_with(&ZSTD_MAGIC) {
         return Parsed::Again;
     }
