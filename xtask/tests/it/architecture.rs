@@ -230,35 +230,23 @@ fn reached(code: &str) -> BTreeSet<String> {
 /// A crate's module graph: each top-level module and the others it reaches.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stack = vec![src.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        for entry in entries {
-            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(src).unwrap_or_else(|e| panic!("{e}"));
-            let first = rel
-                .components()
-                .next()
-                .map(|c| c.as_os_str().to_string_lossy());
-            let Some(module) = first.map(|f| f.trim_end_matches(".rs").to_owned()) else {
-                continue;
-            };
-            if module == "lib" || module == "main" {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let mut reaches = reached(&code(&text));
-            reaches.remove(&module);
-            graph.entry(module).or_default().extend(reaches);
+    for path in rust_files_under(src) {
+        let rel = path.strip_prefix(src).unwrap_or_else(|e| panic!("{e}"));
+        let first = rel
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy());
+        let Some(module) = first.map(|f| f.trim_end_matches(".rs").to_owned()) else {
+            continue;
+        };
+        if module == "lib" || module == "main" {
+            continue;
         }
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut reaches = reached(&code(&text));
+        reaches.remove(&module);
+        graph.entry(module).or_default().extend(reaches);
     }
     graph
 }
@@ -458,38 +446,26 @@ fn file_of(src: &Path, path: &[String]) -> Option<PathBuf> {
 /// imports, and are left out (a child using its parent's items is an import).
 fn file_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stack = vec![src.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        for entry in entries {
-            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
+    for path in rust_files_under(src) {
+        let rel = path.strip_prefix(src).unwrap_or_else(|e| panic!("{e}"));
+        let module = module_of(rel);
+        let is_mod = rel.file_name().is_some_and(|n| n == "mod.rs");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let me = rel.display().to_string();
+        let node = graph.entry(me.clone()).or_default();
+        for named in paths_named(&code(&text), &module, is_mod) {
+            if named.starts_with(&module) && named.len() >= module.len() {
+                continue; // itself, or its own submodules
             }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(src).unwrap_or_else(|e| panic!("{e}"));
-            let module = module_of(rel);
-            let is_mod = rel.file_name().is_some_and(|n| n == "mod.rs");
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let me = rel.display().to_string();
-            let node = graph.entry(me.clone()).or_default();
-            for named in paths_named(&code(&text), &module, is_mod) {
-                if named.starts_with(&module) && named.len() >= module.len() {
-                    continue; // itself, or its own submodules
-                }
-                if let Some(file) = file_of(src, &named) {
-                    let target = file
-                        .strip_prefix(src)
-                        .unwrap_or_else(|e| panic!("{e}"))
-                        .display()
-                        .to_string();
-                    if target != me {
-                        node.insert(target);
-                    }
+            if let Some(file) = file_of(src, &named) {
+                let target = file
+                    .strip_prefix(src)
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .display()
+                    .to_string();
+                if target != me {
+                    node.insert(target);
                 }
             }
         }
@@ -674,8 +650,18 @@ const VERDICT_POLICY: &[&str] = &[
 
 /// Every `.rs` file of the workspace under `dirs` (sources, tests, benches, examples).
 fn rust_files(dirs: &[&str]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| rust_files_under(&root().join(d)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every `.rs` file under `dir`, sorted (none under `target` or `node_modules`).
+fn rust_files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| root().join(d)).collect();
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
