@@ -34,8 +34,13 @@ fn script() -> RunScript {
     }
 }
 
-/// POSTs `body` to the server and returns the status and the `data:` payloads of the stream.
-async fn post(server: &ModelServer, path: &str, body: Value) -> (u16, Vec<String>) {
+/// POSTs `body` as JSON to `path` of the server, with `headers` besides the JSON ones.
+async fn send(
+    server: &ModelServer,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> hyper::Response<hyper::body::Incoming> {
     let url: hyper::Uri = format!("{}{path}", server.url()).parse().unwrap();
     let stream = tokio::net::TcpStream::connect((url.host().unwrap(), url.port_u16().unwrap()))
         .await
@@ -44,13 +49,21 @@ async fn post(server: &ModelServer, path: &str, body: Value) -> (u16, Vec<String
         .await
         .unwrap();
     tokio::spawn(conn);
-    let request = hyper::Request::post(url.path())
+    let mut request = hyper::Request::post(url.path())
         .header("host", "127.0.0.1")
-        .header("content-type", "application/json")
-        .header("user-agent", "test-client/1")
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap();
-    let response = sender.send_request(request).await.unwrap();
+    sender.send_request(request).await.unwrap()
+}
+
+/// POSTs `body` to the server and returns the status and the `data:` payloads of the stream.
+async fn post(server: &ModelServer, path: &str, body: Value) -> (u16, Vec<String>) {
+    let response = send(server, path, &[("user-agent", "test-client/1")], &body).await;
     let status = response.status().as_u16();
     if status == 200 {
         assert_eq!(
@@ -198,24 +211,11 @@ fn searched(id: &str, body: Vec<BodyStep>) -> ScriptedCall {
 
 /// POSTs an Anthropic Messages search for `query` (as deepseek-harness's provider words it).
 async fn search(server: &ModelServer, query: &str) -> (u16, Value) {
-    let url: hyper::Uri = format!("{}/messages", server.url()).parse().unwrap();
-    let stream = tokio::net::TcpStream::connect((url.host().unwrap(), url.port_u16().unwrap()))
-        .await
-        .unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
     let body = json!({"model": "deepseek-v4-flash", "max_tokens": 4096,
         "messages": [{"role": "user", "content": [{"type": "text",
             "text": format!("Perform a web search for the query: {query}")}]}],
         "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}]});
-    let request = hyper::Request::post("/messages")
-        .header("host", "127.0.0.1")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap();
-    let response = sender.send_request(request).await.unwrap();
+    let response = send(server, "/messages", &[], &body).await;
     let status = response.status().as_u16();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     (status, serde_json::from_slice(&bytes).unwrap())
