@@ -17,9 +17,8 @@ use tep_model::graph::{NodeId, Outcome, Revision};
 use tep_model::identity::{CallId, Identity};
 use tep_model::result::{AdditionalContext, ContentBlock, ContextOrigin, ToolResult};
 use tep_model::session::{
-    CodeDispatch, CodeDispatchStart, EventBody, MessageSource, Role, SessionEvent, SurfaceOp,
-    ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData, ToolResultMessage,
-    ToolResultRecord, UserMessage,
+    CodeDispatch, CodeDispatchStart, EventBody, FlatToolResult, MessageSource, Role, SessionEvent,
+    SurfaceOp, ToolCallData, ToolResultData, ToolResultRecord, UserMessage,
 };
 use tep_model::trace::{DeclaredCall, EventRecord, Mark, MarkKind, Observation, TraceRecord};
 
@@ -255,25 +254,16 @@ impl<E> Batch<'_, E> {
     fn record_result(&mut self, id: &CallId, result: &ToolResult, call_seq: u64) -> Result<(), E> {
         self.event(
             id,
-            EventBody::ToolResult(ToolResultData::Message(ToolResultRecord {
-                turn: 1,
-                step: 1,
-                message: ToolResultMessage {
-                    id: format!("result-{id}"),
-                    role: Role::User,
-                    source: MessageSource::Tool {
-                        call_id: id.clone(),
-                    },
-                    content: vec![ToolResultBlock {
-                        kind: ToolResultBlockType::ToolResult,
-                        tool_call_id: id.clone(),
-                        content: result.content.clone(),
-                        is_error: result.is_error,
-                    }],
+            EventBody::ToolResult(ToolResultData::Message(ToolResultRecord::from_flat(
+                FlatToolResult {
+                    call_id: id.clone(),
+                    content: result.content.clone(),
+                    is_error: result.is_error,
+                    error: None,
+                    meta: None,
                 },
-                error: None,
-                meta: None,
-            })),
+                1,
+            ))),
             Some(vec![call_seq]),
         )?;
         self.stage(Observation::at(NodeId::PresentResult).call(id))

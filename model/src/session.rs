@@ -236,6 +236,32 @@ pub struct ToolResultRecord {
     pub meta: Option<Value>,
 }
 
+impl ToolResultRecord {
+    /// A rev1 result as rev2 writes it, at turn 1 and `step`: one `tool-result` block for its
+    /// call in a user message whose id is `result-<call>` (the reference's wording).
+    pub fn from_flat(flat: FlatToolResult, step: u64) -> Self {
+        ToolResultRecord {
+            turn: 1,
+            step,
+            message: ToolResultMessage {
+                id: format!("result-{}", flat.call_id),
+                role: Role::User,
+                source: MessageSource::Tool {
+                    call_id: flat.call_id.clone(),
+                },
+                content: vec![ToolResultBlock {
+                    kind: ToolResultBlockType::ToolResult,
+                    tool_call_id: flat.call_id,
+                    content: flat.content,
+                    is_error: flat.is_error,
+                }],
+            },
+            error: flat.error,
+            meta: flat.meta,
+        }
+    }
+}
+
 /// rev1 `tool/result` data: `{callId, content, isError, error?, meta?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

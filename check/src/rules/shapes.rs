@@ -3,8 +3,8 @@
 
 use tep_model::graph::NodeId as N;
 use tep_model::session::{
-    ContextMessage, EventBody, FlatToolResult, MessageSource, Role, SessionEvent, ToolResultData,
-    ToolResultMessage, ToolResultRecord, UserMessage,
+    ContextMessage, EventBody, FlatToolResult, Role, SessionEvent, ToolResultData,
+    ToolResultRecord, UserMessage,
 };
 use tep_model::trace::{Capability, TraceRecord};
 
@@ -136,25 +136,7 @@ pub(crate) const TOOL_RESULT_FLAT_SHAPE: Rule = Rule::new(
     let ToolResultData::Flat(f) = data else {
         return None;
     };
-    *data = ToolResultData::Message(ToolResultRecord {
-        turn: 1,
-        step: 1,
-        message: ToolResultMessage {
-            id: format!("result-{}", f.call_id),
-            role: Role::User,
-            source: MessageSource::Tool {
-                call_id: f.call_id.clone(),
-            },
-            content: vec![tep_model::session::ToolResultBlock {
-                kind: tep_model::session::ToolResultBlockType::ToolResult,
-                tool_call_id: f.call_id.clone(),
-                content: f.content.clone(),
-                is_error: f.is_error,
-            }],
-        },
-        error: f.error.clone(),
-        meta: f.meta.clone(),
-    });
+    *data = ToolResultData::Message(ToolResultRecord::from_flat(f.clone(), 1));
     Some(())
 });
 

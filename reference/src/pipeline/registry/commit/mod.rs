@@ -15,10 +15,7 @@ use crate::pipeline::extension::{BoxFuture, guarded_sync};
 use crate::pipeline::faults;
 use tep_model::graph::{NodeId, Revision};
 use tep_model::result::ToolResult;
-use tep_model::session::{
-    EventBody, FlatToolResult, MessageSource, Role, SurfaceOp, ToolResultBlock,
-    ToolResultBlockType, ToolResultData, ToolResultMessage, ToolResultRecord,
-};
+use tep_model::session::{EventBody, FlatToolResult, SurfaceOp, ToolResultData, ToolResultRecord};
 use tep_model::trace::Observation;
 
 impl ToolRegistry {
@@ -97,33 +94,16 @@ impl ToolRegistry {
         let id = &plan.call.call_id;
         let content = faults::recorded_content(&self.faults, frozen.content.clone());
         let error = frozen.error.as_ref().and_then(|e| e.info.clone());
+        let flat = FlatToolResult {
+            call_id: id.clone(),
+            content,
+            is_error: frozen.is_error,
+            error,
+            meta: frozen.meta.clone(),
+        };
         let data = match self.revision {
-            Revision::Rev2 => ToolResultData::Message(ToolResultRecord {
-                turn: 1,
-                step,
-                message: ToolResultMessage {
-                    id: format!("result-{id}"),
-                    role: Role::User,
-                    source: MessageSource::Tool {
-                        call_id: id.clone(),
-                    },
-                    content: vec![ToolResultBlock {
-                        kind: ToolResultBlockType::ToolResult,
-                        tool_call_id: id.clone(),
-                        content,
-                        is_error: frozen.is_error,
-                    }],
-                },
-                error,
-                meta: frozen.meta.clone(),
-            }),
-            Revision::Rev1 => ToolResultData::Flat(FlatToolResult {
-                call_id: id.clone(),
-                content,
-                is_error: frozen.is_error,
-                error,
-                meta: frozen.meta.clone(),
-            }),
+            Revision::Rev2 => ToolResultData::Message(ToolResultRecord::from_flat(flat, step)),
+            Revision::Rev1 => ToolResultData::Flat(flat),
         };
         self.recorder.append(
             Some(id),
