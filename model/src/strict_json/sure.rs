@@ -289,7 +289,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// Where the run of plain string bytes from `at` ends: the first quote, backslash or control
 /// character (or the end). Eight bytes at a time (most strings end in the first eight); past
 /// them, thirty-two at a time while no such byte is among them (one vector comparison).
-fn plain_run(bytes: &[u8], mut at: usize) -> usize {
+pub(crate) fn plain_run(bytes: &[u8], mut at: usize) -> usize {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     const WIDTH: usize = 32;

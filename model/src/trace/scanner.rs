@@ -10,19 +10,6 @@ use serde_json::{Map, Value};
 
 use crate::identity::CallId;
 
-/// The bytes that end a run of plain string bytes: a quote, a backslash, a control character.
-const ENDS_A_RUN: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
-
 /// A value serde hands over this deep is left to the general path, so that serde's recursion
 /// limit (128 levels for the whole line) is met where the general path meets it.
 const MAX_DELEGATED_DEPTH: usize = 64;
@@ -173,39 +160,9 @@ impl<'a> Line<'a> {
     }
 
     /// Where the run of plain string bytes from `from` ends: at a quote, a backslash, a control
-    /// character (which JSON forbids in a string) or the end of the line. Strings in traces are
-    /// short: eight bytes at a time in a `u64` beats a vectorized search's setup.
+    /// character (which JSON forbids in a string) or the end of the line.
     fn plain_run(&self, from: usize) -> usize {
-        const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-        const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-        /// The high bit of each byte of `x` that is zero, and maybe of bytes above the first such
-        /// byte (never below it, so the lowest set bit is exact).
-        fn zero_bytes(x: u64) -> u64 {
-            x.wrapping_sub(ONES) & !x & HIGHS
-        }
-        let bytes = self.bytes();
-        let mut at = from;
-        while let Some(word) = bytes.get(at..at + 8) {
-            let mut eight = [0; 8];
-            eight.copy_from_slice(word);
-            let x = u64::from_le_bytes(eight);
-            let stops = zero_bytes(x ^ (ONES * u64::from(b'"')))
-                | zero_bytes(x ^ (ONES * u64::from(b'\\')))
-                // A byte below 0x20: subtracting 0x20 borrows into its high bit (bytes of 0x80
-                // and up are masked off by `!x`).
-                | (x.wrapping_sub(ONES * 0x20) & !x & HIGHS);
-            if stops != 0 {
-                return at + (stops.trailing_zeros() / 8) as usize;
-            }
-            at += 8;
-        }
-        while let Some(&b) = bytes.get(at) {
-            if ENDS_A_RUN[usize::from(b)] {
-                break;
-            }
-            at += 1;
-        }
-        at
+        crate::strict_json::sure::plain_run(self.bytes(), from)
     }
 
     /// A string, borrowed from the line unless it holds escapes.
