@@ -580,10 +580,24 @@ fn the_json_report_counts_each_edge_and_places_each_violation_on_the_graph() {
 #[test]
 fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     let dir = temp_dir("lifecycle");
-    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
-    let mutant = ["--mutant", "run-body-after-deny"];
+    let failed = lifecycle_failures_without_a_baseline(&dir);
+    lifecycle_the_baseline_expects_them(&dir, failed);
+    lifecycle_every_entry_is_stale_on_the_fixed_reference(&dir, failed);
+    lifecycle_unknown_ids_and_the_rewritten_baseline(&dir, failed);
+}
 
-    // 1. Failures, no baseline: exit 1, one <failure> per failing scenario.
+/// The mutant whose failures the lifecycle records in a baseline.
+const LIFECYCLE_MUTANT: [&str; 2] = ["--mutant", "run-body-after-deny"];
+
+fn in_dir(dir: &Path, name: &str) -> String {
+    dir.join(name).to_str().unwrap().to_owned()
+}
+
+/// Step 1: Failures, no baseline: exit 1, one <failure> per failing scenario. Writes
+/// `baseline.json` and returns how many scenarios failed.
+fn lifecycle_failures_without_a_baseline(dir: &Path) -> usize {
+    let path = |name: &str| in_dir(dir, name);
+    let mutant = LIFECYCLE_MUTANT;
     let o = tep(&[
         &["run"][..],
         &mutant,
@@ -610,9 +624,14 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
         )
     );
     assert!(stderr(&o).contains("baseline entries to"), "{}", stderr(&o));
+    failed
+}
 
-    // 2. The written baseline expects exactly those failures: exit 0, and they are skipped
-    //    with the baseline's reason, not failures.
+/// Step 2: The written baseline expects exactly those failures: exit 0, and they are skipped with
+/// the baseline's reason, not failures.
+fn lifecycle_the_baseline_expects_them(dir: &Path, failed: usize) {
+    let path = |name: &str| in_dir(dir, name);
+    let mutant = LIFECYCLE_MUTANT;
     let o = tep(&[
         &["run"][..],
         &mutant,
@@ -633,9 +652,12 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
     assert_eq!(report["summary"]["failed"], 0);
     assert_eq!(report["conformant"], true);
     assert!(stdout(&o).contains("XFAIL"));
+}
 
-    // 3. The same baseline against the fixed reference: every entry is stale, exit 1, and
-    //    each stale scenario is a <failure>.
+/// Step 3: The same baseline against the fixed reference: every entry is stale, exit 1, and each
+/// stale scenario is a <failure>.
+fn lifecycle_every_entry_is_stale_on_the_fixed_reference(dir: &Path, failed: usize) {
+    let path = |name: &str| in_dir(dir, name);
     let o = tep(&[
         "run",
         "--baseline",
@@ -663,10 +685,15 @@ fn junit_and_json_agree_with_the_exit_code_through_a_baseline_lifecycle() {
         "one unit, scenarios: {}",
         stdout(&o)
     );
+}
 
-    // 4. An entry for a scenario the corpus does not have is an unknown id (not "stale, remove
-    //    it": it is more often a typo): exit 1, one clear line with the closest id, and a
-    //    failing test case of its own.
+/// Step 4: An entry for a scenario the corpus does not have is an unknown id (not "stale, remove
+/// it": it is more often a typo): exit 1, one clear line with the closest id, and a failing
+/// test case of its own. Rewriting the baseline keeps the reasons of the entries that still
+/// apply.
+fn lifecycle_unknown_ids_and_the_rewritten_baseline(dir: &Path, failed: usize) {
+    let path = |name: &str| in_dir(dir, name);
+    let mutant = LIFECYCLE_MUTANT;
     let mut file = read_json(&dir.join("baseline.json"));
     file["expectedFailures"]
         .as_array_mut()

@@ -148,25 +148,6 @@ fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
         .prop_map(
             move |(calls, pre, approval, guards, post, (retry, wrapper_throw), observer, cap)| {
                 let ids: Vec<String> = (1..=calls.len()).map(|i| format!("c{i}")).collect();
-                // Every tool declares a timeout and the wrapper applies it, so a hanging body ends.
-                let mut wrappers = vec![WrapperSpec::Timeout];
-                if retry {
-                    wrappers.push(WrapperSpec::Retry {
-                        attempts: 2,
-                        delay_ms: 1,
-                    });
-                }
-                wrappers.push(WrapperSpec::Context {
-                    text: "wrapper context".into(),
-                    calls: vec![],
-                });
-                if wrapper_throw && throws {
-                    wrappers.push(WrapperSpec::Throw {
-                        message: "wrapper threw".into(),
-                        phase: ThrowPhase::After,
-                        calls: vec![CallId::from("c1")],
-                    });
-                }
                 Scenario {
                     id: "random".into(),
                     description: String::new(),
@@ -174,59 +155,15 @@ fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
                     revisions: vec![revision],
                     requires: Capability::ALL.to_vec(),
                     exercises: vec![InvariantId::StageGraphWalk],
-                    tools: calls
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (safe, _))| ToolSpec {
-                            name: format!("t{}", i + 1),
-                            concurrency_safe: *safe,
-                            timeout_ms: Some(60),
-                            finalize: match i {
-                                0 if throws => Some(FinalizeAction::Prefix("> ".into())),
-                                1 => Some(FinalizeAction::Keep),
-                                _ => None,
-                            },
-                        })
-                        .collect(),
-                    calls: calls
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (_, body))| CallSpec {
-                            call_id: CallId::from(ids[i].as_str()),
-                            tool: format!("t{}", i + 1),
-                            arguments: json!({"i": i}),
-                            body: body.clone(),
-                            program: None,
-                        })
-                        .collect(),
-                    pre: pre
-                        .iter()
-                        .enumerate()
-                        .map(|(k, a)| Listener {
-                            id: format!("pre{k}"),
-                            decide: decide(&ids, a),
-                        })
-                        .collect(),
+                    tools: tools(&calls, throws),
+                    calls: call_specs(&calls, &ids),
+                    pre: listeners("pre", &pre, &ids),
                     approval: approval.map(|answers| ApprovalSpec {
                         answers: decide(&ids, &answers),
                     }),
-                    guards: guards
-                        .iter()
-                        .enumerate()
-                        .map(|(k, a)| Listener {
-                            id: format!("guard{k}"),
-                            decide: decide(&ids, a),
-                        })
-                        .collect(),
-                    wrappers,
-                    post: post
-                        .iter()
-                        .enumerate()
-                        .map(|(k, a)| Listener {
-                            id: format!("post{k}"),
-                            decide: decide(&ids, a),
-                        })
-                        .collect(),
+                    guards: listeners("guard", &guards, &ids),
+                    wrappers: wrappers(retry, wrapper_throw && throws),
+                    post: listeners("post", &post, &ids),
                     observers: observer
                         .map(|ms| {
                             vec![ObserverSpec {
@@ -251,6 +188,75 @@ fn scenario(revision: Revision) -> impl Strategy<Value = Scenario> {
                 }
             },
         )
+}
+
+/// One tool per call (`t1`, `t2`, …), safe as drawn; the first finalizes with a prefix where
+/// finalize may throw, the second keeps its content.
+fn tools(calls: &[(bool, Vec<BodyStep>)], throws: bool) -> Vec<ToolSpec> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (safe, _))| ToolSpec {
+            name: format!("t{}", i + 1),
+            concurrency_safe: *safe,
+            timeout_ms: Some(60),
+            finalize: match i {
+                0 if throws => Some(FinalizeAction::Prefix("> ".into())),
+                1 => Some(FinalizeAction::Keep),
+                _ => None,
+            },
+        })
+        .collect()
+}
+
+fn call_specs(calls: &[(bool, Vec<BodyStep>)], ids: &[String]) -> Vec<CallSpec> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (_, body))| CallSpec {
+            call_id: CallId::from(ids[i].as_str()),
+            tool: format!("t{}", i + 1),
+            arguments: json!({"i": i}),
+            body: body.clone(),
+            program: None,
+        })
+        .collect()
+}
+
+/// Listeners `{prefix}0`, `{prefix}1`, …, each deciding per call as drawn.
+fn listeners<A: Clone>(prefix: &str, actions: &[Vec<A>], ids: &[String]) -> Vec<Listener<A>> {
+    actions
+        .iter()
+        .enumerate()
+        .map(|(k, a)| Listener {
+            id: format!("{prefix}{k}"),
+            decide: decide(ids, a),
+        })
+        .collect()
+}
+
+/// Every tool declares a timeout and the wrapper applies it, so a hanging body ends. Then a
+/// retry if drawn, a wrapper that adds a context, and one that throws after `c1` if drawn.
+fn wrappers(retry: bool, throw: bool) -> Vec<WrapperSpec> {
+    let mut wrappers = vec![WrapperSpec::Timeout];
+    if retry {
+        wrappers.push(WrapperSpec::Retry {
+            attempts: 2,
+            delay_ms: 1,
+        });
+    }
+    wrappers.push(WrapperSpec::Context {
+        text: "wrapper context".into(),
+        calls: vec![],
+    });
+    if throw {
+        wrappers.push(WrapperSpec::Throw {
+            message: "wrapper threw".into(),
+            phase: ThrowPhase::After,
+            calls: vec![CallId::from("c1")],
+        });
+    }
+    wrappers
 }
 
 fn trace_of(scenario: &Scenario, revision: Revision) -> Vec<TraceRecord> {

@@ -16,7 +16,7 @@ use tep_model::graph::Revision;
 use tep_model::result::{ContentBlock, Failure};
 use tep_model::session::EventBody;
 use tep_reference::pipeline::{
-    ApprovalOutcome, GuardVerdict, PostDecision, PreDecision, ToolRegistry, simple,
+    ApprovalOutcome, GuardVerdict, PostDecision, PreDecision, RegistryBuilder, ToolRegistry, simple,
 };
 use tep_reference::wrappers::TimeoutWrapper;
 
@@ -136,74 +136,44 @@ fn run_case(
     approval_mounted: bool,
     revision: Revision,
 ) -> Result<(), TestCaseError> {
-    let scripts: Arc<BTreeMap<String, CallScript>> = Arc::new(
+    let scripts: Scripts = Arc::new(
         scripts
             .iter()
             .enumerate()
             .map(|(i, s)| (format!("c{}", i + 1), s.clone()))
             .collect(),
     );
+    let registry = scripted_registry(&scripts, approval_mounted, revision)?;
+    let calls: Vec<_> = scripts
+        .keys()
+        .map(|id| call(id, &format!("t-{id}")))
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    runtime.block_on(registry.run_batch(calls));
+    keeps_the_guarantees(&registry, &scripts, approval_mounted)
+}
+
+/// Each call's script, by call id (`c1`, `c2`, … in model order).
+type Scripts = Arc<BTreeMap<String, CallScript>>;
+
+/// A registry whose tools and stages do what each call's script says.
+fn scripted_registry(
+    scripts: &Scripts,
+    approval_mounted: bool,
+    revision: Revision,
+) -> Result<ToolRegistry, TestCaseError> {
     let mut builder = ToolRegistry::builder()
         .revision(revision)
         .wrap(Arc::new(TimeoutWrapper::new()));
     for (id, s) in scripts.iter() {
-        let body = match s.body {
-            BodyKind::Ok(ms) => Body::Return {
-                value: json!(id),
-                delay_ms: ms,
-            },
-            BodyKind::Fail => Body::Fail("body failed".into()),
-            BodyKind::Panic => Body::Panic("body panicked".into()),
-            BodyKind::HangPastTimeout => Body::Hang,
-        };
-        let mut tool = TestTool::new(&format!("t-{id}"), body).timeout_ms(100);
-        if s.safe {
-            tool = tool.safe();
-        }
-        builder = builder.tool(tool);
+        builder = builder.tool(scripted_tool(id, s));
     }
     for k in 0..2 {
-        let sc = scripts.clone();
-        builder = builder.pre_execute(simple::pre(&format!("pre{k}"), move |e| {
-            match sc[e.call_id().as_str()].pre[k] {
-                Pre::Pass => Ok(None),
-                Pre::Allow => Ok(Some(PreDecision::Allow)),
-                Pre::Deny => Ok(Some(PreDecision::Deny {
-                    reason: format!("pre{k} denies"),
-                })),
-                Pre::Ask => Ok(Some(PreDecision::Ask { reason: None })),
-                Pre::Throw => Err(Failure::new(format!("pre{k} throws"))),
-            }
-        }));
-        let sc = scripts.clone();
-        builder = builder.guard(simple::guard(&format!("guard{k}"), move |e| {
-            match sc[e.call_id().as_str()].guards[k] {
-                Verdict::Abstain => Ok(GuardVerdict::Abstain),
-                Verdict::Deny => Ok(GuardVerdict::Deny(format!("guard{k} denies"))),
-                Verdict::Throw => Err(Failure::new(format!("guard{k} throws"))),
-            }
-        }));
-        let sc = scripts.clone();
-        builder = builder.post_execute(simple::post(&format!("post{k}"), move |e, _| {
-            match sc[e.call_id().as_str()].post[k] {
-                Post::Pass => Ok(None),
-                Post::Replace => Ok(Some(PostDecision::Accept {
-                    content: Some(vec![ContentBlock::text("replaced")]),
-                    value: None,
-                    contexts: vec![],
-                })),
-                Post::AddContext => Ok(Some(PostDecision::Accept {
-                    content: None,
-                    value: None,
-                    contexts: vec![format!("post{k} context")],
-                })),
-                Post::Block => Ok(Some(PostDecision::Block {
-                    feedback: vec![ContentBlock::text("blocked")],
-                    contexts: vec![],
-                })),
-                Post::Throw => Err(Failure::new(format!("post{k} throws"))),
-            }
-        }));
+        builder = scripted_stages(builder, scripts, k);
     }
     if approval_mounted {
         let sc = scripts.clone();
@@ -217,22 +187,81 @@ fn run_case(
             }
         }));
     }
-    let registry = builder
+    builder
         .build()
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let calls: Vec<_> = scripts
-        .keys()
-        .map(|id| call(id, &format!("t-{id}")))
-        .collect();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    runtime.block_on(registry.run_batch(calls));
+        .map_err(|e| TestCaseError::fail(e.to_string()))
+}
 
+fn scripted_tool(id: &str, s: &CallScript) -> TestTool {
+    let body = match s.body {
+        BodyKind::Ok(ms) => Body::Return {
+            value: json!(id),
+            delay_ms: ms,
+        },
+        BodyKind::Fail => Body::Fail("body failed".into()),
+        BodyKind::Panic => Body::Panic("body panicked".into()),
+        BodyKind::HangPastTimeout => Body::Hang,
+    };
+    let tool = TestTool::new(&format!("t-{id}"), body).timeout_ms(100);
+    if s.safe { tool.safe() } else { tool }
+}
+
+/// The `k`-th pre-execute listener, guard and post-execute listener, each doing what the
+/// scripts say at position `k`.
+fn scripted_stages(builder: RegistryBuilder, scripts: &Scripts, k: usize) -> RegistryBuilder {
+    let sc = scripts.clone();
+    let builder = builder.pre_execute(simple::pre(&format!("pre{k}"), move |e| {
+        match sc[e.call_id().as_str()].pre[k] {
+            Pre::Pass => Ok(None),
+            Pre::Allow => Ok(Some(PreDecision::Allow)),
+            Pre::Deny => Ok(Some(PreDecision::Deny {
+                reason: format!("pre{k} denies"),
+            })),
+            Pre::Ask => Ok(Some(PreDecision::Ask { reason: None })),
+            Pre::Throw => Err(Failure::new(format!("pre{k} throws"))),
+        }
+    }));
+    let sc = scripts.clone();
+    let builder = builder.guard(simple::guard(&format!("guard{k}"), move |e| {
+        match sc[e.call_id().as_str()].guards[k] {
+            Verdict::Abstain => Ok(GuardVerdict::Abstain),
+            Verdict::Deny => Ok(GuardVerdict::Deny(format!("guard{k} denies"))),
+            Verdict::Throw => Err(Failure::new(format!("guard{k} throws"))),
+        }
+    }));
+    let sc = scripts.clone();
+    builder.post_execute(simple::post(&format!("post{k}"), move |e, _| {
+        match sc[e.call_id().as_str()].post[k] {
+            Post::Pass => Ok(None),
+            Post::Replace => Ok(Some(PostDecision::Accept {
+                content: Some(vec![ContentBlock::text("replaced")]),
+                value: None,
+                contexts: vec![],
+            })),
+            Post::AddContext => Ok(Some(PostDecision::Accept {
+                content: None,
+                value: None,
+                contexts: vec![format!("post{k} context")],
+            })),
+            Post::Block => Ok(Some(PostDecision::Block {
+                feedback: vec![ContentBlock::text("blocked")],
+                contexts: vec![],
+            })),
+            Post::Throw => Err(Failure::new(format!("post{k} throws"))),
+        }
+    }))
+}
+
+/// The guarantees a run keeps whatever the scripts: a legal walk for every call, the body run
+/// exactly when the decisions allow it, and one `tool/call` and one `tool/result` per call,
+/// both in model order.
+fn keeps_the_guarantees(
+    registry: &ToolRegistry,
+    scripts: &Scripts,
+    approval_mounted: bool,
+) -> Result<(), TestCaseError> {
     let ids: Vec<&str> = scripts.keys().map(String::as_str).collect();
-    assert_walks(&registry, &ids);
+    assert_walks(registry, &ids);
     let records = registry.recorder().records();
     for (id, script) in scripts.iter() {
         let ran = nodes(&records, id).contains(&tep_model::graph::NodeId::ToolBody);
@@ -254,7 +283,6 @@ fn run_case(
             })
             .collect()
     };
-    // Exactly one tool/call and one tool/result per call, both in model order.
     let expected: Vec<String> = scripts.keys().cloned().collect();
     prop_assert_eq!(call_ids("tool/call"), expected.clone());
     prop_assert_eq!(call_ids("tool/result"), expected);

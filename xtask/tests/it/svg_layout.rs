@@ -268,104 +268,152 @@ struct Findings {
 fn examine(svg: &str, graph: &StageGraph) -> Findings {
     let picture = read_picture(svg, graph);
     let closes = cycle_closing_edges(graph);
-    let edges = graph.edges();
     let mut findings = Findings::default();
-    for (i, edge) in edges.iter().enumerate() {
-        let path = &picture.paths[i];
-        let (from, to) = (
-            graph
-                .nodes()
-                .iter()
-                .position(|n| n.id == edge.from)
-                .unwrap(),
-            graph.nodes().iter().position(|n| n.id == edge.to).unwrap(),
-        );
-        let name = edge.describe();
-        // It joins its own boxes.
-        let (start, end) = (path[0], path[path.len() - 1]);
-        if picture.boxes[from].distance(start) > CLEARANCE {
-            findings
-                .problems
-                .push(format!("{name}: starts away from its source"));
-        }
-        if picture.boxes[to].distance(end) > CLEARANCE {
-            findings
-                .problems
-                .push(format!("{name}: ends away from its target"));
-        }
+    for (i, edge) in graph.edges().iter().enumerate() {
+        let drawn = DrawnEdge {
+            i,
+            name: edge.describe(),
+            from: node_index(graph, edge.from),
+            to: node_index(graph, edge.to),
+            path: &picture.paths[i],
+        };
+        joins_its_boxes(&picture, &drawn, &mut findings);
         // Downwards, unless it closes a cycle.
-        let rises = path.windows(2).any(|w| w[1].1 < w[0].1 - EPSILON);
+        let rises = drawn.path.windows(2).any(|w| w[1].1 < w[0].1 - EPSILON);
         if rises {
             findings.upward += 1;
             if !closes[i] {
+                let name = &drawn.name;
                 findings
                     .problems
                     .push(format!("{name}: runs upwards but closes no cycle"));
             }
         }
-        // Never through or along a box: it keeps clear of every box but its own two, and
-        // stays near those only where it leaves and where it arrives.
-        let points = dense(path);
-        for (b, rect) in picture.boxes.iter().enumerate() {
-            let near = points.iter().filter(|p| rect.distance(**p) < ALONG).count();
-            let touches = if b == from {
-                points
-                    .iter()
-                    .skip_while(|p| rect.distance(**p) < ALONG)
-                    .any(|p| rect.distance(*p) < CLEARANCE)
-            } else if b == to {
-                points
-                    .iter()
-                    .rev()
-                    .skip_while(|p| rect.distance(**p) < ALONG)
-                    .any(|p| rect.distance(*p) < CLEARANCE)
-            } else {
-                points.iter().any(|p| rect.distance(*p) < CLEARANCE)
-            };
-            if touches || near > ALONG_LENGTH {
-                findings.intrusions += 1;
-                findings.problems.push(format!(
-                    "{name}: passes through or along the box of {}",
-                    graph.nodes()[b].id
-                ));
-            }
-        }
-        // Its label beside it, on no box, crossed by no other edge.
-        if let Some(label) = &picture.labels[i] {
-            if distance_to_path(path, label) > LABEL_REACH {
+        keeps_clear_of_boxes(&picture, graph, &drawn, &mut findings);
+        match &picture.labels[i] {
+            Some(label) => label_is_placed(&picture, graph, &drawn, label, &mut findings),
+            None if edge.label.is_some() => {
+                let name = &drawn.name;
                 findings
                     .problems
-                    .push(format!("{name}: its label is not beside it"));
+                    .push(format!("{name}: its label is not drawn"));
             }
-            for (b, rect) in picture.boxes.iter().enumerate() {
-                let overlap = label.x < rect.x + rect.width
-                    && rect.x < label.x + label.width
-                    && label.y < rect.y + rect.height
-                    && rect.y < label.y + label.height;
-                if overlap {
-                    findings.problems.push(format!(
-                        "{name}: its label lies on the box of {}",
-                        graph.nodes()[b].id
-                    ));
-                }
-            }
-            for (j, other) in picture.paths.iter().enumerate() {
-                if j != i && distance_to_path(other, label) < 1.0 {
-                    findings.problems.push(format!(
-                        "{name}: its label is crossed by {}",
-                        edges[j].describe()
-                    ));
-                }
-            }
-        } else if edge.label.is_some() {
-            findings
-                .problems
-                .push(format!("{name}: its label is not drawn"));
+            None => {}
         }
     }
-    // Arrowheads do not stack: the edges into a box arrive at distinct points.
-    for (n, node) in graph.nodes().iter().enumerate() {
-        let ends: Vec<Point> = edges
+    arrowheads_do_not_stack(&picture, graph, &mut findings);
+    findings.crossings = crossings(&picture, graph);
+    findings
+}
+
+/// One edge of the graph as the picture draws it.
+struct DrawnEdge<'p> {
+    /// Its index in the graph's edges (and the picture's paths and labels).
+    i: usize,
+    name: String,
+    /// The indices of its source and target boxes.
+    from: usize,
+    to: usize,
+    path: &'p [Point],
+}
+
+fn node_index(graph: &StageGraph, id: NodeId) -> usize {
+    graph.nodes().iter().position(|n| n.id == id).unwrap()
+}
+
+/// An edge starts at its source's box and ends at its target's.
+fn joins_its_boxes(picture: &Picture, edge: &DrawnEdge<'_>, findings: &mut Findings) {
+    let name = &edge.name;
+    let (start, end) = (edge.path[0], edge.path[edge.path.len() - 1]);
+    if picture.boxes[edge.from].distance(start) > CLEARANCE {
+        findings
+            .problems
+            .push(format!("{name}: starts away from its source"));
+    }
+    if picture.boxes[edge.to].distance(end) > CLEARANCE {
+        findings
+            .problems
+            .push(format!("{name}: ends away from its target"));
+    }
+}
+
+/// Never through or along a box: an edge keeps clear of every box but its own two, and stays
+/// near those only where it leaves and where it arrives.
+fn keeps_clear_of_boxes(
+    picture: &Picture,
+    graph: &StageGraph,
+    edge: &DrawnEdge<'_>,
+    findings: &mut Findings,
+) {
+    let points = dense(edge.path);
+    for (b, rect) in picture.boxes.iter().enumerate() {
+        let near = points.iter().filter(|p| rect.distance(**p) < ALONG).count();
+        let touches = if b == edge.from {
+            points
+                .iter()
+                .skip_while(|p| rect.distance(**p) < ALONG)
+                .any(|p| rect.distance(*p) < CLEARANCE)
+        } else if b == edge.to {
+            points
+                .iter()
+                .rev()
+                .skip_while(|p| rect.distance(**p) < ALONG)
+                .any(|p| rect.distance(*p) < CLEARANCE)
+        } else {
+            points.iter().any(|p| rect.distance(*p) < CLEARANCE)
+        };
+        if touches || near > ALONG_LENGTH {
+            findings.intrusions += 1;
+            findings.problems.push(format!(
+                "{}: passes through or along the box of {}",
+                edge.name,
+                graph.nodes()[b].id
+            ));
+        }
+    }
+}
+
+/// An edge's label lies beside it, on no box, crossed by no other edge.
+fn label_is_placed(
+    picture: &Picture,
+    graph: &StageGraph,
+    edge: &DrawnEdge<'_>,
+    label: &Rect,
+    findings: &mut Findings,
+) {
+    let name = &edge.name;
+    if distance_to_path(edge.path, label) > LABEL_REACH {
+        findings
+            .problems
+            .push(format!("{name}: its label is not beside it"));
+    }
+    for (b, rect) in picture.boxes.iter().enumerate() {
+        let overlap = label.x < rect.x + rect.width
+            && rect.x < label.x + label.width
+            && label.y < rect.y + rect.height
+            && rect.y < label.y + label.height;
+        if overlap {
+            findings.problems.push(format!(
+                "{name}: its label lies on the box of {}",
+                graph.nodes()[b].id
+            ));
+        }
+    }
+    for (j, other) in picture.paths.iter().enumerate() {
+        if j != edge.i && distance_to_path(other, label) < 1.0 {
+            findings.problems.push(format!(
+                "{name}: its label is crossed by {}",
+                graph.edges()[j].describe()
+            ));
+        }
+    }
+}
+
+/// Arrowheads do not stack: the edges into a box arrive at distinct points.
+fn arrowheads_do_not_stack(picture: &Picture, graph: &StageGraph, findings: &mut Findings) {
+    for node in graph.nodes() {
+        let ends: Vec<Point> = graph
+            .edges()
             .iter()
             .zip(&picture.paths)
             .filter(|(e, _)| e.to == node.id)
@@ -376,21 +424,25 @@ fn examine(svg: &str, graph: &StageGraph) -> Findings {
                 .iter()
                 .any(|b| (a.0 - b.0).hypot(a.1 - b.1) < ARROWHEAD)
             {
-                findings.problems.push(format!(
-                    "arrowheads stack up on the box of {}",
-                    graph.nodes()[n].id
-                ));
+                findings
+                    .problems
+                    .push(format!("arrowheads stack up on the box of {}", node.id));
                 break;
             }
         }
     }
-    // Crossings: pairs of edges whose paths meet, except near a box both edges end at.
+}
+
+/// Pairs of edges whose paths meet, except near a box both edges end at.
+fn crossings(picture: &Picture, graph: &StageGraph) -> usize {
+    let edges = graph.edges();
+    let mut crossings = 0;
     for i in 0..edges.len() {
         for j in i + 1..edges.len() {
             let shared: Vec<Rect> = [edges[i].from, edges[i].to]
                 .into_iter()
                 .filter(|n| [edges[j].from, edges[j].to].contains(n))
-                .map(|n| picture.boxes[graph.nodes().iter().position(|m| m.id == n).unwrap()])
+                .map(|n| picture.boxes[node_index(graph, n)])
                 .collect();
             let cross = picture.paths[i].windows(2).any(|a| {
                 picture.paths[j].windows(2).any(|b| {
@@ -399,11 +451,11 @@ fn examine(svg: &str, graph: &StageGraph) -> Findings {
                 })
             });
             if cross {
-                findings.crossings += 1;
+                crossings += 1;
             }
         }
     }
-    findings
+    crossings
 }
 
 struct Case {
