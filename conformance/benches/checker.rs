@@ -30,6 +30,8 @@
 //! Run with `cargo bench -p tep-conformance --bench checker`; add `-- corpus` (or `wide`,
 //! `program`, `contexts`, or several: `'wide|program'`) to run only those groups. The widest traces take a few seconds per iteration.
 
+mod cpu_time;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -40,6 +42,7 @@ use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput
 
 type Group<'c> = BenchmarkGroup<'c, WallTime>;
 type BenchGroup = fn(&mut Criterion);
+use cpu_time::{on_cpu, process_cpu};
 use serde::de::IgnoredAny;
 use tep_check::CheckOptions;
 use tep_check::{check_reader, check_reader_parallel, for_each_record, parsing_workers};
@@ -64,30 +67,6 @@ struct Samples {
 
 thread_local! {
     static SAMPLES: RefCell<Samples> = RefCell::default();
-}
-
-/// The time this thread has run on a CPU (Linux's schedstat), so that the ratios do not count
-/// the time other processes of a shared machine took the CPU away. `None` elsewhere: the
-/// ratios then use wall time.
-fn on_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos = stat.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(nanos))
-}
-
-/// The CPU time of every thread of this process, those that ended included.
-#[cfg(unix)]
-fn process_cpu() -> Option<Duration> {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    Some(Duration::new(
-        u64::try_from(t.tv_sec).ok()?,
-        u32::try_from(t.tv_nsec).ok()?,
-    ))
-}
-
-#[cfg(not(unix))]
-fn process_cpu() -> Option<Duration> {
-    None
 }
 
 /// The non-empty lines of a trace, found with memchr as `tep check` finds them.

@@ -27,6 +27,8 @@
 //! Run with `cargo bench -p tep-conformance --bench session_log`; `-- --quick` is criterion's.
 //! The 5·10⁶-line run reads about 3 GB of JSON and takes some seconds.
 
+mod cpu_time;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -34,6 +36,7 @@ use std::io::{BufRead, Read};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use cpu_time::{on_cpu, process_cpu};
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde::de::IgnoredAny;
 use tep_check::deepseek_harness::{self, Options};
@@ -249,30 +252,6 @@ fn run(pass: &str, log: Repeated<'_>) -> usize {
         // `tep check`'s default on a long log: one parsing thread per core.
         _ => check(log, parsing_workers(None)),
     }
-}
-
-/// The CPU time of every thread of this process, those that ended included.
-#[cfg(unix)]
-fn process_cpu() -> Option<Duration> {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    Some(Duration::new(
-        u64::try_from(t.tv_sec).ok()?,
-        u32::try_from(t.tv_nsec).ok()?,
-    ))
-}
-
-#[cfg(not(unix))]
-fn process_cpu() -> Option<Duration> {
-    None
-}
-
-/// The time this thread has run on a CPU (Linux's schedstat), so that a shared machine's other
-/// processes do not count. Wall time where Linux does not say.
-fn on_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    Some(Duration::from_nanos(
-        stat.split_whitespace().next()?.parse().ok()?,
-    ))
 }
 
 /// Per-iteration (CPU, wall) times of every pass, in nanoseconds.
