@@ -56,6 +56,7 @@ use crate::invariants::InvariantId;
 use crate::trace_io::MAX_LINE_BYTES;
 
 mod parallel;
+mod unknown_fields;
 pub use parallel::convert_parallel;
 
 /// The session format version this reader knows (the harness's `SESSION_FORMAT_VERSION`).
@@ -349,6 +350,11 @@ pub struct Summary {
     pub passed_over: usize,
     /// Event types the harness's catalog does not list: how many lines, and the first one.
     pub unknown: BTreeMap<String, (usize, usize)>,
+    /// Members of a pipeline event's data that tep's type of it does not declare (a newer
+    /// harness adds to its events), passed over: by event type and path in the event
+    /// (`data.message.future`, `[]` for any element), how many events had it and the first
+    /// line.
+    pub unknown_fields: BTreeMap<(String, String), (usize, usize)>,
     /// Owned events (`todo/write`) logged while no single call was running, and hook events
     /// logged while no call was open: checked for their order only, attributed to no call.
     pub unattributed: Vec<usize>,
@@ -661,7 +667,7 @@ impl Converter {
                 line,
                 why: format!("invalid JSON ({e})"),
             })
-            .and_then(|map| shape(line, kind, session_event(kind, map)))
+            .and_then(|map| self.read_event(line, kind, map))
             .map(|event| Some(record(call, event)))
     }
 
@@ -745,8 +751,42 @@ impl Converter {
         let Some(call) = self.attribute(line, kind, &Ids::of_value(data)) else {
             return Ok(None);
         };
-        let event = shape(line, kind, session_event(kind, map))?;
+        let event = self.read_event(line, kind, map)?;
         Ok(Some(record(call, event)))
+    }
+
+    /// The event of a pipeline event's members, as [`session_event`] reads them. Where the
+    /// data has members tep's type of it does not declare (a newer harness adds to its
+    /// events), those are passed over and counted, and the rest is read: what tep reads keeps
+    /// its shape (a member it needs missing, or of another type, is still an error).
+    fn read_event(
+        &mut self,
+        line: usize,
+        kind: &str,
+        map: Map<String, Value>,
+    ) -> Result<SessionEvent, LogError> {
+        if let Some(event) = direct_event(kind, &map) {
+            return Ok(event);
+        }
+        let mut value = Value::Object(map);
+        let declined = match SessionEvent::deserialize(&value) {
+            Ok(event) => return Ok(event),
+            Err(e) => e,
+        };
+        let passed_over = unknown_fields::pass_over(&mut value);
+        if passed_over.is_empty() {
+            return shape(line, kind, Err(declined));
+        }
+        let event = shape(line, kind, SessionEvent::deserialize(&value))?;
+        for path in passed_over {
+            let entry = self
+                .summary
+                .unknown_fields
+                .entry((kind.to_owned(), path))
+                .or_insert((0, line));
+            entry.0 += 1;
+        }
+        Ok(event)
     }
 
     /// Follows the open batch through an event of `kind` whose data holds `ids`: the call the
@@ -1079,10 +1119,6 @@ impl Converter {
     }
 }
 
-/// The session event of a line's members, as `serde_json::from_value::<SessionEvent>` reads
-/// it, without the detour through serde's buffered content that its flattened body takes: the
-/// envelope's members one by one, then the body from its `type` and `data`, in that order. Where
-/// that fails, `from_value` says why, in its words.
 /// What a line after the header is, read without the converter's state (so on any thread):
 /// the usual line, which [`Converter::apply`] finishes, or [`Parsed::Again`].
 #[derive(Debug)]
@@ -1210,35 +1246,34 @@ fn sure_message_id(data: &str) -> Option<Option<&str>> {
     }
 }
 
-fn session_event(kind: &str, map: Map<String, Value>) -> Result<SessionEvent, serde_json::Error> {
-    let direct = || -> Option<SessionEvent> {
-        let number = |field| map.get(field).and_then(Value::as_u64);
-        let optional = |field| map.get(field).filter(|v| !v.is_null());
-        let surface_op = match optional("surfaceOp") {
-            Some(v) => Some(SurfaceOp::deserialize(v).ok()?),
-            None => None,
-        };
-        let source_event_seqs = match optional("sourceEventSeqs") {
-            Some(v) => Some(Vec::<u64>::deserialize(v).ok()?),
-            None => None,
-        };
-        let kind = Value::from(kind);
-        let members = [("type", &kind), ("data", map.get("data")?)];
-        let body = MapDeserializer::<_, serde_json::Error>::new(members.into_iter());
-        // It reads `type` first, then `data`, and refuses a member left over.
-        let event_body = EventBody::deserialize(body).ok()?;
-        Some(SessionEvent {
-            seq: number("seq")?,
-            time: number("time")?,
-            body: event_body,
-            surface_op,
-            source_event_seqs,
-        })
+/// The session event of a line's members, as `serde_json::from_value::<SessionEvent>` reads
+/// it, without the detour through serde's buffered content that its flattened body takes: the
+/// envelope's members one by one, then the body from its `type` and `data`, in that order.
+/// `None` where that fails: `from_value` then says why, in its words
+/// ([`Converter::read_event`]).
+fn direct_event(kind: &str, map: &Map<String, Value>) -> Option<SessionEvent> {
+    let number = |field| map.get(field).and_then(Value::as_u64);
+    let optional = |field| map.get(field).filter(|v| !v.is_null());
+    let surface_op = match optional("surfaceOp") {
+        Some(v) => Some(SurfaceOp::deserialize(v).ok()?),
+        None => None,
     };
-    match direct() {
-        Some(event) => Ok(event),
-        None => serde_json::from_value(Value::Object(map)),
-    }
+    let source_event_seqs = match optional("sourceEventSeqs") {
+        Some(v) => Some(Vec::<u64>::deserialize(v).ok()?),
+        None => None,
+    };
+    let kind = Value::from(kind);
+    let members = [("type", &kind), ("data", map.get("data")?)];
+    let body = MapDeserializer::<_, serde_json::Error>::new(members.into_iter());
+    // It reads `type` first, then `data`, and refuses a member left over.
+    let event_body = EventBody::deserialize(body).ok()?;
+    Some(SessionEvent {
+        seq: number("seq")?,
+        time: number("time")?,
+        body: event_body,
+        surface_op,
+        source_event_seqs,
+    })
 }
 
 /// Reads a line after the header as [`Line`]: one pass, what its type does not need (`need`:
@@ -1912,6 +1947,81 @@ mod tests {
         assert_eq!(summary.passed_over, 1);
     }
 
+    /// A real log with members added to the data of its pipeline events, where tep's types
+    /// of them are closed and where they are open, as a newer harness might write it.
+    fn with_added_fields(text: &str) -> String {
+        let add = |line: &str| -> String {
+            let mut event: Value = serde_json::from_str(line).unwrap();
+            let kind = event["type"].as_str().unwrap().to_owned();
+            let data = &mut event["data"];
+            match kind.as_str() {
+                "hook/invoked" | "hook/result" | "approval/asked" | "tool/call" => {
+                    data["addedLater"] = Value::from(1);
+                }
+                "tool/result" => {
+                    let message = &mut data["message"];
+                    message["addedLater"] = serde_json::json!({"a": [1, 2]});
+                    message["content"][0]["addedLater"] = Value::from(true);
+                    message["source"]["addedLater"] = Value::from("open");
+                }
+                _ => {}
+            }
+            event.to_string()
+        };
+        let mut lines = text.lines();
+        let header = lines.next().unwrap().to_owned();
+        std::iter::once(header)
+            .chain(lines.map(add))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn fields_a_newer_harness_adds_are_passed_over_and_counted() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../cli/tests/data/deepseek-harness/rc8-cli-s2.jsonl");
+        let text = std::fs::read_to_string(path).unwrap();
+        let read = |text: &str, workers: usize| {
+            let mut records = Vec::new();
+            let summary = convert_parallel(text.as_bytes(), Options::default(), workers, |l, r| {
+                records.push((l, r.clone()));
+                Ok(())
+            })
+            .unwrap();
+            (records, summary)
+        };
+        let (want, mut want_summary) = read(&text, 0);
+        let added = with_added_fields(&text);
+        for workers in [0, 2] {
+            let (records, summary) = read(&added, workers);
+            assert_eq!(records, want, "{workers} workers");
+            let fields: Vec<(&str, &str, usize, usize)> = summary
+                .unknown_fields
+                .iter()
+                .map(|((kind, field), (n, first))| (kind.as_str(), field.as_str(), *n, *first))
+                .collect();
+            // `tool/call` data and a message's `source` are open types: serde ignores what
+            // they do not declare, and so does the report.
+            assert_eq!(
+                fields,
+                [
+                    ("approval/asked", "data.addedLater", 1, 58),
+                    ("hook/invoked", "data.addedLater", 20, 49),
+                    ("hook/result", "data.addedLater", 20, 51),
+                    ("tool/result", "data.message.addedLater", 10, 54),
+                    ("tool/result", "data.message.content[].addedLater", 10, 54),
+                ]
+            );
+            want_summary.unknown_fields = summary.unknown_fields.clone();
+            assert_eq!(summary, want_summary);
+        }
+        // tep's own trace format stays strict: the same event in a trace record is refused.
+        let line = added.lines().nth(48).unwrap();
+        let record = format!(r#"{{"kind":"event","event":{line}}}"#);
+        let refused = crate::trace_io::parse_record(1, &record).unwrap_err();
+        assert!(refused.message.contains("addedLater"), "{refused}");
+    }
+
     #[test]
     fn a_line_that_is_not_a_session_event_is_an_error_naming_it() {
         let cases = [
@@ -2011,7 +2121,9 @@ mod tests {
                     used(&Ids::of_value(&members["data"])),
                     "{line}"
                 );
-                assert_eq!(Some(event), session_event(&kind, members).ok(), "{line}");
+                let read = direct_event(&kind, &members)
+                    .or_else(|| serde_json::from_value(Value::Object(members)).ok());
+                assert_eq!(Some(event), read, "{line}");
                 typed += 1;
             }
         }

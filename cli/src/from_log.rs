@@ -8,7 +8,7 @@ use tep_check::deepseek_harness::{self, Options, Summary};
 use tep_check::invariants::InvariantId;
 use tep_check::{CheckReport, MAX_VIOLATIONS};
 use tep_check::{InvariantStatus, TraceError};
-use tep_conformance::listing::{SessionLogJson, UnknownType};
+use tep_conformance::listing::{SessionLogJson, UnknownField, UnknownType};
 use tep_model::trace::TraceRecord;
 
 /// Whose session log `--from` reads.
@@ -129,6 +129,12 @@ impl FromLog {
                 "passed over {count} event(s) of unknown type `{kind}` (first at line {first})"
             )?;
         }
+        for ((kind, field), (count, first)) in &summary.unknown_fields {
+            writeln!(
+                out,
+                "passed over `{field}` in {count} `{kind}` event(s), a field tep does not read (first at line {first})"
+            )?;
+        }
         if !summary.unattributed.is_empty() {
             let lines: Vec<String> = summary.unattributed.iter().map(|l| l.to_string()).collect();
             writeln!(
@@ -169,6 +175,16 @@ impl FromLog {
                 .iter()
                 .map(|(kind, (count, first))| UnknownType {
                     kind: kind.clone(),
+                    count: *count,
+                    first_line: *first,
+                })
+                .collect(),
+            unknown_fields: summary
+                .unknown_fields
+                .iter()
+                .map(|((kind, field), (count, first))| UnknownField {
+                    kind: kind.clone(),
+                    field: field.clone(),
                     count: *count,
                     first_line: *first,
                 })

@@ -79,6 +79,9 @@ pub struct SessionLogJson {
     pub passed_over: usize,
     /// Event types the reader does not know: how many, and the first line of each.
     pub unknown_types: Vec<UnknownType>,
+    /// Members of pipeline events' data that tep does not read (a newer harness adds to its
+    /// events), passed over: how many events had each, and the first line.
+    pub unknown_fields: Vec<UnknownField>,
     /// Lines whose call could not be told.
     pub unattributed: Vec<usize>,
     /// `--safe`: the tools taken as concurrency-safe.
@@ -91,6 +94,19 @@ pub struct SessionLogJson {
 pub struct UnknownType {
     #[serde(rename = "type")]
     pub kind: String,
+    pub count: usize,
+    pub first_line: usize,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct UnknownField {
+    /// The event type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Where in the event (`data.message.future`; `[]` for any element of an array).
+    pub field: String,
     pub count: usize,
     pub first_line: usize,
 }

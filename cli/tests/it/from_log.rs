@@ -243,6 +243,43 @@ fn an_unknown_event_type_is_passed_over_and_counted() {
     assert_eq!(report["sessionLog"]["passedOver"], 44);
 }
 
+/// A newer harness adds fields to its events: tep passes over those its types do not declare,
+/// says which, and checks the log as it checks the same log without them.
+#[test]
+fn fields_the_harness_adds_to_its_events_are_passed_over_and_counted() {
+    let name = "cli-s2-added-fields.jsonl";
+    assert!(line_of(name, 49).contains(r#""sessionKey":"dsh-s2""#));
+    assert!(line_of(name, 54).contains(r#""createdAt":"#));
+    let o = check(name, &["--safe", "web_search"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    for line in [
+        "passed over `data.sessionKey` in 20 `hook/invoked` event(s), a field tep does not read (first at line 49)",
+        "passed over `data.sessionKey` in 20 `hook/result` event(s), a field tep does not read (first at line 51)",
+        "passed over `data.message.createdAt` in 10 `tool/result` event(s), a field tep does not read (first at line 54)",
+    ] {
+        assert!(text.contains(line), "{text}");
+    }
+    let report = json(name, &["--safe", "web_search", "--strict"]);
+    assert_eq!(
+        report["sessionLog"]["unknownFields"][2],
+        serde_json::json!({"type": "tool/result", "field": "data.message.createdAt",
+                           "count": 10, "firstLine": 54})
+    );
+    // Everything else is the report of the log without them.
+    let mut original = json("rc8-cli-s2.jsonl", &["--safe", "web_search", "--strict"]);
+    let mut added = report;
+    for report in [&mut original, &mut added] {
+        // The file's path is the one thing else that differs.
+        report.as_object_mut().unwrap().remove("trace");
+        report["sessionLog"]
+            .as_object_mut()
+            .unwrap()
+            .remove("unknownFields");
+    }
+    assert_eq!(added, original);
+}
+
 #[test]
 fn a_line_that_is_not_a_session_event_is_an_error_with_its_line() {
     let o = check("not-an-event.jsonl", &[]);

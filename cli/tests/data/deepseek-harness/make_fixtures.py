@@ -119,3 +119,14 @@ result = log.pop(index(log, lambda r: r.get("type") == "tool/result"
 last = index(log, is_type("tool/code-dispatch", subCallId="rc1:code:5"))
 log.insert(last, result)
 write("cli-s3-result-before-dispatch.jsonl", renumber(log))
+
+# Fields a newer harness might add to its events: each hook event's data gets a `sessionKey`,
+# each tool/result's message a `createdAt`. tep's types of them are closed, so the reader
+# passes these over and counts them; the checks are those of rc8-cli-s2.jsonl.
+log = load("rc8-cli-s2.jsonl")
+for rec in log:
+    if rec.get("type") in ("hook/invoked", "hook/result"):
+        rec["data"]["sessionKey"] = "dsh-s2"
+    if rec.get("type") == "tool/result":
+        rec["data"]["message"]["createdAt"] = rec["time"]
+write("cli-s2-added-fields.jsonl", log)
