@@ -6,8 +6,7 @@
 //! Only where the type is closed (its schema says `additionalProperties: false`, serde's
 //! `deny_unknown_fields`) is a member passed over: elsewhere serde ignores it already. An
 //! untagged or tagged choice (`oneOf`, `anyOf`) is read as the branch the value fits: its
-//! constant tags match, its required members are present, and it knows most of the value's
-//! members.
+//! constant tags match, and of those, the one that knows most of the value's members.
 
 use std::sync::OnceLock;
 
@@ -112,18 +111,14 @@ impl<'s> Walk<'s> {
     }
 
     /// The object schemas that together describe `members`: the schema's own (when it lists
-    /// properties), all of its `allOf`, and the one branch of its `oneOf` or `anyOf` that
-    /// `members` fits best. Empty: the schema says nothing of an object's members.
+    /// properties) and the one branch of its `oneOf` or `anyOf` that `members` fits best (a
+    /// flattened enum's). Empty: the schema says nothing of an object's members, and nothing
+    /// of it is passed over (tep's event types use no `allOf`).
     fn object_parts(&self, schema: &'s Value, members: &Map<String, Value>) -> Vec<&'s Value> {
         let schema = self.resolve(schema);
         let mut parts = Vec::new();
         if schema.get("properties").is_some() {
             parts.push(schema);
-        }
-        for all in schema.get("allOf").and_then(Value::as_array).into_iter() {
-            for part in all {
-                parts.extend(self.object_parts(part, members));
-            }
         }
         for choice in ["oneOf", "anyOf"] {
             let Some(branches) = schema.get(choice).and_then(Value::as_array) else {
@@ -132,52 +127,32 @@ impl<'s> Walk<'s> {
             let best = branches
                 .iter()
                 .map(|branch| self.object_parts(branch, members))
-                .filter(|branch| !branch.is_empty() && fits(branch, members))
+                .filter(|branch| !branch.is_empty() && tags_match(branch, members))
                 .max_by_key(|branch| std::cmp::Reverse(unknown_members(branch, members)));
             parts.extend(best.into_iter().flatten());
         }
         parts
     }
 
-    /// The schema of an array's elements: the schema's own `items`, or its branch's (an
-    /// optional list is `anyOf` the list and `null`).
+    /// The schema of an array's elements. (An array the schema reaches only through a
+    /// choice is left as it is: none of tep's event types has one.)
     fn items(&self, schema: &'s Value) -> Option<&'s Value> {
-        let schema = self.resolve(schema);
-        if let Some(items) = schema.get("items") {
-            return Some(items);
-        }
-        ["oneOf", "anyOf"]
-            .into_iter()
-            .filter_map(|choice| schema.get(choice)?.as_array())
-            .flatten()
-            .find_map(|branch| self.items(branch))
+        self.resolve(schema).get("items")
     }
 }
 
-/// Whether `members` can be the object `parts` describe: every constant tag matches and every
-/// required member is present.
-fn fits(parts: &[&Value], members: &Map<String, Value>) -> bool {
+/// Whether `members` can be the object `parts` describe: every constant tag it declares
+/// (`type`, `kind`) has its value there.
+fn tags_match(parts: &[&Value], members: &Map<String, Value>) -> bool {
     parts.iter().all(|part| {
-        let required = part
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .all(|key| members.contains_key(key));
-        let tags = part
-            .get("properties")
+        part.get("properties")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
-            .all(
-                |(key, declared)| match (declared.get("const"), members.get(key)) {
-                    (Some(tag), Some(value)) => tag == value,
-                    (Some(_), None) => false,
-                    (None, _) => true,
-                },
-            );
-        required && tags
+            .all(|(key, declared)| match declared.get("const") {
+                Some(tag) => members.get(key) == Some(tag),
+                None => true,
+            })
     })
 }
 
