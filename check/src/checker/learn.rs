@@ -3,6 +3,8 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::facts::recorded_content;
+use crate::facts::state::RecordedText;
 
 impl Checker {
     pub(super) fn stage_facts(&mut self, line: usize, i: usize, obs: &Observation, before: NodeId) {
@@ -120,7 +122,10 @@ impl Checker {
             EventBody::ToolCall(data) if call.start.logged.is_none() => {
                 call.start.logged = Some((line, event.seq));
                 call.start.args = Some(parse_arguments(&data.arguments));
-                call.name = data.name.clone();
+                // The batch declared the name: it is copied only when it differs.
+                if call.name != data.name {
+                    call.name.clone_from(&data.name);
+                }
                 call.facts = self.options.call_facts(&data.name);
                 if call.safe == Some(false) {
                     batch.open_exclusive.insert(i);
@@ -129,7 +134,9 @@ impl Checker {
             }
             EventBody::ToolResult(data) if call.commit.result.is_none() && !call.is_sub_call() => {
                 call.commit.result = Some(line);
-                call.commit.recorded = Some((data.content(), data.is_error()));
+                let announced = call.commit.notified.as_ref().map(|(r, _)| r);
+                let text = RecordedText::of(recorded_content(data), announced);
+                call.commit.recorded = Some((text, data.is_error()));
                 batch.open_exclusive.remove(&i);
                 batch.advance_cursors();
                 if batch.is_complete() && batch.completed.is_none() {

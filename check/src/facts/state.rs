@@ -238,9 +238,38 @@ pub(crate) struct CommitState {
     pub notified: Option<(ToolResult, usize)>,
     /// `tool/result` line.
     pub result: Option<usize>,
-    /// The recorded `tool/result`'s content and `isError`: the model-facing outcome.
-    pub recorded: Option<(Vec<ContentBlock>, bool)>,
+    /// The recorded `tool/result`'s text and `isError`: the model-facing outcome.
+    pub recorded: Option<(RecordedText, bool)>,
     pub started: bool,
+}
+
+/// The text of a recorded `tool/result`, what a next request's tool message is compared with
+/// (only a result of one text block is: how a harness joins several is its own). Kept without
+/// a copy when it is the announced outcome's text, as every valid record's is.
+#[derive(Debug)]
+pub(crate) enum RecordedText {
+    /// One text block, the one the announced outcome has.
+    Announced,
+    /// One text block, another than the announced outcome's.
+    Own(String),
+    /// Not one text block.
+    NotOne,
+}
+
+impl RecordedText {
+    /// The text of `blocks` (a recorded result's content), given the announced outcome's.
+    pub fn of<'a>(
+        mut blocks: impl Iterator<Item = &'a ContentBlock>,
+        announced: Option<&ToolResult>,
+    ) -> Self {
+        let (Some(block), None) = (blocks.next(), blocks.next()) else {
+            return RecordedText::NotOne;
+        };
+        match announced.map(|r| r.content.as_slice()) {
+            Some([a]) if a.as_text() == block.as_text() => RecordedText::Announced,
+            _ => RecordedText::Own(block.as_text().to_owned()),
+        }
+    }
 }
 
 /// What observers and presenters saw of the call.
@@ -328,6 +357,18 @@ impl Call {
     /// Whether the call is a concurrency-safe one, or may be (the recording does not say).
     pub fn may_overlap(&self) -> bool {
         self.safe != Some(false)
+    }
+
+    /// The text of the recorded `tool/result`, when it is one text block.
+    pub fn recorded_text(&self) -> Option<&str> {
+        match &self.commit.recorded.as_ref()?.0 {
+            RecordedText::Announced => match self.commit.notified.as_ref()?.0.content.as_slice() {
+                [block] => Some(block.as_text()),
+                _ => None,
+            },
+            RecordedText::Own(text) => Some(text),
+            RecordedText::NotOne => None,
+        }
     }
 
     /// "line 7 (tools/execute, call c2)": the position, for messages.

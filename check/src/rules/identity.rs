@@ -53,7 +53,7 @@ pub(crate) const IDENTITY_UNCHANGED: Rule = Rule::new(entry(
     {
         differs.push(format!("arguments {}", identity.arguments));
     }
-    let mut lines = vec![v.line];
+    let mut token_line = None;
     if let Some((first, first_line)) = &call.start.first_token
         && *first != identity.token
     {
@@ -61,11 +61,13 @@ pub(crate) const IDENTITY_UNCHANGED: Rule = Rule::new(entry(
             "token {} (line {first_line} saw {first})",
             identity.token
         ));
-        lines.push(*first_line);
+        token_line = Some(*first_line);
     }
+    // Every valid record ends here: it pays for no allocation.
     if differs.is_empty() {
         return;
     }
+    let lines = std::iter::once(v.line).chain(token_line).collect();
     let message = format!(
         "{}: the stage was handed {}",
         v.here(&call.id),
@@ -81,3 +83,66 @@ pub(crate) const IDENTITY_UNCHANGED: Rule = Rule::new(entry(
         json!({"rewritten": true});
     Some(())
 });
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use tep_model::graph::Revision;
+
+    use crate::facts::CheckOptions;
+    use crate::invariants::InvariantId;
+
+    /// A call's first stages; `guards` is handed `token` and `path`.
+    fn trace(token: &str, path: &str) -> String {
+        let identity = |token: &str, path: &str| {
+            format!(
+                r#"{{"token":"{token}","callId":"c1","name":"read","arguments":{{"path":"{path}"}}}}"#
+            )
+        };
+        [
+            r#"{"kind":"stage","node":"model","calls":[{"callId":"c1","name":"read","concurrencySafe":false}]}"#.to_owned(),
+            r#"{"kind":"event","call":"c1","event":{"seq":1,"time":0,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1","name":"read","arguments":"{\"path\":\"a.txt\"}"}}}"#.to_owned(),
+            format!(
+                r#"{{"kind":"stage","node":"pre","call":"c1","outcome":"allow","identity":{}}}"#,
+                identity("tok-1", "a.txt")
+            ),
+            format!(
+                r#"{{"kind":"stage","node":"guards","call":"c1","outcome":"allow","identity":{}}}"#,
+                identity(token, path)
+            ),
+        ]
+        .join("\n")
+    }
+
+    fn found(text: &str) -> Vec<(Vec<usize>, String)> {
+        let options = CheckOptions::new(Revision::Rev2);
+        crate::trace_io::check_reader(&options, text.as_bytes())
+            .unwrap()
+            .violations
+            .into_iter()
+            .filter(|v| v.invariant == InvariantId::IdentityUnchanged)
+            .map(|v| (v.lines, v.message))
+            .collect()
+    }
+
+    #[test]
+    fn a_changed_token_names_the_line_that_saw_the_first_one() {
+        assert_eq!(found(&trace("tok-1", "a.txt")), []);
+        let changed = found(&trace("tok-2", "a.txt"));
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        assert_eq!(changed[0].0, [4, 3]);
+        assert!(
+            changed[0].1.contains("token tok-2 (line 3 saw tok-1)"),
+            "{changed:?}"
+        );
+        // Other arguments: the offending line alone.
+        let rewritten = found(&trace("tok-1", "b.txt"));
+        assert_eq!(rewritten.len(), 1, "{rewritten:?}");
+        assert_eq!(rewritten[0].0, [4]);
+        assert!(
+            rewritten[0].1.contains(r#"arguments {"path":"b.txt"}"#),
+            "{rewritten:?}"
+        );
+    }
+}
