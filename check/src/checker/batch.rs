@@ -18,15 +18,8 @@ impl Checker {
             )
         })?;
         self.close_batch()?;
-        let mut ids = BTreeSet::new();
-        let mut calls = Vec::with_capacity(declared.len());
+        let mut batch = Batch::open(line, std::mem::take(&mut self.spare));
         for d in declared {
-            if !ids.insert(&d.call_id) {
-                return Err(TraceError::new(
-                    line,
-                    format!("duplicate call id {} in the batch", d.call_id),
-                ));
-            }
             let mut call = Call::new(
                 d.call_id.clone(),
                 d.name.clone(),
@@ -35,9 +28,14 @@ impl Checker {
                 line,
             );
             call.facts = self.options.call_facts(&d.name);
-            calls.push(call);
+            if !batch.declare(call) {
+                return Err(TraceError::new(
+                    line,
+                    format!("duplicate call id {} in the batch", d.call_id),
+                ));
+            }
         }
-        self.batch = Some(Batch::new(line, calls));
+        self.batch = Some(batch);
         self.report.batches += 1;
         Ok(())
     }
@@ -159,7 +157,9 @@ impl Checker {
         }
         self.batch = Some(batch);
         self.emit();
-        self.batch = None;
+        if let Some(batch) = self.batch.take() {
+            self.spare = batch.into_spare();
+        }
         Ok(())
     }
 

@@ -28,7 +28,7 @@ use crate::catalog::invariant;
 use crate::checkability::{self, Checkability};
 #[cfg(any(test, feature = "testing"))]
 pub use crate::facts::state::scanned;
-use crate::facts::state::{Batch, Call, Section};
+use crate::facts::state::{Batch, Call, Section, Spare};
 use crate::facts::walk::{Step, Walker, bit};
 pub use crate::facts::{CheckOptions, InvariantStatus};
 use crate::facts::{FsSeen, context_text};
@@ -323,6 +323,8 @@ pub struct Checker {
     code_walker: Walker,
     dispatch: Dispatch,
     batch: Option<Batch>,
+    /// The last closed batch's lists, for the next one.
+    spare: Spare,
     session: FsSeen,
     seen_records: usize,
     found: Vec<Finding>,
@@ -415,6 +417,7 @@ impl Checker {
             dispatch: Dispatch::new(&options),
             options,
             batch: None,
+            spare: Spare::default(),
             session: FsSeen::default(),
             seen_records: 0,
             found: Vec::new(),

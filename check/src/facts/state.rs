@@ -444,16 +444,27 @@ pub(crate) enum ContextMatch {
     Unannounced,
 }
 
+/// A closed batch's lists, emptied and kept for the next batch: every batch would otherwise
+/// allocate them anew (a batch is opened every few records).
+#[derive(Debug, Default)]
+pub(crate) struct Spare {
+    calls: Vec<Call>,
+    index: HashMap<CallId, usize>,
+}
+
+/// A batch with more calls than this does not leave its lists for the next one: what is kept
+/// between batches stays small whatever the trace.
+const MAX_SPARE_CALLS: usize = 256;
+
 impl Batch {
-    pub fn new(model_line: usize, calls: Vec<Call>) -> Self {
-        let index = calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.id.clone(), i))
-            .collect();
+    /// A batch declared at `model_line`, without calls yet ([`Batch::declare`]), in `spare`'s
+    /// lists.
+    pub fn open(model_line: usize, spare: Spare) -> Self {
+        let Spare { calls, index } = spare;
+        debug_assert!(calls.is_empty() && index.is_empty());
         Batch {
             model_line,
-            top: calls.len(),
+            top: 0,
             calls: calls.into(),
             index,
             last_found: Cell::new(0),
@@ -473,6 +484,33 @@ impl Batch {
             first_context: None,
             injected: Vec::new(),
         }
+    }
+
+    /// Adds the next call the batch declares (before any sub-call appears); false, and the
+    /// batch unchanged, when it declared that id already.
+    pub fn declare(&mut self, call: Call) -> bool {
+        debug_assert_eq!(self.top, self.calls.len());
+        if self.index.contains_key(&call.id) {
+            return false;
+        }
+        self.index.insert(call.id.clone(), self.calls.len());
+        self.calls.push(call);
+        self.top += 1;
+        true
+    }
+
+    /// The batch's lists, emptied, for the next batch (none past [`MAX_SPARE_CALLS`]).
+    pub fn into_spare(self) -> Spare {
+        let Batch {
+            calls, mut index, ..
+        } = self;
+        let mut calls = calls.0;
+        if calls.capacity() > MAX_SPARE_CALLS {
+            return Spare::default();
+        }
+        calls.clear();
+        index.clear();
+        Spare { calls, index }
     }
 
     /// The index of a call (or sub-call) of the batch. Consecutive records mostly belong to one
