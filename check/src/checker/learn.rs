@@ -3,6 +3,8 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use std::sync::Arc;
+
 use crate::facts::recorded_content;
 use crate::facts::state::RecordedText;
 
@@ -25,6 +27,12 @@ impl Checker {
             }
             if call.start.first_token.is_none() {
                 call.start.first_token = Some((identity.token.clone(), line));
+            }
+            if !call.start.handed_before(identity) {
+                call.start.matched = call
+                    .identity_diff(identity)
+                    .is_empty()
+                    .then(|| Arc::downgrade(identity));
             }
         }
         let denial = matches!(
@@ -122,6 +130,7 @@ impl Checker {
             EventBody::ToolCall(data) if call.start.logged.is_none() => {
                 call.start.logged = Some((line, event.seq));
                 call.start.args = Some(parse_arguments(&data.arguments));
+                call.start.matched = None;
                 // The batch declared the name: it is copied only when it differs.
                 if call.name != data.name {
                     call.name.clone_from(&data.name);
@@ -181,6 +190,7 @@ impl Checker {
                 if call.name.is_empty() {
                     call.name = data.name.clone();
                     call.start.args = Some(data.arguments.clone());
+                    call.start.matched = None;
                     call.facts = self.options.call_facts(&data.name);
                 }
             }
@@ -189,6 +199,7 @@ impl Checker {
                 if call.name.is_empty() {
                     call.name = data.name.clone();
                     call.start.args = Some(data.arguments.clone());
+                    call.start.matched = None;
                 }
             }
             EventBody::FsObserved(data) => match data.state {

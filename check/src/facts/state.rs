@@ -4,10 +4,11 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 use tep_model::graph::{NodeId, Outcome, StageGraph};
-use tep_model::identity::CallId;
+use tep_model::identity::{CallId, Identity};
 use tep_model::result::{ContentBlock, ToolResult};
 
 use crate::invariants::InvariantId;
@@ -193,6 +194,39 @@ pub(crate) struct CallStart {
     /// The first identity's token and line (only the token is compared later: a whole
     /// identity kept per call would hold its arguments, up to a trace line's size).
     pub first_token: Option<(String, usize)>,
+    /// The last identity the call was handed that matched the above (nothing of it differed,
+    /// [`Call::identity_diff`]); cleared whenever they change. The reader shares one identity
+    /// among the records that repeat it byte for byte, so a stage handed this one matches
+    /// without comparing. Held weakly: the value is not kept, and while this is held its
+    /// address names no other identity.
+    pub matched: Option<Weak<Identity>>,
+}
+
+impl CallStart {
+    /// Whether `identity` is the one [`CallStart::matched`] holds.
+    pub fn handed_before(&self, identity: &Arc<Identity>) -> bool {
+        self.matched
+            .as_ref()
+            .is_some_and(|m| std::ptr::eq(m.as_ptr(), Arc::as_ptr(identity)))
+    }
+}
+
+/// What of an identity a stage was handed differs from what the call started with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IdentityDiff<'a> {
+    pub call_id: bool,
+    /// Differs from the name the call was logged with (none known yet: not compared).
+    pub name: bool,
+    /// Differs from the arguments the model sent (none known yet: not compared).
+    pub arguments: bool,
+    /// The first token and its line, when the token differs from it.
+    pub token: Option<(&'a str, usize)>,
+}
+
+impl IdentityDiff<'_> {
+    pub fn is_empty(&self) -> bool {
+        !self.call_id && !self.name && !self.arguments && self.token.is_none()
+    }
 }
 
 /// What the stages around the body decided, each with its line.
@@ -357,6 +391,25 @@ impl Call {
     /// Whether the call is a concurrency-safe one, or may be (the recording does not say).
     pub fn may_overlap(&self) -> bool {
         self.safe != Some(false)
+    }
+
+    /// What of `identity` differs from what the call started with.
+    pub fn identity_diff(&self, identity: &Identity) -> IdentityDiff<'_> {
+        IdentityDiff {
+            call_id: identity.call_id != self.id,
+            name: !self.name.is_empty() && identity.name != self.name,
+            arguments: self
+                .start
+                .args
+                .as_ref()
+                .is_some_and(|args| identity.arguments != *args),
+            token: self
+                .start
+                .first_token
+                .as_ref()
+                .filter(|(first, _)| *first != identity.token)
+                .map(|(first, line)| (first.as_str(), *line)),
+        }
     }
 
     /// The text of the recorded `tool/result`, when it is one text block.
