@@ -196,16 +196,21 @@ pub(super) fn fifo(batch: &Batch) -> Vec<(usize, String, usize)> {
         .collect()
 }
 
-/// A batch whose calls have session events but not one stage record.
-pub(super) fn looks_like_a_session_log(batch: &Batch) -> bool {
-    let hooks: u32 = NodeId::ALL
+/// The stage records a trace at level `hooks` or `full` holds (bit per node).
+static STAGE_RECORDS: std::sync::LazyLock<u32> = std::sync::LazyLock::new(|| {
+    NodeId::ALL
         .iter()
         .filter(|&&n| {
             crate::observation::level_of(n) == ObservationLevel::Hooks
                 || crate::observation::level_of(n) == ObservationLevel::Full
         })
         .filter(|&&n| n != NodeId::AllResults && n != NodeId::RunCode)
-        .fold(0, |acc, &n| acc | bit(n));
+        .fold(0, |acc, &n| acc | bit(n))
+});
+
+/// A batch whose calls have session events but not one stage record.
+pub(super) fn looks_like_a_session_log(batch: &Batch) -> bool {
+    let hooks = *STAGE_RECORDS;
     let started = batch.top_level().any(|(_, c)| c.start.logged.is_some());
     started && batch.calls.iter().all(|c| c.walk.visited & hooks == 0)
 }

@@ -525,6 +525,9 @@ impl Checker {
 
     /// Moves what the rules found into the report, once per call where asked.
     fn emit(&mut self) {
+        if self.found.is_empty() {
+            return;
+        }
         for finding in std::mem::take(&mut self.found) {
             if self.checked & (1u128 << (finding.invariant as u32)) == 0 {
                 continue;
