@@ -6,7 +6,7 @@ use super::*;
 use std::sync::Arc;
 
 use crate::facts::recorded_content;
-use crate::facts::state::RecordedText;
+use crate::facts::state::{Arguments, RecordedText};
 
 impl Checker {
     pub(super) fn stage_facts(&mut self, line: usize, i: usize, obs: &Observation, before: NodeId) {
@@ -23,7 +23,7 @@ impl Checker {
                 call.facts = self.options.call_facts(&identity.name);
             }
             if call.is_sub_call() && call.start.args.is_none() {
-                call.start.args = Some(identity.arguments.clone());
+                call.start.args = Some(Arguments::Value(identity.arguments.clone()));
             }
             if call.start.first_token.is_none() {
                 call.start.first_token = Some((identity.token.clone(), line));
@@ -129,7 +129,7 @@ impl Checker {
         match &event.body {
             EventBody::ToolCall(data) if call.start.logged.is_none() => {
                 call.start.logged = Some((line, event.seq));
-                call.start.args = Some(parse_arguments(&data.arguments));
+                call.start.args = Some(Arguments::text(&data.arguments));
                 call.start.matched = None;
                 // The batch declared the name: it is copied only when it differs.
                 if call.name != data.name {
@@ -189,7 +189,7 @@ impl Checker {
                 call.code.dispatch_started.get_or_insert(line);
                 if call.name.is_empty() {
                     call.name = data.name.clone();
-                    call.start.args = Some(data.arguments.clone());
+                    call.start.args = Some(Arguments::Value(data.arguments.clone()));
                     call.start.matched = None;
                     call.facts = self.options.call_facts(&data.name);
                 }
@@ -198,7 +198,7 @@ impl Checker {
                 call.code.dispatched.get_or_insert(line);
                 if call.name.is_empty() {
                     call.name = data.name.clone();
-                    call.start.args = Some(data.arguments.clone());
+                    call.start.args = Some(Arguments::Value(data.arguments.clone()));
                     call.start.matched = None;
                 }
             }

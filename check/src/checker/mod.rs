@@ -18,7 +18,7 @@ use std::fmt;
 
 use serde::Serialize;
 use tep_model::graph::{EdgeId, GraphKind, NodeId, NodeKind, Outcome, Scope, StageGraph};
-use tep_model::identity::{CallId, parse_arguments};
+use tep_model::identity::CallId;
 use tep_model::session::{EventBody, FileState, SessionEvent};
 use tep_model::trace::{
     EventRecord, Mark, MarkKind, NextRequest, Observation, ObservationLevel, TraceRecord,

@@ -2,13 +2,13 @@
 //! reads, updated by the core after the rules have seen a record (so a rule always compares a
 //! record with what came before it).
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 use tep_model::graph::{NodeId, Outcome, StageGraph};
-use tep_model::identity::{CallId, Identity};
+use tep_model::identity::{CallId, Identity, parse_arguments};
 use tep_model::result::{ContentBlock, ToolResult};
 
 use crate::invariants::InvariantId;
@@ -189,8 +189,8 @@ pub(crate) struct CallWalk {
 pub(crate) struct CallStart {
     /// `tool/call`: line and seq.
     pub logged: Option<(usize, u64)>,
-    /// The arguments the model sent (parsed), or a sub-call's first identity's.
-    pub args: Option<Value>,
+    /// The arguments the model sent, or a sub-call's first identity's.
+    pub args: Option<Arguments>,
     /// The first identity's token and line (only the token is compared later: a whole
     /// identity kept per call would hold its arguments, up to a trace line's size).
     pub first_token: Option<(String, usize)>,
@@ -208,6 +208,46 @@ impl CallStart {
         self.matched
             .as_ref()
             .is_some_and(|m| std::ptr::eq(m.as_ptr(), Arc::as_ptr(identity)))
+    }
+}
+
+/// A call's arguments: the text the model sent (`tool/call`), or a value already parsed (a
+/// sub-call's).
+#[derive(Debug)]
+pub(crate) enum Arguments {
+    /// The text, and its value once a comparison needed it.
+    Text(String, OnceCell<Value>),
+    Value(Value),
+}
+
+thread_local! {
+    /// The text of the last value [`Arguments::is`] wrote out (its buffer, reused).
+    static WRITTEN: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Arguments {
+    /// The text the model sent, kept as it is: it is parsed only if a comparison needs it.
+    pub fn text(text: &str) -> Self {
+        Arguments::Text(text.to_owned(), OnceCell::new())
+    }
+
+    /// Whether these are `value`, as the model's text parses ([`parse_arguments`]). A value
+    /// written out as compact JSON that is the text byte for byte is what the text parses to
+    /// (serde_json reads back what it writes): the text is parsed only when they differ.
+    pub fn is(&self, value: &Value) -> bool {
+        match self {
+            Arguments::Value(v) => v == value,
+            Arguments::Text(text, parsed) => {
+                if let Some(v) = parsed.get() {
+                    return v == value;
+                }
+                let written = WRITTEN.with_borrow_mut(|buf| {
+                    buf.clear();
+                    serde_json::to_writer(&mut *buf, value).is_ok() && buf == text.as_bytes()
+                });
+                written || parsed.get_or_init(|| parse_arguments(text)) == value
+            }
+        }
     }
 }
 
@@ -402,7 +442,7 @@ impl Call {
                 .start
                 .args
                 .as_ref()
-                .is_some_and(|args| identity.arguments != *args),
+                .is_some_and(|args| !args.is(&identity.arguments)),
             token: self
                 .start
                 .first_token
@@ -672,6 +712,30 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_kept_as_text_are_the_values_they_parse_to_however_written() {
+        use serde_json::json;
+        let value = json!({"path": "a.txt", "n": 1.5, "list": [1, "two", null]});
+        for text in [
+            r#"{"list":[1,"two",null],"n":1.5,"path":"a.txt"}"#,
+            // Not as serde_json writes it: spaces, another key order.
+            r#"{ "path": "a.txt", "n": 1.5, "list": [1, "two", null] }"#,
+        ] {
+            let args = Arguments::text(text);
+            assert!(args.is(&value), "{text}");
+            // Asked again (the second time from the parsed value, when it was parsed).
+            assert!(args.is(&value), "{text}");
+            assert!(!args.is(&json!({"path": "b.txt", "n": 1.5, "list": [1, "two", null]})));
+            assert!(!args.is(&json!(text)), "{text}");
+        }
+        // As the loop parses them: an empty text is `{}`, an invalid one the text itself.
+        assert!(Arguments::text("").is(&json!({})));
+        assert!(Arguments::text("{oops").is(&json!("{oops")));
+        assert!(!Arguments::text("{oops").is(&json!({})));
+        assert!(Arguments::Value(json!([1])).is(&json!([1])));
+        assert!(!Arguments::Value(json!([1])).is(&json!([2])));
+    }
 
     #[test]
     fn a_scan_counts_each_item_it_yields_from_either_end_and_knows_its_length() {
