@@ -225,6 +225,16 @@ thread_local! {
     static WRITTEN: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A buffer [`WRITTEN`] grew past this is let go after its comparison: a trace line may be
+/// 16 MiB, and a thread's buffer outlives the trace.
+const MAX_WRITTEN: usize = 64 * 1024;
+
+/// The capacity [`WRITTEN`] keeps on this thread.
+#[cfg(test)]
+fn written_capacity() -> usize {
+    WRITTEN.with_borrow(Vec::capacity)
+}
+
 impl Arguments {
     /// The text the model sent, kept as it is: it is parsed only if a comparison needs it.
     pub fn text(text: &str) -> Self {
@@ -243,7 +253,12 @@ impl Arguments {
                 }
                 let written = WRITTEN.with_borrow_mut(|buf| {
                     buf.clear();
-                    serde_json::to_writer(&mut *buf, value).is_ok() && buf == text.as_bytes()
+                    let same =
+                        serde_json::to_writer(&mut *buf, value).is_ok() && buf == text.as_bytes();
+                    if buf.capacity() > MAX_WRITTEN {
+                        *buf = Vec::new();
+                    }
+                    same
                 });
                 written || parsed.get_or_init(|| parse_arguments(text)) == value
             }
@@ -735,6 +750,18 @@ mod tests {
         assert!(!Arguments::text("{oops").is(&json!({})));
         assert!(Arguments::Value(json!([1])).is(&json!([1])));
         assert!(!Arguments::Value(json!([1])).is(&json!([2])));
+    }
+
+    #[test]
+    fn the_buffer_a_comparison_writes_into_is_kept_only_while_small() {
+        use serde_json::json;
+        assert!(Arguments::text(r#"{"a":1}"#).is(&json!({"a": 1})));
+        let small = written_capacity();
+        assert!(small > 0);
+        // A long value is written out, then its buffer let go.
+        let long = "x".repeat(MAX_WRITTEN * 4);
+        assert!(Arguments::text(&format!(r#"["{long}"]"#)).is(&json!([long])));
+        assert_eq!(written_capacity(), 0);
     }
 
     #[test]
