@@ -18,15 +18,8 @@ impl Checker {
             )
         })?;
         self.close_batch()?;
-        let mut ids = BTreeSet::new();
-        let mut calls = Vec::with_capacity(declared.len());
+        let mut batch = Batch::open(line, std::mem::take(&mut self.spare));
         for d in declared {
-            if !ids.insert(&d.call_id) {
-                return Err(TraceError::new(
-                    line,
-                    format!("duplicate call id {} in the batch", d.call_id),
-                ));
-            }
             let mut call = Call::new(
                 d.call_id.clone(),
                 d.name.clone(),
@@ -35,9 +28,14 @@ impl Checker {
                 line,
             );
             call.facts = self.options.call_facts(&d.name);
-            calls.push(call);
+            if !batch.declare(call) {
+                return Err(TraceError::new(
+                    line,
+                    format!("duplicate call id {} in the batch", d.call_id),
+                ));
+            }
         }
-        self.batch = Some(Batch::new(line, calls));
+        self.batch = Some(batch);
         self.report.batches += 1;
         Ok(())
     }
@@ -159,7 +157,9 @@ impl Checker {
         }
         self.batch = Some(batch);
         self.emit();
-        self.batch = None;
+        if let Some(batch) = self.batch.take() {
+            self.spare = batch.into_spare();
+        }
         Ok(())
     }
 
@@ -196,16 +196,21 @@ pub(super) fn fifo(batch: &Batch) -> Vec<(usize, String, usize)> {
         .collect()
 }
 
-/// A batch whose calls have session events but not one stage record.
-pub(super) fn looks_like_a_session_log(batch: &Batch) -> bool {
-    let hooks: u32 = NodeId::ALL
+/// The stage records a trace at level `hooks` or `full` holds (bit per node).
+static STAGE_RECORDS: std::sync::LazyLock<u32> = std::sync::LazyLock::new(|| {
+    NodeId::ALL
         .iter()
         .filter(|&&n| {
             crate::observation::level_of(n) == ObservationLevel::Hooks
                 || crate::observation::level_of(n) == ObservationLevel::Full
         })
         .filter(|&&n| n != NodeId::AllResults && n != NodeId::RunCode)
-        .fold(0, |acc, &n| acc | bit(n));
+        .fold(0, |acc, &n| acc | bit(n))
+});
+
+/// A batch whose calls have session events but not one stage record.
+pub(super) fn looks_like_a_session_log(batch: &Batch) -> bool {
+    let hooks = *STAGE_RECORDS;
     let started = batch.top_level().any(|(_, c)| c.start.logged.is_some());
     started && batch.calls.iter().all(|c| c.walk.visited & hooks == 0)
 }

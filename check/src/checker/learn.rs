@@ -3,6 +3,10 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use std::sync::Arc;
+
+use crate::facts::recorded_content;
+use crate::facts::state::{Arguments, RecordedText};
 
 impl Checker {
     pub(super) fn stage_facts(&mut self, line: usize, i: usize, obs: &Observation, before: NodeId) {
@@ -19,10 +23,16 @@ impl Checker {
                 call.facts = self.options.call_facts(&identity.name);
             }
             if call.is_sub_call() && call.start.args.is_none() {
-                call.start.args = Some(identity.arguments.clone());
+                call.start.args = Some(Arguments::Value(identity.arguments.clone()));
             }
             if call.start.first_token.is_none() {
                 call.start.first_token = Some((identity.token.clone(), line));
+            }
+            if !call.start.handed_before(identity) {
+                call.start.matched = call
+                    .identity_diff(identity)
+                    .is_empty()
+                    .then(|| Arc::downgrade(identity));
             }
         }
         let denial = matches!(
@@ -119,8 +129,12 @@ impl Checker {
         match &event.body {
             EventBody::ToolCall(data) if call.start.logged.is_none() => {
                 call.start.logged = Some((line, event.seq));
-                call.start.args = Some(parse_arguments(&data.arguments));
-                call.name = data.name.clone();
+                call.start.args = Some(Arguments::text(&data.arguments));
+                call.start.matched = None;
+                // The batch declared the name: it is copied only when it differs.
+                if call.name != data.name {
+                    call.name.clone_from(&data.name);
+                }
                 call.facts = self.options.call_facts(&data.name);
                 if call.safe == Some(false) {
                     batch.open_exclusive.insert(i);
@@ -129,7 +143,9 @@ impl Checker {
             }
             EventBody::ToolResult(data) if call.commit.result.is_none() && !call.is_sub_call() => {
                 call.commit.result = Some(line);
-                call.commit.recorded = Some((data.content(), data.is_error()));
+                let announced = call.commit.notified.as_ref().map(|(r, _)| r);
+                let text = RecordedText::of(recorded_content(data), announced);
+                call.commit.recorded = Some((text, data.is_error()));
                 batch.open_exclusive.remove(&i);
                 batch.advance_cursors();
                 if batch.is_complete() && batch.completed.is_none() {
@@ -173,7 +189,8 @@ impl Checker {
                 call.code.dispatch_started.get_or_insert(line);
                 if call.name.is_empty() {
                     call.name = data.name.clone();
-                    call.start.args = Some(data.arguments.clone());
+                    call.start.args = Some(Arguments::Value(data.arguments.clone()));
+                    call.start.matched = None;
                     call.facts = self.options.call_facts(&data.name);
                 }
             }
@@ -181,7 +198,8 @@ impl Checker {
                 call.code.dispatched.get_or_insert(line);
                 if call.name.is_empty() {
                     call.name = data.name.clone();
-                    call.start.args = Some(data.arguments.clone());
+                    call.start.args = Some(Arguments::Value(data.arguments.clone()));
+                    call.start.matched = None;
                 }
             }
             EventBody::FsObserved(data) => match data.state {

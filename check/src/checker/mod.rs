@@ -18,7 +18,7 @@ use std::fmt;
 
 use serde::Serialize;
 use tep_model::graph::{EdgeId, GraphKind, NodeId, NodeKind, Outcome, Scope, StageGraph};
-use tep_model::identity::{CallId, parse_arguments};
+use tep_model::identity::CallId;
 use tep_model::session::{EventBody, FileState, SessionEvent};
 use tep_model::trace::{
     EventRecord, Mark, MarkKind, NextRequest, Observation, ObservationLevel, TraceRecord,
@@ -28,7 +28,7 @@ use crate::catalog::invariant;
 use crate::checkability::{self, Checkability};
 #[cfg(any(test, feature = "testing"))]
 pub use crate::facts::state::scanned;
-use crate::facts::state::{Batch, Call, Section};
+use crate::facts::state::{Batch, Call, Section, Spare};
 use crate::facts::walk::{Step, Walker, bit};
 pub use crate::facts::{CheckOptions, InvariantStatus};
 use crate::facts::{FsSeen, context_text};
@@ -323,6 +323,8 @@ pub struct Checker {
     code_walker: Walker,
     dispatch: Dispatch,
     batch: Option<Batch>,
+    /// The last closed batch's lists, for the next one.
+    spare: Spare,
     session: FsSeen,
     seen_records: usize,
     found: Vec<Finding>,
@@ -415,6 +417,7 @@ impl Checker {
             dispatch: Dispatch::new(&options),
             options,
             batch: None,
+            spare: Spare::default(),
             session: FsSeen::default(),
             seen_records: 0,
             found: Vec::new(),
@@ -522,6 +525,9 @@ impl Checker {
 
     /// Moves what the rules found into the report, once per call where asked.
     fn emit(&mut self) {
+        if self.found.is_empty() {
+            return;
+        }
         for finding in std::mem::take(&mut self.found) {
             if self.checked & (1u128 << (finding.invariant as u32)) == 0 {
                 continue;

@@ -13,10 +13,25 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 use tep_model::graph::{NodeId, Outcome, Revision};
 use tep_model::identity::CallId;
-use tep_model::session::EventBody;
+use tep_model::result::ContentBlock;
+use tep_model::session::{EventBody, ToolResultData};
 use tep_model::trace::{Capability, ObservationLevel, TraceHeader};
 
 use crate::observation::CallFacts;
+
+/// The content blocks a `tool/result` records, in order, borrowed (`ToolResultData::content`
+/// clones them).
+pub(crate) fn recorded_content(data: &ToolResultData) -> impl Iterator<Item = &ContentBlock> {
+    let (message, flat) = match data {
+        ToolResultData::Message(m) => (Some(&m.message.content), None),
+        ToolResultData::Flat(f) => (None, Some(&f.content)),
+    };
+    message
+        .into_iter()
+        .flatten()
+        .flat_map(|b| b.content.iter())
+        .chain(flat.into_iter().flatten())
+}
 
 /// Bit `n` stands for the node `NodeId::ALL[n]`.
 pub(crate) fn bit(node: NodeId) -> u32 {

@@ -2,12 +2,13 @@
 //! reads, updated by the core after the rules have seen a record (so a rule always compares a
 //! record with what came before it).
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 use tep_model::graph::{NodeId, Outcome, StageGraph};
-use tep_model::identity::CallId;
+use tep_model::identity::{CallId, Identity, parse_arguments};
 use tep_model::result::{ContentBlock, ToolResult};
 
 use crate::invariants::InvariantId;
@@ -188,11 +189,99 @@ pub(crate) struct CallWalk {
 pub(crate) struct CallStart {
     /// `tool/call`: line and seq.
     pub logged: Option<(usize, u64)>,
-    /// The arguments the model sent (parsed), or a sub-call's first identity's.
-    pub args: Option<Value>,
+    /// The arguments the model sent, or a sub-call's first identity's.
+    pub args: Option<Arguments>,
     /// The first identity's token and line (only the token is compared later: a whole
     /// identity kept per call would hold its arguments, up to a trace line's size).
     pub first_token: Option<(String, usize)>,
+    /// The last identity the call was handed that matched the above (nothing of it differed,
+    /// [`Call::identity_diff`]); cleared whenever they change. The reader shares one identity
+    /// among the records that repeat it byte for byte, so a stage handed this one matches
+    /// without comparing. Held weakly: the value is not kept, and while this is held its
+    /// address names no other identity.
+    pub matched: Option<Weak<Identity>>,
+}
+
+impl CallStart {
+    /// Whether `identity` is the one [`CallStart::matched`] holds.
+    pub fn handed_before(&self, identity: &Arc<Identity>) -> bool {
+        self.matched
+            .as_ref()
+            .is_some_and(|m| std::ptr::eq(m.as_ptr(), Arc::as_ptr(identity)))
+    }
+}
+
+/// A call's arguments: the text the model sent (`tool/call`), or a value already parsed (a
+/// sub-call's).
+#[derive(Debug)]
+pub(crate) enum Arguments {
+    /// The text, and its value once a comparison needed it.
+    Text(String, OnceCell<Value>),
+    Value(Value),
+}
+
+thread_local! {
+    /// The text of the last value [`Arguments::is`] wrote out (its buffer, reused).
+    static WRITTEN: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer [`WRITTEN`] grew past this is let go after its comparison: a trace line may be
+/// 16 MiB, and a thread's buffer outlives the trace.
+const MAX_WRITTEN: usize = 64 * 1024;
+
+/// The capacity [`WRITTEN`] keeps on this thread.
+#[cfg(test)]
+fn written_capacity() -> usize {
+    WRITTEN.with_borrow(Vec::capacity)
+}
+
+impl Arguments {
+    /// The text the model sent, kept as it is: it is parsed only if a comparison needs it.
+    pub fn text(text: &str) -> Self {
+        Arguments::Text(text.to_owned(), OnceCell::new())
+    }
+
+    /// Whether these are `value`, as the model's text parses ([`parse_arguments`]). A value
+    /// written out as compact JSON that is the text byte for byte is what the text parses to
+    /// (serde_json reads back what it writes): the text is parsed only when they differ.
+    pub fn is(&self, value: &Value) -> bool {
+        match self {
+            Arguments::Value(v) => v == value,
+            Arguments::Text(text, parsed) => {
+                if let Some(v) = parsed.get() {
+                    return v == value;
+                }
+                let written = WRITTEN.with_borrow_mut(|buf| {
+                    buf.clear();
+                    let same =
+                        serde_json::to_writer(&mut *buf, value).is_ok() && buf == text.as_bytes();
+                    if buf.capacity() > MAX_WRITTEN {
+                        *buf = Vec::new();
+                    }
+                    same
+                });
+                written || parsed.get_or_init(|| parse_arguments(text)) == value
+            }
+        }
+    }
+}
+
+/// What of an identity a stage was handed differs from what the call started with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IdentityDiff<'a> {
+    pub call_id: bool,
+    /// Differs from the name the call was logged with (none known yet: not compared).
+    pub name: bool,
+    /// Differs from the arguments the model sent (none known yet: not compared).
+    pub arguments: bool,
+    /// The first token and its line, when the token differs from it.
+    pub token: Option<(&'a str, usize)>,
+}
+
+impl IdentityDiff<'_> {
+    pub fn is_empty(&self) -> bool {
+        !self.call_id && !self.name && !self.arguments && self.token.is_none()
+    }
 }
 
 /// What the stages around the body decided, each with its line.
@@ -238,9 +327,38 @@ pub(crate) struct CommitState {
     pub notified: Option<(ToolResult, usize)>,
     /// `tool/result` line.
     pub result: Option<usize>,
-    /// The recorded `tool/result`'s content and `isError`: the model-facing outcome.
-    pub recorded: Option<(Vec<ContentBlock>, bool)>,
+    /// The recorded `tool/result`'s text and `isError`: the model-facing outcome.
+    pub recorded: Option<(RecordedText, bool)>,
     pub started: bool,
+}
+
+/// The text of a recorded `tool/result`, what a next request's tool message is compared with
+/// (only a result of one text block is: how a harness joins several is its own). Kept without
+/// a copy when it is the announced outcome's text, as every valid record's is.
+#[derive(Debug)]
+pub(crate) enum RecordedText {
+    /// One text block, the one the announced outcome has.
+    Announced,
+    /// One text block, another than the announced outcome's.
+    Own(String),
+    /// Not one text block.
+    NotOne,
+}
+
+impl RecordedText {
+    /// The text of `blocks` (a recorded result's content), given the announced outcome's.
+    pub fn of<'a>(
+        mut blocks: impl Iterator<Item = &'a ContentBlock>,
+        announced: Option<&ToolResult>,
+    ) -> Self {
+        let (Some(block), None) = (blocks.next(), blocks.next()) else {
+            return RecordedText::NotOne;
+        };
+        match announced.map(|r| r.content.as_slice()) {
+            Some([a]) if a.as_text() == block.as_text() => RecordedText::Announced,
+            _ => RecordedText::Own(block.as_text().to_owned()),
+        }
+    }
 }
 
 /// What observers and presenters saw of the call.
@@ -330,6 +448,37 @@ impl Call {
         self.safe != Some(false)
     }
 
+    /// What of `identity` differs from what the call started with.
+    pub fn identity_diff(&self, identity: &Identity) -> IdentityDiff<'_> {
+        IdentityDiff {
+            call_id: identity.call_id != self.id,
+            name: !self.name.is_empty() && identity.name != self.name,
+            arguments: self
+                .start
+                .args
+                .as_ref()
+                .is_some_and(|args| !args.is(&identity.arguments)),
+            token: self
+                .start
+                .first_token
+                .as_ref()
+                .filter(|(first, _)| *first != identity.token)
+                .map(|(first, line)| (first.as_str(), *line)),
+        }
+    }
+
+    /// The text of the recorded `tool/result`, when it is one text block.
+    pub fn recorded_text(&self) -> Option<&str> {
+        match &self.commit.recorded.as_ref()?.0 {
+            RecordedText::Announced => match self.commit.notified.as_ref()?.0.content.as_slice() {
+                [block] => Some(block.as_text()),
+                _ => None,
+            },
+            RecordedText::Own(text) => Some(text),
+            RecordedText::NotOne => None,
+        }
+    }
+
     /// "line 7 (tools/execute, call c2)": the position, for messages.
     pub fn at_position(&self) -> String {
         at(
@@ -403,16 +552,27 @@ pub(crate) enum ContextMatch {
     Unannounced,
 }
 
+/// A closed batch's lists, emptied and kept for the next batch: every batch would otherwise
+/// allocate them anew (a batch is opened every few records).
+#[derive(Debug, Default)]
+pub(crate) struct Spare {
+    calls: Vec<Call>,
+    index: HashMap<CallId, usize>,
+}
+
+/// A batch with more calls than this does not leave its lists for the next one: what is kept
+/// between batches stays small whatever the trace.
+const MAX_SPARE_CALLS: usize = 256;
+
 impl Batch {
-    pub fn new(model_line: usize, calls: Vec<Call>) -> Self {
-        let index = calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.id.clone(), i))
-            .collect();
+    /// A batch declared at `model_line`, without calls yet ([`Batch::declare`]), in `spare`'s
+    /// lists.
+    pub fn open(model_line: usize, spare: Spare) -> Self {
+        let Spare { calls, index } = spare;
+        debug_assert!(calls.is_empty() && index.is_empty());
         Batch {
             model_line,
-            top: calls.len(),
+            top: 0,
             calls: calls.into(),
             index,
             last_found: Cell::new(0),
@@ -432,6 +592,33 @@ impl Batch {
             first_context: None,
             injected: Vec::new(),
         }
+    }
+
+    /// Adds the next call the batch declares (before any sub-call appears); false, and the
+    /// batch unchanged, when it declared that id already.
+    pub fn declare(&mut self, call: Call) -> bool {
+        debug_assert_eq!(self.top, self.calls.len());
+        if self.index.contains_key(&call.id) {
+            return false;
+        }
+        self.index.insert(call.id.clone(), self.calls.len());
+        self.calls.push(call);
+        self.top += 1;
+        true
+    }
+
+    /// The batch's lists, emptied, for the next batch (none past [`MAX_SPARE_CALLS`]).
+    pub fn into_spare(self) -> Spare {
+        let Batch {
+            calls, mut index, ..
+        } = self;
+        let mut calls = calls.0;
+        if calls.capacity() > MAX_SPARE_CALLS {
+            return Spare::default();
+        }
+        calls.clear();
+        index.clear();
+        Spare { calls, index }
     }
 
     /// The index of a call (or sub-call) of the batch. Consecutive records mostly belong to one
@@ -540,6 +727,42 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_kept_as_text_are_the_values_they_parse_to_however_written() {
+        use serde_json::json;
+        let value = json!({"path": "a.txt", "n": 1.5, "list": [1, "two", null]});
+        for text in [
+            r#"{"list":[1,"two",null],"n":1.5,"path":"a.txt"}"#,
+            // Not as serde_json writes it: spaces, another key order.
+            r#"{ "path": "a.txt", "n": 1.5, "list": [1, "two", null] }"#,
+        ] {
+            let args = Arguments::text(text);
+            assert!(args.is(&value), "{text}");
+            // Asked again (the second time from the parsed value, when it was parsed).
+            assert!(args.is(&value), "{text}");
+            assert!(!args.is(&json!({"path": "b.txt", "n": 1.5, "list": [1, "two", null]})));
+            assert!(!args.is(&json!(text)), "{text}");
+        }
+        // As the loop parses them: an empty text is `{}`, an invalid one the text itself.
+        assert!(Arguments::text("").is(&json!({})));
+        assert!(Arguments::text("{oops").is(&json!("{oops")));
+        assert!(!Arguments::text("{oops").is(&json!({})));
+        assert!(Arguments::Value(json!([1])).is(&json!([1])));
+        assert!(!Arguments::Value(json!([1])).is(&json!([2])));
+    }
+
+    #[test]
+    fn the_buffer_a_comparison_writes_into_is_kept_only_while_small() {
+        use serde_json::json;
+        assert!(Arguments::text(r#"{"a":1}"#).is(&json!({"a": 1})));
+        let small = written_capacity();
+        assert!(small > 0);
+        // A long value is written out, then its buffer let go.
+        let long = "x".repeat(MAX_WRITTEN * 4);
+        assert!(Arguments::text(&format!(r#"["{long}"]"#)).is(&json!([long])));
+        assert_eq!(written_capacity(), 0);
+    }
 
     #[test]
     fn a_scan_counts_each_item_it_yields_from_either_end_and_knows_its_length() {

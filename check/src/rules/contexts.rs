@@ -104,10 +104,12 @@ pub(crate) const CONTEXTS_AFTER_ALL_RESULTS: Rule = Rule::new(entry(
     &[Read::Node(N::Context)],
 ))
 .visits(|cx: &mut Cx<'_>, v: &Visit<'_>| {
-    let here = v.here(&cx.call(v.call).id);
+    // Words only for a finding: a valid record builds nothing.
+    let here = |cx: &Cx<'_>| v.here(&cx.call(v.call).id);
     if let Some((_, id, last)) = first_pending(cx) {
         let message = format!(
-            "{here} injects a context before call {id}'s tool/result (last seen at line {last})"
+            "{} injects a context before call {id}'s tool/result (last seen at line {last})",
+            here(cx)
         );
         cx.report(
             I::ContextsAfterAllResults,
@@ -117,7 +119,10 @@ pub(crate) const CONTEXTS_AFTER_ALL_RESULTS: Rule = Rule::new(entry(
         );
     } else if cx.options.level >= Full && cx.batch.settled.is_none() {
         // At `full` the batch's settlement is recorded: contexts come after it.
-        let message = format!("{here} injects a context before the batch settled (allResults)");
+        let message = format!(
+            "{} injects a context before the batch settled (allResults)",
+            here(cx)
+        );
         cx.report(
             I::ContextsAfterAllResults,
             Some(v.call),

@@ -148,7 +148,7 @@ pub(crate) const REQUEST_ERRORS_AS_ERRORS: Rule = Rule::new(entry(
         };
         let call = cx.call(i);
         // The first tool message of a call is its result; a second is another rule's breach.
-        let (Some(result), Some((content, is_error)), false) =
+        let (Some(result), Some((_, is_error)), false) =
             (call.commit.result, &call.commit.recorded, compared[i])
         else {
             continue;
@@ -156,10 +156,10 @@ pub(crate) const REQUEST_ERRORS_AS_ERRORS: Rule = Rule::new(entry(
         compared[i] = true;
         // How a harness joins several blocks into one message is its own: only one text block
         // is compared, exactly.
-        let [block] = content.as_slice() else {
+        let Some(want) = call.recorded_text() else {
             continue;
         };
-        let (want, got) = (block.as_text(), request.messages[k].content.as_str());
+        let got = request.messages[k].content.as_str();
         if want == got {
             continue;
         }

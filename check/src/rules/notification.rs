@@ -9,6 +9,7 @@ use tep_model::trace::{MarkKind, TraceRecord};
 
 use super::plant::{call_of, event_type, find, find_after, is_stage, move_record, result_data_mut};
 use super::{Cx, Rule, Visit};
+use crate::facts::recorded_content;
 use crate::invariants::{
     CheckKind::{Stage, Step},
     InvariantId as I,
@@ -65,23 +66,24 @@ pub(crate) const NOTIFICATION_SYNCHRONOUS: Rule = Rule::new(
         return;
     }
     let call = cx.call(v.call);
-    let waited: Vec<(usize, u64, String)> = call
-        .presented.observer_marks
+    // Messages are built only for the marks that waited: a valid record builds nothing.
+    let waited: Vec<(Vec<usize>, String)> = call
+        .presented
+        .observer_marks
         .iter()
         .filter(|(_, after, _)| *after > 0)
-        .cloned()
+        .map(|(ml, after, by)| {
+            (
+                vec![v.line, *ml],
+                format!(
+                    "{} waited for observer {by}'s {after} ms of work (settled at line {ml})",
+                    v.here(&call.id)
+                ),
+            )
+        })
         .collect();
-    let id = call.id.clone();
-    for (ml, after, by) in waited {
-        cx.report(
-            I::NotificationSynchronous,
-            Some(v.call),
-            vec![v.line, ml],
-            format!(
-                "{} waited for observer {by}'s {after} ms of work (settled at line {ml})",
-                v.here(&id)
-            ),
-        );
+    for (lines, message) in waited {
+        cx.report(I::NotificationSynchronous, Some(v.call), lines, message);
     }
 })
 .plants(|r| {
@@ -224,20 +226,6 @@ pub(crate) const FROZEN_OUTCOME: Rule = Rule::new(entry(
     }
     Some(())
 });
-
-/// The content blocks a `tool/result` records, in order, borrowed (`ToolResultData::content`
-/// clones them).
-fn recorded_content(data: &ToolResultData) -> impl Iterator<Item = &ContentBlock> {
-    let (message, flat) = match data {
-        ToolResultData::Message(m) => (Some(&m.message.content), None),
-        ToolResultData::Flat(f) => (None, Some(&f.content)),
-    };
-    message
-        .into_iter()
-        .flatten()
-        .flat_map(|b| b.content.iter())
-        .chain(flat.into_iter().flatten())
-}
 
 /// The longest a value is quoted in a difference (then cut, with `…`).
 const QUOTE: usize = 120;

@@ -240,6 +240,16 @@ fn a_misnumbered_sub_call_is_reported_at_its_first_record() {
 }
 
 #[test]
+fn a_sub_call_numbered_right_under_another_parent_is_reported() {
+    let id = "code-mode-sub-calls-re-enter-the-pipeline";
+    let records = renamed(&trace(id), "c1:code:2", "c0:code:2");
+    let found = findings(&full(id), &records);
+    let reported = of(&found, InvariantId::SubCallIdScheme);
+    assert_eq!(reported.len(), 1, "{found:#?}");
+    assert!(reported[0].message.contains("number it c1:code:2"));
+}
+
+#[test]
 fn a_sub_call_named_freely_is_placed_by_its_parent_and_reported_once() {
     let id = "code-mode-sub-calls-re-enter-the-pipeline";
     let records = renamed(&trace(id), "c1:code:1", "first-sub-call");

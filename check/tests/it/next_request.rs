@@ -264,3 +264,60 @@ fn contexts_out_of_fifo_order_before_a_result_or_never_sent_are_each_named() {
     });
     assert_eq!(found, []);
 }
+
+#[test]
+fn a_result_recorded_other_than_announced_is_what_the_request_must_carry() {
+    use tep_model::result::ContentBlock;
+    use tep_model::session::{EventBody, ToolResultData};
+    let id = "mixed-batch";
+    let mut records = with_request(id, Revision::Rev2);
+    // The first `tool/result` records another text than `tools/result` announced (a
+    // frozen-outcome breach); the request is then held to the recorded text.
+    let (call, announced) = records
+        .iter_mut()
+        .find_map(|r| match r {
+            TraceRecord::Event(e) => match &mut e.event.body {
+                EventBody::ToolResult(ToolResultData::Message(m)) => {
+                    let block = m.message.content.first_mut()?;
+                    let [text] = block.content.as_mut_slice() else {
+                        return None;
+                    };
+                    let announced = text.as_text().to_owned();
+                    *text = ContentBlock::text("recorded otherwise");
+                    Some((block.tool_call_id.clone(), announced))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .expect("mixed-batch records a result of one text block");
+    // At `boundary` the announced outcome is not recorded; at `full` it is, and the text
+    // recorded is kept apart from it.
+    let request_ids = |records: &[TraceRecord]| {
+        [ObservationLevel::Boundary, ObservationLevel::Full].map(|level| {
+            let options = drive_options(crate::util::scenario(id), Revision::Rev2, level);
+            findings(&options, &thin(records, level))
+                .into_iter()
+                .map(|v| v.invariant)
+                .filter(|i| REQUEST_RULES.contains(i))
+                .collect::<Vec<_>>()
+        })
+    };
+    let message_of = |records: &mut Vec<TraceRecord>, text: &str| {
+        let request = request_mut(records);
+        let m = request
+            .messages
+            .iter_mut()
+            .find(|m| m.call_id.as_ref() == Some(&call))
+            .expect("the call's tool message");
+        m.content = text.to_owned();
+    };
+    // The request carries the announced text: not what was recorded.
+    let mut told_announced = records.clone();
+    message_of(&mut told_announced, &announced);
+    let breach = vec![InvariantId::RequestErrorsAsErrors];
+    assert_eq!(request_ids(&told_announced), [breach.clone(), breach]);
+    // The request carries the recorded text: that is what the model must read.
+    message_of(&mut records, "recorded otherwise");
+    assert_eq!(request_ids(&records), [vec![], vec![]]);
+}
