@@ -755,10 +755,11 @@ impl Converter {
         Ok(Some(record(call, event)))
     }
 
-    /// The event of a pipeline event's members, as [`session_event`] reads them. Where the
-    /// data has members tep's type of it does not declare (a newer harness adds to its
-    /// events), those are passed over and counted, and the rest is read: what tep reads keeps
-    /// its shape (a member it needs missing, or of another type, is still an error).
+    /// The event of a pipeline event's members, as [`direct_event`] (or else serde's
+    /// `from_value`) reads them. Where the data has members tep's type of it does not declare
+    /// (a newer harness adds to its events), those are passed over and counted, and the rest
+    /// is read: what tep reads keeps its shape (a member it needs missing, or of another type,
+    /// is still an error).
     fn read_event(
         &mut self,
         line: usize,
