@@ -276,13 +276,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn errors_blank_lines_and_carriage_returns_come_out_as_line_by_line() {
+    /// The real session log of the harness's own agent loop.
+    fn session_log() -> Vec<u8> {
         let (_, session) = logs()
             .into_iter()
             .find(|(n, _)| n.ends_with("rc8-session.jsonl"))
             .unwrap();
-        let text = String::from_utf8(session).unwrap();
+        session
+    }
+
+    #[test]
+    fn errors_blank_lines_and_carriage_returns_come_out_as_line_by_line() {
+        let text = String::from_utf8(session_log()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         let with = |at: usize, extra: &str| {
             let mut l = lines.clone();
@@ -332,10 +337,7 @@ mod tests {
     /// error comes first, as line by line.
     #[test]
     fn a_read_error_comes_after_the_lines_before_it() {
-        let (_, session) = logs()
-            .into_iter()
-            .find(|(n, _)| n.ends_with("rc8-session.jsonl"))
-            .unwrap();
+        let session = session_log();
         let mut broken = session.clone();
         let tenth = broken
             .iter()
