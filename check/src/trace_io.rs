@@ -42,9 +42,6 @@ pub fn repeat_batches(records: &[TraceRecord], times: usize) -> Vec<TraceRecord>
 /// Lines longer than this (not counting the newline) are refused rather than buffered.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-/// How much of a trace is read at once.
-const CHUNK_BYTES: usize = 256 * 1024;
-
 /// How much of a trace one worker of [`for_each_record_parallel`] parses at once: small enough
 /// that the chunks in flight (and their records) stay a few megabytes, large enough that
 /// handing them over costs nothing measurable (measured: 32 KiB to 256 KiB take the same time).
@@ -58,7 +55,7 @@ struct Sizes {
 }
 
 const SIZES: Sizes = Sizes {
-    chunk: CHUNK_BYTES,
+    chunk: PARALLEL_CHUNK_BYTES,
     max_line: MAX_LINE_BYTES,
 };
 
@@ -169,8 +166,9 @@ pub fn check_reader_parallel(
 
 /// Calls `f` with each record and its line number. Blank lines are skipped.
 ///
-/// Reads the trace in large chunks and parses each line where it lies in the chunk: only a line
-/// that straddles two chunks is moved (to the front, before the next read).
+/// Parses each line where it lies in the reader's buffer ([`BufRead::fill_buf`]): a trace
+/// held in memory (`&[u8]`) is never copied, and from a [`std::io::BufReader`] only a line
+/// that straddles two of its fills is gathered into a buffer of its own.
 pub fn for_each_record(
     reader: impl BufRead,
     f: impl FnMut(usize, TraceRecord) -> Result<(), TraceError>,
@@ -183,43 +181,51 @@ fn read_sequentially(
     sizes: Sizes,
     mut f: impl FnMut(usize, TraceRecord) -> Result<(), TraceError>,
 ) -> Result<(), TraceError> {
-    let mut buf = vec![0u8; sizes.chunk];
-    // The unparsed bytes are `buf[start..end]`; `scanned` of them hold no newline.
-    let (mut start, mut end, mut scanned) = (0, 0, 0);
+    // The start of a line the reader's buffer ended inside of; it holds no newline.
+    let mut partial: Vec<u8> = Vec::new();
     let mut line_no = 0;
     loop {
-        if let Some(i) = memchr::memrchr(b'\n', &buf[start + scanned..end]) {
-            let lines_end = start + scanned + i + 1;
-            parse_complete_lines(&buf[start..lines_end], sizes, &mut line_no, &mut f)?;
-            start = lines_end;
-        }
-        scanned = end - start;
-        if scanned > sizes.max_line {
-            return Err(too_long(line_no + 1, sizes));
-        }
-        // Keep the partial line, at the front; grow only for a line longer than a chunk.
-        buf.copy_within(start..end, 0);
-        (start, end) = (0, scanned);
-        if end == buf.len() {
-            buf.resize((buf.len() * 2).min(sizes.max_line + 1), 0);
-        }
-        let n = loop {
-            match reader.read(&mut buf[end..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    return Err(TraceError::new(line_no + 1, format!("cannot read: {e}")));
-                }
-            }
+        let available = match reader.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(TraceError::new(line_no + 1, format!("cannot read: {e}"))),
         };
-        if n == 0 {
+        if available.is_empty() {
             // The last line may lack its newline.
-            if end > 0 {
-                parse_line(line_no + 1, &buf[..end], &mut f)?;
+            if !partial.is_empty() {
+                parse_line(line_no + 1, &partial, &mut f)?;
             }
             return Ok(());
         }
-        end += n;
+        let used = if partial.is_empty() {
+            match memchr::memrchr(b'\n', available) {
+                Some(i) => {
+                    parse_complete_lines(&available[..=i], sizes, &mut line_no, &mut f)?;
+                    i + 1
+                }
+                None => 0,
+            }
+        } else {
+            match memchr::memchr(b'\n', available) {
+                Some(i) => {
+                    partial.extend_from_slice(&available[..=i]);
+                    parse_complete_lines(&partial, sizes, &mut line_no, &mut f)?;
+                    partial.clear();
+                    // The lines after it are parsed where they lie, at the next fill.
+                    reader.consume(i + 1);
+                    continue;
+                }
+                None => 0,
+            }
+        };
+        // What is left of the buffer holds no newline: it starts (or goes on with) a line.
+        let rest = &available[used..];
+        if partial.len() + rest.len() > sizes.max_line {
+            return Err(too_long(line_no + 1, sizes));
+        }
+        partial.extend_from_slice(rest);
+        let consumed = available.len();
+        reader.consume(consumed);
     }
 }
 
@@ -235,11 +241,7 @@ pub fn for_each_record_parallel(
     workers: usize,
     f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
 ) -> Result<(), TraceError> {
-    let sizes = Sizes {
-        chunk: PARALLEL_CHUNK_BYTES,
-        ..SIZES
-    };
-    read_in_parallel(reader, workers, sizes, f)
+    read_in_parallel(reader, workers, SIZES, f)
 }
 
 /// How many workers [`for_each_record_parallel`] is worth on this machine for a trace of
@@ -500,9 +502,36 @@ impl<R: BufRead> ChunkReader<R> {
 }
 
 /// Parses lines that each end with a newline (`bytes` ends with one), numbering them on from
-/// `line_no`. The region is checked as UTF-8 at once; if it is not all valid, line by line, so
-/// that the error names the line.
+/// `line_no`. Each block of about [`BLOCK_BYTES`] (whole lines) is checked as UTF-8 at once,
+/// then parsed while it is still in the cache; if a block is not all valid, it is checked line
+/// by line, so that the error names the line.
 fn parse_complete_lines(
+    bytes: &[u8],
+    sizes: Sizes,
+    line_no: &mut usize,
+    f: &mut impl FnMut(usize, TraceRecord) -> Result<(), TraceError>,
+) -> Result<(), TraceError> {
+    let mut from = 0;
+    while from < bytes.len() {
+        let rest = &bytes[from..];
+        let cut = rest.len().min(BLOCK_BYTES);
+        // The block ends after the last newline within reach, or after the first one past it
+        // (a line longer than a block): `bytes` ends with a newline, so one is always found.
+        let end = match memchr::memrchr(b'\n', &rest[..cut]) {
+            Some(i) => i + 1,
+            None => memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1),
+        };
+        parse_block(&rest[..end], sizes, line_no, f)?;
+        from += end;
+    }
+    Ok(())
+}
+
+/// How much of a region of whole lines is checked as UTF-8 and parsed at a time: small
+/// enough to stay in the cache between the two.
+const BLOCK_BYTES: usize = 64 * 1024;
+
+fn parse_block(
     bytes: &[u8],
     sizes: Sizes,
     line_no: &mut usize,
@@ -1066,6 +1095,58 @@ mod tests {
                 assert_eq!(parallel.map(|()| read).map_err(|e| e.to_string()), want);
             }
         }
+    }
+
+    /// A trace in memory is parsed where it lies, a block of lines at a time: across blocks,
+    /// with a line longer than a block, and with a line that is not UTF-8 in a later block, it
+    /// reads as it does through a small buffer (each line gathered on its own).
+    #[test]
+    fn a_trace_in_memory_reads_as_one_read_through_a_small_buffer() {
+        let mark = |by: &str| {
+            format!(r#"{{"kind":"mark","call":"c1","mark":"body-settled","by":"{by}"}}"#)
+        };
+        let mut lines: Vec<Vec<u8>> = (0..3 * BLOCK_BYTES / 60)
+            .map(|i| mark(&format!("w{i}")).into_bytes())
+            .collect();
+        lines.insert(700, mark(&"x".repeat(BLOCK_BYTES + 10)).into_bytes());
+        lines.insert(1500, Vec::new());
+        let whole = lines.join(&b'\n');
+        let mut broken = lines.clone();
+        broken.insert(2900, b"{\"kind\":\"mark\",\"by\":\"\xff\"}".to_vec());
+        let broken = broken.join(&b'\n');
+        for bytes in [&whole, &broken] {
+            assert!(bytes.len() > 2 * BLOCK_BYTES);
+            let read = |reader: &mut dyn BufRead| {
+                let mut seen = Vec::new();
+                let end = read_sequentially(reader, SIZES, |line, record| {
+                    seen.push((line, record));
+                    Ok(())
+                });
+                (seen, end.map_err(|e| e.to_string()))
+            };
+            let (seen, end) = read(&mut bytes.as_slice());
+            assert_eq!(
+                (seen.clone(), end.clone()),
+                read(&mut std::io::BufReader::with_capacity(16, bytes.as_slice()))
+            );
+            assert_eq!(
+                seen.len(),
+                if bytes == &whole {
+                    lines.len() - 1
+                } else {
+                    2900 - 1
+                }
+            );
+            assert_eq!(
+                seen.last().map(|(line, _)| *line),
+                Some(if bytes == &whole { lines.len() } else { 2900 })
+            );
+        }
+        let end = read_sequentially(broken.as_slice(), SIZES, |_, _| Ok(()));
+        assert_eq!(
+            end.map_err(|e| e.to_string()),
+            Err("line 2901: not valid UTF-8 (at byte 21)".to_owned())
+        );
     }
 
     #[test]
