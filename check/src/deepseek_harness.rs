@@ -45,7 +45,7 @@ use serde_json::{Map, Value};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
-use tep_model::strict_json::sure::{array_elements, object_members};
+use tep_model::strict_json::sure::{elements_of_sure, members_of_sure, object_members};
 use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
 use tep_model::trace::{TraceRecord, session_event_strict, session_event_type_first};
@@ -1216,15 +1216,15 @@ fn parse_scanned(options: &Options, text: &str) -> Option<Parsed> {
 /// The calls an assistant message's data declares, read from its text as [`Converter::batch`]
 /// reads them from its value. `None`: not sure of a member (an escape in a string).
 fn sure_batch(options: &Options, data: &str) -> Option<Vec<DeclaredCall>> {
-    let [message] = sure_members(Some(data), ["message"])?;
-    let [content] = sure_members(message, ["content"])?;
+    let [message] = sure_members(Some(data), ["message"]);
+    let [content] = sure_members(message, ["content"]);
     let mut blocks = Vec::new();
     if let Some(content) = content.filter(|c| c.starts_with('[')) {
-        array_elements(content, |block| blocks.push(block))?;
+        elements_of_sure(content, |block| blocks.push(block));
     }
     let mut calls = Vec::new();
     for block in blocks {
-        let [kind, id, name] = sure_members(Some(block), ["type", "id", "name"])?;
+        let [kind, id, name] = sure_members(Some(block), ["type", "id", "name"]);
         let (kind, id, name) = (sure_str(kind)?, sure_str(id)?, sure_str(name)?);
         if let (Some("tool-call"), Some(id), Some(name)) = (kind, id, name) {
             calls.push(DeclaredCall {
@@ -1240,7 +1240,7 @@ fn sure_batch(options: &Options, data: &str) -> Option<Vec<DeclaredCall>> {
 /// The `id` of a `user/message`'s data, as `Ids::of_value` reads it (not a string: none);
 /// `None`: not sure (an escape in it).
 fn sure_message_id(data: &str) -> Option<Option<&str>> {
-    let [id] = sure_members(Some(data), ["id"])?;
+    let [id] = sure_members(Some(data), ["id"]);
     match id.and_then(|v| v.strip_prefix('"')?.strip_suffix('"')) {
         Some(id) if id.contains('\\') => None,
         id => Some(id),
@@ -1387,24 +1387,24 @@ fn leading_type(text: &str) -> Option<&str> {
     (!kind.contains('\\')).then_some(kind)
 }
 
-/// The texts of members `keys` of the JSON text `object`, in one pass, where both are surely
-/// read by the strict reader: `None` for a key where `Value::get` gives nothing (no such
-/// member, not an object, no object); `None` for the whole where not sure.
+/// The texts of members `keys` of the JSON text `object`, a value within a line the scan was
+/// sure of, skimmed in one pass: `None` for a key where `Value::get` gives nothing (no such
+/// member, not an object, no object).
 fn sure_members<'t, const N: usize>(
     object: Option<&'t str>,
     keys: [&str; N],
-) -> Option<[Option<&'t str>; N]> {
+) -> [Option<&'t str>; N] {
     let mut found = [None; N];
     let Some(object) = object.filter(|o| o.starts_with('{')) else {
-        return Some(found);
+        return found;
     };
-    // A sure object names no key twice: each is handed over once.
-    object_members(object, |k, value| {
+    // The line's scan was sure of it: it names no key twice, so each is handed over once.
+    members_of_sure(object, |k, value| {
         if let Some(i) = keys.iter().position(|key| *key == k) {
             found[i] = Some(value);
         }
-    })?;
-    Some(found)
+    });
+    found
 }
 
 /// The string a JSON text is, as `Value::as_str` gives it: `Some(None)` for no text or another
@@ -1420,7 +1420,7 @@ fn sure_str(value: Option<&str>) -> Option<Option<&str>> {
 /// [`Converter::stage_contexts`] reads them from its value. `None`: not sure of a member.
 fn sure_contexts(data: &str) -> Option<Vec<&str>> {
     let [target, removed, inserted] =
-        sure_members(Some(data), ["target", "removedCount", "inserted"])?;
+        sure_members(Some(data), ["target", "removedCount", "inserted"]);
     // `as_u64`, else 0: any other number or value counts as none removed.
     let removed = removed.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
     let mut ids = Vec::new();
@@ -1429,11 +1429,11 @@ fn sure_contexts(data: &str) -> Option<Vec<&str>> {
     }
     let mut messages = Vec::new();
     if let Some(inserted) = inserted.filter(|i| i.starts_with('[')) {
-        array_elements(inserted, |m| messages.push(m))?;
+        elements_of_sure(inserted, |m| messages.push(m));
     }
     for message in messages {
-        let [source, id] = sure_members(Some(message), ["source", "id"])?;
-        let [kind] = sure_members(source, ["kind"])?;
+        let [source, id] = sure_members(Some(message), ["source", "id"]);
+        let [kind] = sure_members(source, ["kind"]);
         let from_user = sure_str(kind)? == Some("user");
         if let (Some(id), false) = (sure_str(id)?, from_user) {
             ids.push(id);

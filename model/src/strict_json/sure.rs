@@ -41,6 +41,137 @@ pub fn value(text: &str) -> Option<()> {
     Scan::run(text, None, |scan| scan.value(0))
 }
 
+/// The members of an object inside a line [`object_members`] was sure of, as it gives them:
+/// found without checking again what the line's scan checked (its keys have no escapes, its
+/// values are whole). It skims: it finds where each value ends and no more, so it is several
+/// times quicker than a scan. On any other text it gives what it finds and never panics.
+pub fn members_of_sure<'t>(object: &'t str, mut member: impl FnMut(&'t str, &'t str)) {
+    debug_assert!(value(object).is_some(), "not a sure value: {object}");
+    let bytes = object.as_bytes();
+    let mut at = skim_whitespace(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return;
+    }
+    at += 1;
+    loop {
+        at = skim_whitespace(bytes, at);
+        if bytes.get(at) != Some(&b'"') {
+            return;
+        }
+        let key_end = string_end(bytes, at);
+        let Some(key) = object.get(at + 1..key_end.saturating_sub(1)) else {
+            return;
+        };
+        at = skim_whitespace(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return;
+        }
+        at = skim_whitespace(bytes, at + 1);
+        let start = at;
+        at = value_end(bytes, at);
+        let Some(value) = object.get(start..at) else {
+            return;
+        };
+        member(key, value);
+        at = skim_whitespace(bytes, at);
+        if bytes.get(at) != Some(&b',') {
+            return;
+        }
+        at += 1;
+    }
+}
+
+/// The elements of an array inside a line [`object_members`] was sure of, as
+/// [`array_elements`] gives them, skimmed as [`members_of_sure`] skims.
+pub fn elements_of_sure<'t>(array: &'t str, mut element: impl FnMut(&'t str)) {
+    debug_assert!(value(array).is_some(), "not a sure value: {array}");
+    let bytes = array.as_bytes();
+    let mut at = skim_whitespace(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return;
+    }
+    at = skim_whitespace(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        return;
+    }
+    loop {
+        at = skim_whitespace(bytes, at);
+        let start = at;
+        at = value_end(bytes, at);
+        let Some(value) = array.get(start..at) else {
+            return;
+        };
+        element(value);
+        at = skim_whitespace(bytes, at);
+        if bytes.get(at) != Some(&b',') {
+            return;
+        }
+        at += 1;
+    }
+}
+
+fn skim_whitespace(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+/// Just past the closing quote of the string whose opening quote is at `at`.
+fn string_end(bytes: &[u8], at: usize) -> usize {
+    let mut at = at + 1;
+    loop {
+        at = plain_run(bytes, at);
+        match bytes.get(at) {
+            Some(b'"') => return at + 1,
+            // The escaped byte cannot end the string.
+            Some(b'\\') => at += 2,
+            // A control byte, in a string no scan was sure of.
+            Some(_) => at += 1,
+            None => return bytes.len(),
+        }
+    }
+}
+
+/// Just past the end of the value that starts at `at`.
+fn value_end(bytes: &[u8], at: usize) -> usize {
+    match bytes.get(at) {
+        Some(b'"') => string_end(bytes, at),
+        Some(b'{' | b'[') => {
+            let (mut depth, mut at) = (0usize, at);
+            while let Some(&b) = bytes.get(at) {
+                match b {
+                    b'"' => {
+                        at = string_end(bytes, at);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return at + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                at += 1;
+            }
+            bytes.len()
+        }
+        // A number or a literal.
+        _ => {
+            let mut at = at;
+            while let Some(&b) = bytes.get(at) {
+                if let b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' = b {
+                    break;
+                }
+                at += 1;
+            }
+            at
+        }
+    }
+}
+
 /// A key's place in the text: start and end (without the quotes).
 type Span = (usize, usize);
 
@@ -511,7 +642,105 @@ mod tests {
             })
         }
 
+        /// Every object and array within `value` (itself included), skimmed and scanned:
+        /// the members or elements each way, or the first that differs.
+        fn skimmed_as_scanned(value: &str) -> Result<(), String> {
+            let (skimmed, scanned) = match value.as_bytes().first() {
+                Some(b'{') => {
+                    let mut skimmed = Vec::new();
+                    super::super::members_of_sure(value, |k, v| skimmed.push(format!("{k}={v}")));
+                    let mut scanned = Vec::new();
+                    super::super::object_members(value, |k, v| scanned.push(format!("{k}={v}")));
+                    (skimmed, scanned)
+                }
+                Some(b'[') => {
+                    let mut skimmed = Vec::new();
+                    super::super::elements_of_sure(value, |v| skimmed.push(v.to_owned()));
+                    let mut scanned = Vec::new();
+                    super::super::array_elements(value, |v| scanned.push(v.to_owned()));
+                    (skimmed, scanned)
+                }
+                _ => return Ok(()),
+            };
+            if skimmed != scanned {
+                return Err(format!(
+                    "{value:?}: skimmed {skimmed:?}, scanned {scanned:?}"
+                ));
+            }
+            for inner in scanned {
+                let inner = inner
+                    .split_once('=')
+                    .filter(|_| value.starts_with('{'))
+                    .map_or(inner.as_str(), |(_, v)| v);
+                skimmed_as_scanned(inner)?;
+            }
+            Ok(())
+        }
+
+        /// A line it is sure of: only valid pieces, no key twice, whitespace here and there.
+        fn sure_line() -> impl Strategy<Value = String> {
+            let piece = prop::sample::select(vec![
+                "a",
+                "é",
+                "rrrrrrrrrrrrrrrrrrrrrrrr",
+                "\\n",
+                "\\\"",
+                "\\\\",
+                "\\u00e9",
+                ",]}",
+            ]);
+            let string =
+                prop::collection::vec(piece, 0..4).prop_map(|p| format!("\"{}\"", p.concat()));
+            let leaf = prop_oneof![
+                prop::sample::select(vec!["null", "true", "-2.5e-3", "12", "0"])
+                    .prop_map(str::to_owned),
+                string,
+            ];
+            let space = prop::sample::select(vec!["", " ", "\n "]);
+            let value = leaf.prop_recursive(4, 24, 5, move |inner| {
+                let space = space.clone();
+                prop_oneof![
+                    prop::collection::vec((inner.clone(), space.clone()), 0..4).prop_map(|v| {
+                        let items: Vec<String> =
+                            v.into_iter().map(|(v, s)| format!("{s}{v}{s}")).collect();
+                        format!("[{}]", items.join(","))
+                    }),
+                    prop::collection::btree_map(
+                        prop::sample::select(vec!["a", "b", "ab", "c"]),
+                        (inner, space),
+                        0..4
+                    )
+                    .prop_map(|m| {
+                        let members: Vec<String> = m
+                            .into_iter()
+                            .map(|(k, (v, s))| format!("{s}\"{k}\"{s}:{s}{v}{s}"))
+                            .collect();
+                        format!("{{{}}}", members.join(","))
+                    }),
+                ]
+            });
+            prop::collection::btree_map(
+                prop::sample::select(vec!["type", "data", "x"]),
+                value,
+                0..4,
+            )
+            .prop_map(|m| {
+                let members: Vec<String> =
+                    m.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                format!("{{{}}}", members.join(","))
+            })
+        }
+
         proptest! {
+            /// In a line it is sure of, every object and array is skimmed to the members and
+            /// elements a scan finds.
+            #[test]
+            fn a_sure_line_skims_as_it_scans(text in prop_oneof![line(), sure_line()]) {
+                if members(&text).is_some() {
+                    prop_assert_eq!(skimmed_as_scanned(text.trim()), Ok(()));
+                }
+            }
+
             /// Whatever it is sure of, the strict reader accepts, with the same members.
             #[test]
             fn sure_means_the_strict_reader_accepts_the_same_members(text in line()) {
