@@ -5,13 +5,21 @@ use std::fmt;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// A block of model-facing content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+/// A block of model-facing content: text, or a block of another type that tep keeps but does
+/// not read (an `image` a tool read, a plugin's own block: a harness's vocabulary of blocks
+/// grows, and a log that uses a new one stays readable).
+///
+/// A text block is exactly `{"type": "text", "text": ...}`. Any other block is an object with
+/// a string `type`, kept whole as it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContentBlock {
-    Text { text: String },
+    Text {
+        text: String,
+    },
+    /// A block whose `type` is not `text`: all its members, `type` among them.
+    Other(Map<String, Value>),
 }
 
 impl ContentBlock {
@@ -19,17 +27,157 @@ impl ContentBlock {
         ContentBlock::Text { text: text.into() }
     }
 
+    /// The block's text; a block of another type has none (`""`).
     pub fn as_text(&self) -> &str {
         match self {
             ContentBlock::Text { text } => text,
+            ContentBlock::Other(_) => "",
+        }
+    }
+
+    /// The block's `type`.
+    pub fn kind(&self) -> &str {
+        match self {
+            ContentBlock::Text { .. } => "text",
+            ContentBlock::Other(members) => members
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The block of `members`, or why it is none: no string `type`; or a text block with a
+    /// member other than `text`, or without it.
+    fn from_members(mut members: Map<String, Value>) -> Result<Self, String> {
+        match members.get("type") {
+            None => Err("missing field `type`".to_owned()),
+            Some(Value::String(kind)) if kind == "text" => {
+                if let Some(other) = members.keys().find(|k| *k != "type" && *k != "text") {
+                    return Err(format!(
+                        "unknown field `{other}`, expected `type` or `text`"
+                    ));
+                }
+                match members.remove("text") {
+                    Some(Value::String(text)) => Ok(ContentBlock::Text { text }),
+                    Some(other) => Err(format!(
+                        "invalid type: {}, expected a string",
+                        json_kind(&other)
+                    )),
+                    None => Err("missing field `text`".to_owned()),
+                }
+            }
+            Some(Value::String(_)) => Ok(ContentBlock::Other(members)),
+            Some(other) => Err(format!(
+                "invalid type for field `type`: {}, expected a string",
+                json_kind(other)
+            )),
         }
     }
 }
 
-/// The text of a content list, blocks joined by newlines.
+/// The kind of a JSON value, as serde's errors name it.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "sequence",
+        Value::Object(_) => "map",
+    }
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            ContentBlock::Text { text } => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", text)?;
+                map.end()
+            }
+            ContentBlock::Other(members) => members.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(BlockVisitor)
+    }
+}
+
+struct BlockVisitor;
+
+impl<'de> serde::de::Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block: an object with a string `type`")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut access: A,
+    ) -> Result<ContentBlock, A::Error> {
+        let mut members = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            if members.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate field `{key}`"
+                )));
+            }
+            // Strict within: a key named twice in a block's own objects is refused too.
+            let crate::strict_json::StrictValue(value) = access.next_value()?;
+            members.insert(key, value);
+        }
+        ContentBlock::from_members(members).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for ContentBlock {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ContentBlock".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A block of model-facing content: text, or a block of another type (an image, a plugin's own), kept whole.",
+            "oneOf": [
+                {
+                    "description": "A text block: exactly these two members.",
+                    "type": "object",
+                    "properties": {
+                        "type": { "type": "string", "const": "text" },
+                        "text": { "type": "string", "description": "The text the model sees." }
+                    },
+                    "required": ["type", "text"],
+                    "additionalProperties": false
+                },
+                {
+                    "description": "A block of another type (`image`, a plugin's own): any members, kept as written; tep reads no text from it.",
+                    "type": "object",
+                    "properties": {
+                        "type": {
+                            "type": "string",
+                            "not": { "const": "text" },
+                            "description": "Any type but `text`."
+                        }
+                    },
+                    "required": ["type"]
+                }
+            ]
+        })
+    }
+}
+
+/// The text of a content list: its text blocks joined by newlines (blocks of other types have
+/// no text).
 pub fn content_text(content: &[ContentBlock]) -> String {
     content
         .iter()
+        .filter(|block| matches!(block, ContentBlock::Text { .. }))
         .map(ContentBlock::as_text)
         .collect::<Vec<_>>()
         .join("\n")
@@ -308,5 +456,68 @@ mod tests {
         assert_eq!(f.message, "panicked: boom");
         let f = Failure::from_panic(&42_u8);
         assert_eq!(f.message, "panicked: <unprintable thrown value>");
+    }
+
+    /// A text block reads and writes as `{"type":"text","text":...}`; a block of any other
+    /// type is kept whole and written back with the same members; what is neither is refused, in
+    /// words that name the field.
+    #[test]
+    fn content_blocks_of_any_type_are_kept_and_a_text_block_stays_exact() {
+        let read =
+            |text: &str| serde_json::from_str::<ContentBlock>(text).map_err(|e| e.to_string());
+        let text = r#"{"type":"text","text":"hi"}"#;
+        assert_eq!(read(text), Ok(ContentBlock::text("hi")));
+        assert_eq!(
+            read(r#"{"text":"hi","type":"text"}"#),
+            Ok(ContentBlock::text("hi"))
+        );
+        let image = r#"{"type":"image","attachment":{"id":"a1","mediaType":"image/png"}}"#;
+        let block = read(image).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((block.kind(), block.as_text()), ("image", ""));
+        for written in [text, image, r#"{"type":"reasoning","text":"why"}"#] {
+            let block = read(written).unwrap_or_else(|e| panic!("{e}"));
+            let again = serde_json::to_value(&block).ok();
+            assert_eq!(
+                again,
+                serde_json::from_str::<Value>(written).ok(),
+                "{written}"
+            );
+        }
+        assert_eq!(
+            content_text(&[
+                ContentBlock::text("a"),
+                read(image).unwrap_or_else(|e| panic!("{e}")),
+                ContentBlock::text("b")
+            ]),
+            "a\nb"
+        );
+        for (written, why) in [
+            (
+                r#"{"type":"text","text":"hi","extra":1}"#,
+                "unknown field `extra`",
+            ),
+            (r#"{"type":"text"}"#, "missing field `text`"),
+            (
+                r#"{"type":"text","text":3}"#,
+                "invalid type: number, expected a string",
+            ),
+            (r#"{"text":"hi"}"#, "missing field `type`"),
+            (
+                r#"{"type":7,"text":"hi"}"#,
+                "invalid type for field `type`: number",
+            ),
+            (
+                r#"{"type":"image","type":"text"}"#,
+                "duplicate field `type`",
+            ),
+            (r#"{"type":"image","a":{"b":1,"b":2}}"#, "duplicate key `b`"),
+            (r#""hi""#, "expected a content block"),
+        ] {
+            let got = read(written);
+            assert!(
+                got.as_ref().is_err_and(|e| e.contains(why)),
+                "{written}: {got:?}"
+            );
+        }
     }
 }

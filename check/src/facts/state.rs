@@ -351,12 +351,12 @@ impl RecordedText {
         mut blocks: impl Iterator<Item = &'a ContentBlock>,
         announced: Option<&ToolResult>,
     ) -> Self {
-        let (Some(block), None) = (blocks.next(), blocks.next()) else {
+        let (Some(ContentBlock::Text { text }), None) = (blocks.next(), blocks.next()) else {
             return RecordedText::NotOne;
         };
         match announced.map(|r| r.content.as_slice()) {
-            Some([a]) if a.as_text() == block.as_text() => RecordedText::Announced,
-            _ => RecordedText::Own(block.as_text().to_owned()),
+            Some([ContentBlock::Text { text: a }]) if a == text => RecordedText::Announced,
+            _ => RecordedText::Own(text.clone()),
         }
     }
 }

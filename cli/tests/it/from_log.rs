@@ -280,6 +280,34 @@ fn fields_the_harness_adds_to_its_events_are_passed_over_and_counted() {
     assert_eq!(added, original);
 }
 
+/// The shipped harness's `read_image` answers with an `image` block, a user may attach one, and
+/// Code Mode defers a sub-call's image as a plugin message: the log checks as it does without
+/// them (tep reads no text from such a block). Before, the whole log was refused at line 33.
+#[test]
+fn content_blocks_of_other_types_than_text_are_kept_and_the_log_checks_as_without_them() {
+    let name = "cli-s3-image-content.jsonl";
+    for (line, what) in [
+        (9, "run the probe scenario"),
+        (33, r#""subCallId":"rc1:code:1""#),
+        (66, r#""callId":"c7""#),
+        (70, "ctx_from_k1"),
+    ] {
+        let text = line_of(name, line);
+        assert!(
+            text.contains(what) && text.contains(r#"{"type":"image","attachment":"#),
+            "{text}"
+        );
+    }
+    let o = check(name, &["--strict"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let mut original = json("rc8-cli-s3.jsonl", &["--strict"]);
+    let mut images = json(name, &["--strict"]);
+    for report in [&mut original, &mut images] {
+        report.as_object_mut().unwrap().remove("trace");
+    }
+    assert_eq!(images, original);
+}
+
 #[test]
 fn a_line_that_is_not_a_session_event_is_an_error_with_its_line() {
     let o = check("not-an-event.jsonl", &[]);

@@ -130,3 +130,21 @@ for rec in log:
     if rec.get("type") == "tool/result":
         rec["data"]["message"]["createdAt"] = rec["time"]
 write("cli-s2-added-fields.jsonl", log)
+
+# Content blocks of other types than text, as the shipped harness writes them: its
+# `read_image` tool answers with a text and an `image` block, a user may attach an image, and
+# Code Mode defers a sub-call's image as a plugin message. tep keeps such blocks and reads no
+# text from them; the checks are those of rc8-cli-s3.jsonl.
+IMAGE = {"type": "image", "attachment": {"id": "att-0f3c", "mediaType": "image/png",
+                                         "width": 2, "height": 2, "bytes": 68}}
+log = load("rc8-cli-s3.jsonl")
+for rec in log:
+    data = rec.get("data", {})
+    if rec.get("type") == "tool/result" and data["message"]["source"]["callId"] == "c7":
+        data["message"]["content"][0]["content"].append(IMAGE)
+    if rec.get("type") == "tool/code-dispatch" and data["subCallId"] == "rc1:code:1":
+        data["content"].append(IMAGE)
+    if rec.get("type") == "user/message" and data["content"][0]["text"] in (
+            "run the probe scenario", "ctx_from_k1"):
+        data["content"].append(IMAGE)
+write("cli-s3-image-content.jsonl", log)
