@@ -309,10 +309,27 @@ pub enum ToolResultBlockType {
     ToolResult,
 }
 
-/// Where a model-visible message came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+/// Where a model-visible message came from. The harness's sources are open: a plugin adds
+/// its own `kind` (`goal`, `skill-catalog`, `subagent-report`...); tep reads `user`, `plugin`
+/// and `tool`, and keeps any other whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MessageSource {
+    User,
+    Plugin {
+        plugin: String,
+        form: Option<String>,
+    },
+    Tool {
+        call_id: CallId,
+    },
+    /// A source of another `kind`: all its members, `kind` among them.
+    Other(serde_json::Map<String, Value>),
+}
+
+/// The sources tep reads, as the log writes them.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum KnownSource {
     User,
     Plugin {
         plugin: String,
@@ -323,6 +340,78 @@ pub enum MessageSource {
         #[serde(rename = "callId")]
         call_id: CallId,
     },
+}
+
+const KNOWN_SOURCES: [&str; 3] = ["user", "plugin", "tool"];
+
+impl Serialize for MessageSource {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let known = match self {
+            MessageSource::User => KnownSource::User,
+            MessageSource::Plugin { plugin, form } => KnownSource::Plugin {
+                plugin: plugin.clone(),
+                form: form.clone(),
+            },
+            MessageSource::Tool { call_id } => KnownSource::Tool {
+                call_id: call_id.clone(),
+            },
+            MessageSource::Other(members) => return members.serialize(serializer),
+        };
+        known.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageSource {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let crate::strict_json::StrictValue(value) = Deserialize::deserialize(deserializer)?;
+        let Value::Object(members) = value else {
+            return Err(D::Error::custom(
+                "a message source must be an object with a string `kind`",
+            ));
+        };
+        match members.get("kind") {
+            Some(Value::String(kind)) if !KNOWN_SOURCES.contains(&kind.as_str()) => {
+                Ok(MessageSource::Other(members))
+            }
+            _ => Ok(
+                match serde_json::from_value(Value::Object(members)).map_err(D::Error::custom)? {
+                    KnownSource::User => MessageSource::User,
+                    KnownSource::Plugin { plugin, form } => MessageSource::Plugin { plugin, form },
+                    KnownSource::Tool { call_id } => MessageSource::Tool { call_id },
+                },
+            ),
+        }
+    }
+}
+
+impl JsonSchema for MessageSource {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MessageSource".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = KnownSource::json_schema(generator);
+        schema.insert(
+            "description".into(),
+            "Where a model-visible message came from: `user`, `plugin`, `tool`, or a plugin's own `kind`, kept whole.".into(),
+        );
+        if let Some(Value::Array(branches)) = schema.get_mut("oneOf") {
+            branches.push(serde_json::json!({
+                "description": "A source of a plugin's own kind (`goal`, `skill-catalog`, `subagent-report`...): any members, kept as written.",
+                "type": "object",
+                "properties": {
+                    "kind": {
+                        "type": "string",
+                        "not": { "enum": KNOWN_SOURCES },
+                        "description": "Any kind but `user`, `plugin` and `tool`."
+                    }
+                },
+                "required": ["kind"]
+            }));
+        }
+        schema
+    }
 }
 
 /// `user/message` data.
@@ -584,5 +673,59 @@ mod tests {
         let json = serde_json::to_value(&body).unwrap_or_default();
         assert_eq!(json["type"], body.type_name());
         assert!(EventBody::TYPES.contains(&body.type_name()));
+    }
+
+    /// `user`, `plugin` and `tool` sources read as before (their other members ignored); a
+    /// source of any other kind is kept whole and written back with the same members; what has
+    /// no string `kind` is refused.
+    #[test]
+    fn a_source_of_a_plugins_own_kind_is_kept_whole() {
+        let read =
+            |text: &str| serde_json::from_str::<MessageSource>(text).map_err(|e| e.to_string());
+        assert_eq!(
+            read(r#"{"kind":"user","rpcId":"r1"}"#),
+            Ok(MessageSource::User)
+        );
+        assert_eq!(
+            read(r#"{"kind":"tool","callId":"c1"}"#),
+            Ok(MessageSource::Tool {
+                call_id: CallId::new("c1")
+            })
+        );
+        assert_eq!(
+            read(r#"{"kind":"plugin","plugin":"hooks","form":"notice"}"#),
+            Ok(MessageSource::Plugin {
+                plugin: "hooks".into(),
+                form: Some("notice".into())
+            })
+        );
+        let goal = r#"{"kind":"goal","goalId":"g1","nested":{"a":[1]}}"#;
+        let source = read(goal).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(&source, MessageSource::Other(m) if m["goalId"] == "g1"));
+        assert_eq!(
+            serde_json::to_value(&source).ok(),
+            serde_json::from_str::<Value>(goal).ok()
+        );
+        for known in [
+            MessageSource::User,
+            MessageSource::Tool {
+                call_id: CallId::new("c1"),
+            },
+        ] {
+            let again = serde_json::to_string(&known).map(|t| read(&t));
+            assert_eq!(again.ok(), Some(Ok(known)));
+        }
+        for (written, why) in [
+            (r#"{"kind":"tool"}"#, "missing field `callId`"),
+            (r#"{"callId":"c1"}"#, "missing field `kind`"),
+            (r#"{"kind":"goal","a":{"b":1,"b":2}}"#, "duplicate key `b`"),
+            (r#""user""#, "must be an object"),
+        ] {
+            let got = read(written);
+            assert!(
+                got.as_ref().is_err_and(|e| e.contains(why)),
+                "{written}: {got:?}"
+            );
+        }
     }
 }

@@ -148,3 +148,12 @@ for rec in log:
             "run the probe scenario", "ctx_from_k1"):
         data["content"].append(IMAGE)
 write("cli-s3-image-content.jsonl", log)
+
+# A message source of a plugin's own kind (the harness's sources are merge-extensible: `goal`,
+# `skill-catalog`, `subagent-report`...): the context `ctx_from_k1` (line 70) said to come
+# from a `goal`. tep keeps such a source whole; the checks are those of rc8-cli-s3.jsonl.
+log = load("rc8-cli-s3.jsonl")
+for rec in log:
+    if rec.get("type") == "user/message" and rec["data"]["content"][0]["text"] == "ctx_from_k1":
+        rec["data"]["source"] = {"kind": "goal", "goalId": "goal-1", "summary": "keep going"}
+write("cli-s3-plugin-source.jsonl", log)
