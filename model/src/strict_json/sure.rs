@@ -554,7 +554,7 @@ mod tests {
         /// A string literal from pieces that are plain, escaped, surrogate, invalid or raw
         /// control characters.
         fn string() -> impl Strategy<Value = String> {
-            let piece = prop::sample::select(vec![
+            literal(vec![
                 "a",
                 "é",
                 "rrrrrrrrrrrrrrrrrrrrrrrr",
@@ -566,8 +566,13 @@ mod tests {
                 "\\x",
                 "\u{1}",
                 "\t",
-            ]);
-            prop::collection::vec(piece, 0..4).prop_map(|p| format!("\"{}\"", p.concat()))
+            ])
+        }
+
+        /// A string literal of up to three of `pieces`.
+        fn literal(pieces: Vec<&'static str>) -> impl Strategy<Value = String> {
+            prop::collection::vec(prop::sample::select(pieces), 0..4)
+                .prop_map(|p| format!("\"{}\"", p.concat()))
         }
 
         /// Keys drawn from a few, so that objects name some twice, some with an escape.
@@ -679,7 +684,7 @@ mod tests {
 
         /// A line it is sure of: only valid pieces, no key twice, whitespace here and there.
         fn sure_line() -> impl Strategy<Value = String> {
-            let piece = prop::sample::select(vec![
+            let string = literal(vec![
                 "a",
                 "é",
                 "rrrrrrrrrrrrrrrrrrrrrrrr",
@@ -689,8 +694,6 @@ mod tests {
                 "\\u00e9",
                 ",]}",
             ]);
-            let string =
-                prop::collection::vec(piece, 0..4).prop_map(|p| format!("\"{}\"", p.concat()));
             let leaf = prop_oneof![
                 prop::sample::select(vec!["null", "true", "-2.5e-3", "12", "0"])
                     .prop_map(str::to_owned),
