@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 /// grows, and a log that uses a new one stays readable).
 ///
 /// A text block is exactly `{"type": "text", "text": ...}`. Any other block is an object with
-/// a string `type`, kept whole as it was written.
+/// a string `type`, kept whole: every member, as read (in key order once written again).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContentBlock {
     Text {
@@ -156,7 +156,7 @@ impl JsonSchema for ContentBlock {
                     "additionalProperties": false
                 },
                 {
-                    "description": "A block of another type (`image`, a plugin's own): any members, kept as written; tep reads no text from it.",
+                    "description": "A block of another type (`image`, a plugin's own): any members, all kept; tep reads no text from it.",
                     "type": "object",
                     "properties": {
                         "type": {

@@ -398,7 +398,7 @@ impl JsonSchema for MessageSource {
         );
         if let Some(Value::Array(branches)) = schema.get_mut("oneOf") {
             branches.push(serde_json::json!({
-                "description": "A source of a plugin's own kind (`goal`, `skill-catalog`, `subagent-report`...): any members, kept as written.",
+                "description": "A source of a plugin's own kind (`goal`, `skill-catalog`, `subagent-report`...): any members, all kept.",
                 "type": "object",
                 "properties": {
                     "kind": {
