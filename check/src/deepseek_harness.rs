@@ -363,6 +363,10 @@ pub struct Summary {
     /// What the log shows broken that its trace records cannot (a hook event outside its stage,
     /// a dispatch event after its program's result): violations of the invariants they break.
     pub breaches: Vec<Violation>,
+    /// The line of the `turn/start` the log ends inside of (no `turn/end` after it): a log cut
+    /// short (a session still running, or killed). What its last batch's end would owe cannot
+    /// be judged ([`crate::TraceCheck::cut_short`]).
+    pub ends_inside_turn: Option<usize>,
 }
 
 impl Summary {
@@ -531,8 +535,9 @@ impl Converter {
                 return Ok(None);
             }
             // No pipeline event: it only ends the staging of contexts, as any event does.
-            Parsed::Envelope => {
+            Parsed::Envelope(turn) => {
                 self.staging = None;
+                self.turn(line, turn);
                 None
             }
             Parsed::Typed(event) => {
@@ -620,6 +625,7 @@ impl Converter {
             entry.0 += 1;
             return Ok(None);
         }
+        self.turn(line, TurnMark::of(&kind));
         let record = self.event(line, &kind, map, text)?;
         if record.is_some() {
             self.summary.records += 1;
@@ -627,6 +633,15 @@ impl Converter {
             self.summary.passed_over += 1;
         }
         Ok(record)
+    }
+
+    /// Follows the turns: the log is inside one from its `turn/start` to its `turn/end`.
+    fn turn(&mut self, line: usize, mark: TurnMark) {
+        match mark {
+            TurnMark::Begins => self.summary.ends_inside_turn = Some(line),
+            TurnMark::Ends => self.summary.ends_inside_turn = None,
+            TurnMark::Neither => {}
+        }
     }
 
     /// Counts a line that makes `record` (or passes over it).
@@ -1134,8 +1149,8 @@ enum Parsed {
     ChunkRow,
     /// A type the log format does not know.
     Unknown(String),
-    /// A known type that makes no record.
-    Envelope,
+    /// A known type that makes no record, and whether it begins or ends a turn.
+    Envelope(TurnMark),
     /// A type that always makes a record, as its event.
     Typed(SessionEvent),
     /// An `assistant/message`, as the calls it declares.
@@ -1144,6 +1159,24 @@ enum Parsed {
     Contexts(Vec<String>),
     /// A `user/message`, as its data's `id`.
     Message { id: Option<String> },
+}
+
+/// What a line says of the turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TurnMark {
+    Begins,
+    Ends,
+    Neither,
+}
+
+impl TurnMark {
+    fn of(kind: &str) -> Self {
+        match kind {
+            "turn/start" => TurnMark::Begins,
+            "turn/end" => TurnMark::Ends,
+            _ => TurnMark::Neither,
+        }
+    }
 }
 
 /// Reads the usual line without serde's strict pass, building only what its type needs: one
@@ -1197,7 +1230,7 @@ fn parse_scanned(options: &Options, text: &str) -> Option<Parsed> {
         Need::Envelope if KNOWN_EVENT_TYPES.binary_search(&kind).is_err() => {
             Parsed::Unknown(kind.to_owned())
         }
-        Need::Envelope => Parsed::Envelope,
+        Need::Envelope => Parsed::Envelope(TurnMark::of(kind)),
         Need::Typed => Parsed::Typed(session_event_type_first(text)?),
         // Read from the text itself: the few members these types use.
         Need::Data if kind == "assistant/message" => Parsed::Batch(sure_batch(options, data)?),
@@ -2152,6 +2185,49 @@ mod tests {
             out.push(converter.line(i + 1, line.as_bytes()));
         }
         (out, converter.finish(), sure)
+    }
+
+    /// A log that ends inside a turn (a `turn/start` with no `turn/end` after it) says where
+    /// that turn began, read either way; one whose last turn ended says none.
+    #[test]
+    fn a_log_that_ends_inside_a_turn_says_where_the_turn_began() {
+        let turn = |seq: u64, kind: &str| event(seq, kind, r#"{"turn":1}"#);
+        for (lines, inside) in [
+            (
+                vec![turn(0, "turn/start"), batch(1, &[("a", "read")])],
+                Some(2),
+            ),
+            (
+                vec![
+                    turn(0, "turn/start"),
+                    batch(1, &[("a", "read")]),
+                    turn(2, "turn/end"),
+                ],
+                None,
+            ),
+            (
+                vec![
+                    turn(0, "turn/start"),
+                    turn(1, "turn/end"),
+                    turn(2, "turn/start"),
+                    call(3, "a", "read"),
+                ],
+                Some(4),
+            ),
+            (vec![batch(0, &[("a", "read")])], None),
+        ] {
+            let text = std::iter::once(HEADER.to_owned())
+                .chain(lines)
+                .collect::<Vec<_>>()
+                .join("\n");
+            for general_only in [false, true] {
+                let (_, summary, _) = outcomes(&text, general_only);
+                assert_eq!(
+                    summary.ends_inside_turn, inside,
+                    "{text} (general only: {general_only})"
+                );
+            }
+        }
     }
 
     /// The quick way (no strict serde pass where a line is surely accepted) makes, of every

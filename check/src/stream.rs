@@ -90,6 +90,13 @@ impl TraceCheck {
         }
     }
 
+    /// The records fed stop inside the last batch: see [`Checker::cut_short`].
+    pub fn cut_short(&mut self) {
+        if let Some(checker) = self.checker.as_mut() {
+            checker.cut_short();
+        }
+    }
+
     /// Closes the last batch: the options used and the report (an empty trace checked
     /// nothing: [`crate::Verdict::NothingChecked`]).
     pub fn finish(self) -> Result<(CheckOptions, CheckReport), TraceError> {

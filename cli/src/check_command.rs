@@ -263,6 +263,13 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
         // Parsing is most of the work: the other cores parse while this thread checks.
         None => for_each_record_parallel(reader, workers, &mut feed),
     };
+    // A log that ends inside a turn was cut short: its last batch did not end.
+    if log_summary
+        .as_ref()
+        .is_some_and(|s: &tep_check::deepseek_harness::Summary| s.ends_inside_turn.is_some())
+    {
+        check.cut_short();
+    }
     let header_spec = check.header().map(|h| h.spec);
     let header_implementation = check.header().and_then(|h| h.implementation.clone());
     let checked = result.and_then(|()| check.finish());

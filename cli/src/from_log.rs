@@ -143,6 +143,12 @@ impl FromLog {
                 lines.join(", ")
             )?;
         }
+        if let Some(line) = summary.ends_inside_turn {
+            writeln!(
+                out,
+                "the log ends inside the turn begun at line {line} (no `turn/end`): cut short, so what its last batch's end would owe (a result per call, contexts, dispatch events) is not judged"
+            )?;
+        }
         if summary.hook_stage_events > 0 {
             writeln!(
                 out,
@@ -190,6 +196,7 @@ impl FromLog {
                 })
                 .collect(),
             unattributed: summary.unattributed.clone(),
+            ends_inside_turn: summary.ends_inside_turn,
             safe: self
                 .options
                 .safe

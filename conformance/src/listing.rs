@@ -84,6 +84,9 @@ pub struct SessionLogJson {
     pub unknown_fields: Vec<UnknownField>,
     /// Lines whose call could not be told.
     pub unattributed: Vec<usize>,
+    /// The line of the `turn/start` the log ends inside of (no `turn/end`: a log cut short);
+    /// what its last batch's end would owe is not judged.
+    pub ends_inside_turn: Option<usize>,
     /// `--safe`: the tools taken as concurrency-safe.
     pub safe: Option<Vec<String>>,
 }

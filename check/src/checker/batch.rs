@@ -140,7 +140,7 @@ impl Checker {
                 ),
             ));
         }
-        if self.escaped {
+        if self.escaped || self.cut_short {
             return Ok(());
         }
         self.imply_settled(&batch);

@@ -330,6 +330,9 @@ pub struct Checker {
     found: Vec<Finding>,
     /// An exception escaped the pipeline: the open batch ended there.
     escaped: bool,
+    /// The records stop inside the open batch (a log cut short): what its end would owe is
+    /// not judged.
+    cut_short: bool,
     /// The invariants checked (bit per id): findings of the others are dropped.
     checked: u128,
     taken: Taken,
@@ -422,6 +425,7 @@ impl Checker {
             seen_records: 0,
             found: Vec::new(),
             escaped: false,
+            cut_short: false,
             checked,
             taken: Taken::default(),
             implied: [0; 2],
@@ -487,6 +491,14 @@ impl Checker {
         });
         self.emit();
         self.escaped = true;
+    }
+
+    /// The records fed stop inside the open batch, not at its end: a session log cut short
+    /// (a session still running, or killed mid-turn). What the batch's end would owe (a
+    /// result per call, its contexts, its dispatch events) is not judged at [`Checker::finish`];
+    /// what its records show still is.
+    pub fn cut_short(&mut self) {
+        self.cut_short = true;
     }
 
     /// Feeds records already in memory (record `i` is line `i + 1`), then finishes.

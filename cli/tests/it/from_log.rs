@@ -315,6 +315,37 @@ fn a_message_source_of_a_plugins_own_kind_is_kept_and_the_log_checks_as_without_
     checks_as_the_real_log(name, "rc8-cli-s3.jsonl");
 }
 
+/// A log cut short inside its turn (a session still running, or killed) is not judged for
+/// what its last batch's end would owe: the five calls without a result yet are no violation,
+/// and the report says why. With the turn ended, the same five calls break
+/// `one-result-per-call`.
+#[test]
+fn a_log_cut_short_inside_its_turn_is_not_judged_for_what_its_batch_still_owes() {
+    let name = "cli-s2-cut-in-batch.jsonl";
+    let o = check(name, &["--safe", "web_search", "--strict"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("the log ends inside the turn begun at line 6 (no `turn/end`): cut short, so what its last batch's end would owe (a result per call, contexts, dispatch events) is not judged"), "{text}");
+    assert!(text.contains("0 violation(s)"), "{text}");
+    let report = json(name, &["--safe", "web_search"]);
+    assert_eq!(report["sessionLog"]["endsInsideTurn"], 6);
+    assert_eq!(
+        json("rc8-cli-s2.jsonl", &[])["sessionLog"]["endsInsideTurn"],
+        Value::Null
+    );
+    let mut ended = std::fs::read(log(name)).unwrap();
+    ended.extend_from_slice(
+        br#"{"type":"turn/end","seq":79,"time":1796448866266,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+    );
+    let o = check_stdin(&ended, &["--safe", "web_search"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    for call in ["s1", "s2", "s3", "s4", "c6"] {
+        assert!(text.contains(&format!("one-result-per-call [MUST]: call {call} (declared at line 47) never got a tool/result")), "{text}");
+    }
+    assert!(!text.contains("the log ends inside"), "{text}");
+}
+
 /// `name` checks (`--strict`) with exit 0 and the JSON report of `real`, but for the path.
 fn checks_as_the_real_log(name: &str, real: &str) {
     let o = check(name, &["--strict"]);

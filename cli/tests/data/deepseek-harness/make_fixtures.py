@@ -157,3 +157,7 @@ for rec in log:
     if rec.get("type") == "user/message" and rec["data"]["content"][0]["text"] == "ctx_from_k1":
         rec["data"]["source"] = {"kind": "goal", "goalId": "goal-1", "summary": "keep going"}
 write("cli-s3-plugin-source.jsonl", log)
+
+# A log cut short inside its turn, as a session still running (or killed) leaves it: the first
+# 80 lines of rc8-cli-s2.jsonl, up to c5's `tool/result`; five calls of the batch have none yet.
+write("cli-s2-cut-in-batch.jsonl", load("rc8-cli-s2.jsonl")[:80])
