@@ -2,7 +2,7 @@
 //! verdict as text or JSON, and on request the HTML page.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -212,30 +212,22 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
         None => parsing_workers(trace_bytes(&args.trace)),
     };
     let name = args.trace.display().to_string();
-    let reader: Box<dyn BufRead> = match (name == "-", stdin_copy) {
-        (true, Some(copy)) => Box::new(BufReader::with_capacity(
-            READ_BUFFER_BYTES,
-            Tee {
-                inner: std::io::stdin(),
-                copy,
-            },
-        )),
-        (true, None) => Box::new(BufReader::with_capacity(
-            READ_BUFFER_BYTES,
-            std::io::stdin(),
-        )),
+    let source: Box<dyn Read> = match (name == "-", stdin_copy) {
+        (true, Some(copy)) => Box::new(Tee {
+            inner: std::io::stdin(),
+            copy,
+        }),
+        (true, None) => Box::new(std::io::stdin()),
         (false, copy) => {
             let file =
                 std::fs::File::open(&args.trace).with_context(|| format!("cannot open {name}"))?;
             match copy {
-                Some(copy) => Box::new(BufReader::with_capacity(
-                    READ_BUFFER_BYTES,
-                    Tee { inner: file, copy },
-                )),
-                None => Box::new(BufReader::with_capacity(READ_BUFFER_BYTES, file)),
+                Some(copy) => Box::new(Tee { inner: file, copy }),
+                None => Box::new(file),
             }
         }
     };
+    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, source);
     // The trace's header decides the options (tep-check's rule); the command line overrides it.
     let (spec, capabilities, observed) = (args.spec, args.capabilities.clone(), args.observed);
     let mut check = TraceCheck::new(Box::new(move |header: Option<&TraceHeader>| {
@@ -266,7 +258,8 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
     // A log that ends inside a turn was cut short: its last batch did not end.
     if log_summary
         .as_ref()
-        .is_some_and(|s: &tep_check::deepseek_harness::Summary| s.ends_inside_turn.is_some())
+        .and_then(|s| s.ends_inside_turn)
+        .is_some()
     {
         check.cut_short();
     }
