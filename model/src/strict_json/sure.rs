@@ -48,37 +48,21 @@ pub fn value(text: &str) -> Option<()> {
 pub fn members_of_sure<'t>(object: &'t str, mut member: impl FnMut(&'t str, &'t str)) {
     debug_assert!(value(object).is_some(), "not a sure value: {object}");
     let bytes = object.as_bytes();
-    let mut at = skim_whitespace(bytes, 0);
-    if bytes.get(at) != Some(&b'{') {
-        return;
-    }
-    at += 1;
-    loop {
-        at = skim_whitespace(bytes, at);
+    skim_items(bytes, b'{', |at| {
         if bytes.get(at) != Some(&b'"') {
-            return;
+            return None;
         }
         let key_end = string_end(bytes, at);
-        let Some(key) = object.get(at + 1..key_end.saturating_sub(1)) else {
-            return;
-        };
-        at = skim_whitespace(bytes, key_end);
-        if bytes.get(at) != Some(&b':') {
-            return;
+        let key = object.get(at + 1..key_end.saturating_sub(1))?;
+        let colon = skim_whitespace(bytes, key_end);
+        if bytes.get(colon) != Some(&b':') {
+            return None;
         }
-        at = skim_whitespace(bytes, at + 1);
-        let start = at;
-        at = value_end(bytes, at);
-        let Some(value) = object.get(start..at) else {
-            return;
-        };
-        member(key, value);
-        at = skim_whitespace(bytes, at);
-        if bytes.get(at) != Some(&b',') {
-            return;
-        }
-        at += 1;
-    }
+        let start = skim_whitespace(bytes, colon + 1);
+        let end = value_end(bytes, start);
+        member(key, object.get(start..end)?);
+        Some(end)
+    });
 }
 
 /// The elements of an array inside a line [`object_members`] was sure of, as
@@ -86,23 +70,31 @@ pub fn members_of_sure<'t>(object: &'t str, mut member: impl FnMut(&'t str, &'t 
 pub fn elements_of_sure<'t>(array: &'t str, mut element: impl FnMut(&'t str)) {
     debug_assert!(value(array).is_some(), "not a sure value: {array}");
     let bytes = array.as_bytes();
+    skim_items(bytes, b'[', |at| {
+        if bytes.get(at) == Some(&b']') {
+            return None;
+        }
+        let end = value_end(bytes, at);
+        element(array.get(at..end)?);
+        Some(end)
+    });
+}
+
+/// The items of the object or array that `bytes` opens with `open`, separated by commas:
+/// `item` reads the one at `at` (after whitespace) and says where it ends, or `None` where
+/// there is none (the container's end).
+fn skim_items(bytes: &[u8], open: u8, mut item: impl FnMut(usize) -> Option<usize>) {
     let mut at = skim_whitespace(bytes, 0);
-    if bytes.get(at) != Some(&b'[') {
+    if bytes.get(at) != Some(&open) {
         return;
     }
-    at = skim_whitespace(bytes, at + 1);
-    if bytes.get(at) == Some(&b']') {
-        return;
-    }
+    at += 1;
     loop {
         at = skim_whitespace(bytes, at);
-        let start = at;
-        at = value_end(bytes, at);
-        let Some(value) = array.get(start..at) else {
+        let Some(end) = item(at) else {
             return;
         };
-        element(value);
-        at = skim_whitespace(bytes, at);
+        at = skim_whitespace(bytes, end);
         if bytes.get(at) != Some(&b',') {
             return;
         }
