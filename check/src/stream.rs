@@ -90,7 +90,8 @@ impl TraceCheck {
         }
     }
 
-    /// The records fed stop inside the last batch: see [`Checker::cut_short`].
+    /// The records of the open batch stop here (a log cut short, a turn a crash interrupted):
+    /// see [`Checker::cut_short`].
     pub fn cut_short(&mut self) {
         if let Some(checker) = self.checker.as_mut() {
             checker.cut_short();

@@ -128,6 +128,8 @@ impl Checker {
     }
 
     pub(super) fn close_batch(&mut self) -> Result<(), TraceError> {
+        // A cut ends the batch open when it was made, and no later one.
+        let cut_short = std::mem::take(&mut self.cut_short);
         let Some(batch) = self.batch.take() else {
             return Ok(());
         };
@@ -140,7 +142,7 @@ impl Checker {
                 ),
             ));
         }
-        if self.escaped || self.cut_short {
+        if self.escaped || cut_short {
             return Ok(());
         }
         self.imply_settled(&batch);

@@ -330,8 +330,8 @@ pub struct Checker {
     found: Vec<Finding>,
     /// An exception escaped the pipeline: the open batch ended there.
     escaped: bool,
-    /// The records stop inside the open batch (a log cut short): what its end would owe is
-    /// not judged.
+    /// The records stop inside the open batch (a log cut short, a turn a crash interrupted):
+    /// what its end would owe is not judged.
     cut_short: bool,
     /// The invariants checked (bit per id): findings of the others are dropped.
     checked: u128,
@@ -493,10 +493,11 @@ impl Checker {
         self.escaped = true;
     }
 
-    /// The records fed stop inside the open batch, not at its end: a session log cut short
-    /// (a session still running, or killed mid-turn). What the batch's end would owe (a
-    /// result per call, its contexts, its dispatch events) is not judged at [`Checker::finish`];
-    /// what its records show still is.
+    /// The records of the open batch stop here, not at its end: a session log cut short (a
+    /// session still running, or killed mid-turn), or a turn a crash interrupted before the
+    /// log goes on. What the batch's end would owe (a result per call, its contexts, its
+    /// dispatch events) is not judged when it closes (at the next batch or at
+    /// [`Checker::finish`]); what its records show still is. The next batch is judged whole.
     pub fn cut_short(&mut self) {
         self.cut_short = true;
     }

@@ -169,3 +169,56 @@ fn a_parallel_check_reports_what_a_sequential_one_does() {
     assert!(one.records > 1000 && one.batches > 10, "{one:?}");
     assert!(one.violations.is_empty(), "{:?}", one.violations.first());
 }
+
+/// A cut (`Checker::cut_short`) spares the batch open when it is made, and only that one: the
+/// call whose result is missing breaks `one-result-per-call` unless its own batch was cut.
+#[test]
+fn a_cut_spares_the_open_batch_and_no_later_one() {
+    let two = long_trace("allow-runs-body", 2);
+    let models: Vec<usize> = two
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, TraceRecord::Stage(o) if o.node == tep_check::NodeId::Model))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(models.len(), 2);
+    let results: Vec<usize> = two
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| common::is_event("tool/result", "c1")(r))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(results.len(), 2);
+    // (the batch whose result is dropped, the batch the cut is made in, whether it breaks)
+    for (dropped, cut, breaks) in [
+        (0, None, true),
+        (1, None, true),
+        (0, Some(0), false),
+        (1, Some(1), false),
+        (0, Some(1), true),
+        (1, Some(0), true),
+    ] {
+        let mut checker = Checker::new(CheckOptions::new(Revision::Rev2));
+        for (i, record) in two.iter().enumerate() {
+            if i == results[dropped] {
+                continue;
+            }
+            checker.feed(i + 1, record).unwrap();
+            // Made at the batch's last record: the next `model` record closes it.
+            let last_of = |b: usize| models.get(b + 1).map_or(two.len() - 1, |m| m - 1);
+            if cut.is_some_and(|b| i == last_of(b)) {
+                checker.cut_short();
+            }
+        }
+        let found = checker
+            .finish()
+            .unwrap()
+            .violations
+            .iter()
+            .any(|v| v.invariant == InvariantId::OneResultPerCall);
+        assert_eq!(
+            found, breaks,
+            "result of batch {dropped} dropped, cut in {cut:?}"
+        );
+    }
+}
