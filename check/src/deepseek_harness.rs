@@ -29,6 +29,12 @@
 //! result (reference semantics 49: the run drains its dispatch log writes before it settles).
 //! The hook events reach the checker attributed to no call: only the log's order applies to them.
 //!
+//! A session a crash interrupted goes on after the harness reloads it: it closes the open turn
+//! with results of its own ([`RECOVERY_CODES`]), `step/end` and a `turn/end` of reason
+//! `interrupted`. Those results are not the pipeline's and are passed over; the batch the crash
+//! interrupted is cut short where they begin ([`Converted::CutShort`], [`Summary::interrupted`]),
+//! as is a turn the next `turn/start` finds still open.
+//!
 //! Every record keeps the line it came from, so violations name lines of the original file.
 //! Events the pipeline does not own (turns, steps, chunks, requests, a user's own messages) are
 //! passed over; an event type the harness's catalog does not list is passed over and counted.
@@ -367,6 +373,64 @@ pub struct Summary {
     /// short (a session still running, or killed). What its last batch's end would owe cannot
     /// be judged ([`crate::TraceCheck::cut_short`]).
     pub ends_inside_turn: Option<usize>,
+    /// Turns a crash interrupted before the log goes on: closed by the harness when it
+    /// reloaded the session, or left open when the next turn began. Each cut its batch short
+    /// ([`Converted::CutShort`]).
+    pub interrupted: Vec<Interruption>,
+}
+
+/// A turn a crash interrupted, in a log that goes on after it. deepseek-harness closes such a
+/// turn when it reloads the session: a `tool/result` of error code `TOOL_OUTCOME_UNKNOWN` for
+/// each call that started and has no result, one of `TOOL_NOT_STARTED` for each call the model
+/// asked for that never started (with no `tool/call` before it), then `step/end` and a
+/// `turn/end` of reason `interrupted` ("the loop never emits this marker").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interruption {
+    /// The line of the turn's `turn/start` (`None`: the log began inside it).
+    pub turn: Option<usize>,
+    /// Where the log shows the crash: the first result the recovery wrote, or the `turn/start`
+    /// of the next turn when nothing closed this one.
+    pub at: usize,
+    /// The lines of the results the recovery wrote: not pipeline events, passed over.
+    pub recovered: Vec<usize>,
+}
+
+/// The error codes of the results deepseek-harness writes when it reloads a session a crash
+/// interrupted (`@deepseek-ai/dsh-session`, `repair.ts`): a call whose outcome was never
+/// recorded, and a call that never started. The pipeline itself never writes them.
+pub const RECOVERY_CODES: [&str; 2] = ["TOOL_OUTCOME_UNKNOWN", "TOOL_NOT_STARTED"];
+
+/// What converting a log hands on, in the log's order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Converted<'r> {
+    /// A trace record the line made.
+    Record(&'r TraceRecord),
+    /// The open batch ends here cut short: a crash interrupted its turn
+    /// ([`Summary::interrupted`]). Its records still show what they show; what its end would
+    /// owe (a result per call, contexts, dispatch events) cannot be judged
+    /// ([`crate::TraceCheck::cut_short`]).
+    CutShort,
+}
+
+impl<'r> Converted<'r> {
+    /// The record, if this is one.
+    pub fn record(self) -> Option<&'r TraceRecord> {
+        match self {
+            Converted::Record(record) => Some(record),
+            Converted::CutShort => None,
+        }
+    }
+
+    /// Hands this to `check`: a record is checked, a cut cuts the open batch short.
+    pub fn feed(self, check: &mut crate::TraceCheck, line: usize) -> Result<(), TraceError> {
+        match self {
+            Converted::Record(record) => check.feed(line, record),
+            Converted::CutShort => {
+                check.cut_short();
+                Ok(())
+            }
+        }
+    }
 }
 
 impl Summary {
@@ -480,6 +544,8 @@ pub struct Converter {
     units: Vec<Unit>,
     /// Hook invocations not answered yet, by `handlerId`: the unit and the stage.
     hooks: HashMap<String, (usize, HookStage, usize)>,
+    /// The line converted last cut the open batch short.
+    cut: bool,
     /// Every line the general way (tests compare the two ways).
     #[cfg(test)]
     general_only: bool,
@@ -635,13 +701,54 @@ impl Converter {
         Ok(record)
     }
 
-    /// Follows the turns: the log is inside one from its `turn/start` to its `turn/end`.
+    /// Follows the turns: the log is inside one from its `turn/start` to its `turn/end`. A
+    /// turn that begins inside another cuts that one short: a crash ended it, and nothing
+    /// closed it before the session went on.
     fn turn(&mut self, line: usize, mark: TurnMark) {
         match mark {
-            TurnMark::Begins => self.summary.ends_inside_turn = Some(line),
+            TurnMark::Begins => {
+                if let Some(open) = self.summary.ends_inside_turn {
+                    self.interrupt(Some(open), line);
+                }
+                self.summary.ends_inside_turn = Some(line);
+            }
             TurnMark::Ends => self.summary.ends_inside_turn = None,
             TurnMark::Neither => {}
         }
+    }
+
+    /// A result the harness's crash recovery wrote at `line` when it reloaded the session: no
+    /// pipeline event. The first of a turn cuts its batch short there.
+    fn recovered(&mut self, line: usize) {
+        let turn = self.summary.ends_inside_turn;
+        match self.summary.interrupted.last_mut() {
+            Some(last) if last.turn == turn && !last.recovered.is_empty() => {
+                last.recovered.push(line);
+            }
+            _ => {
+                self.interrupt(turn, line);
+                if let Some(cut) = self.summary.interrupted.last_mut() {
+                    cut.recovered.push(line);
+                }
+            }
+        }
+    }
+
+    /// The turn begun at line `turn` was interrupted, as line `at` shows: its open batch is
+    /// cut short there ([`Self::take_cut`]).
+    fn interrupt(&mut self, turn: Option<usize>, at: usize) {
+        self.summary.interrupted.push(Interruption {
+            turn,
+            at,
+            recovered: Vec::new(),
+        });
+        self.cut = true;
+    }
+
+    /// Whether the line just converted cut the open batch short (a turn a crash interrupted):
+    /// once per cut. [`convert`] hands it on as [`Converted::CutShort`].
+    pub fn take_cut(&mut self) -> bool {
+        std::mem::take(&mut self.cut)
     }
 
     /// Counts a line that makes `record` (or passes over it).
@@ -822,6 +929,10 @@ impl Converter {
                     self.start_unit(CallId::new(id), None);
                 }
                 None
+            }
+            "tool/result" if ids.recovered => {
+                self.recovered(line);
+                return None;
             }
             "tool/result" => {
                 if let Some(id) = ids.result_call {
@@ -1342,6 +1453,9 @@ struct Ids<'a> {
     /// `point`, `handlerId` (the hook events).
     point: Option<&'a str>,
     handler: Option<&'a str>,
+    /// A `tool/result` whose `error.code` is one of [`RECOVERY_CODES`]: written by the
+    /// harness's crash recovery, not by the pipeline.
+    recovered: bool,
 }
 
 impl<'a> Ids<'a> {
@@ -1356,6 +1470,10 @@ impl<'a> Ids<'a> {
             parent: str_field(data, "parentCallId"),
             point: str_field(data, "point"),
             handler: str_field(data, "handlerId"),
+            recovered: data
+                .pointer("/error/code")
+                .and_then(Value::as_str)
+                .is_some_and(|code| RECOVERY_CODES.contains(&code)),
         }
     }
 
@@ -1368,6 +1486,10 @@ impl<'a> Ids<'a> {
             // A flat result has no `message`: it names no call here, as in `of_value`.
             EventBody::ToolResult(ToolResultData::Message(m)) => Ids {
                 result_call: m.message.content.first().map(|b| b.tool_call_id.as_str()),
+                recovered: m
+                    .error
+                    .as_ref()
+                    .is_some_and(|e| RECOVERY_CODES.contains(&e.code.as_str())),
                 ..Ids::default()
             },
             EventBody::UserMessage(m) => Ids {
@@ -1511,12 +1633,12 @@ impl From<ConvertError> for TraceError {
     }
 }
 
-/// Reads a log line by line and calls `f` with each record it makes and the line it came
-/// from. Lines longer than [`MAX_LINE_BYTES`] are refused.
+/// Reads a log line by line and calls `f` with what each line makes (a record, or a cut:
+/// [`Converted`]) and the line it came from. Lines longer than [`MAX_LINE_BYTES`] are refused.
 pub fn convert(
     mut reader: impl BufRead,
     options: Options,
-    mut f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
+    mut f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
     let mut converter = Converter::new(options);
     let mut buf = Vec::new();
@@ -1527,9 +1649,8 @@ pub fn convert(
         if !next_line(&mut reader, line, &mut buf)? {
             break;
         }
-        if let Some(record) = converter.line(line, &buf)? {
-            f(line, &record)?;
-        }
+        let made = converter.line(line, &buf)?;
+        converter.hand_on(line, made, &mut f)?;
     }
     converter.end()
 }
@@ -1564,6 +1685,22 @@ fn next_line(reader: &mut impl BufRead, line: usize, buf: &mut Vec<u8>) -> Resul
 }
 
 impl Converter {
+    /// Hands on what line `line` made: a cut it made first, then its record.
+    fn hand_on(
+        &mut self,
+        line: usize,
+        made: Option<TraceRecord>,
+        f: &mut impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
+    ) -> Result<(), TraceError> {
+        if self.take_cut() {
+            f(line, Converted::CutShort)?;
+        }
+        match made {
+            Some(record) => f(line, Converted::Record(&record)),
+            None => Ok(()),
+        }
+    }
+
     /// What the log held, once every line is converted: an error if it had no header.
     fn end(self) -> Result<Summary, ConvertError> {
         if !self.header_seen {
@@ -1595,8 +1732,8 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let mut records = Vec::new();
-        let summary = convert(text.as_bytes(), options, |line, r| {
-            records.push((line, r.clone()));
+        let summary = convert(text.as_bytes(), options, |line, made| {
+            records.extend(made.record().map(|r| (line, r.clone())));
             Ok(())
         })?;
         Ok((records, summary))
@@ -2017,11 +2154,12 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let read = |text: &str, workers: usize| {
             let mut records = Vec::new();
-            let summary = convert_parallel(text.as_bytes(), Options::default(), workers, |l, r| {
-                records.push((l, r.clone()));
-                Ok(())
-            })
-            .unwrap();
+            let summary =
+                convert_parallel(text.as_bytes(), Options::default(), workers, |l, made| {
+                    records.extend(made.record().map(|r| (l, r.clone())));
+                    Ok(())
+                })
+                .unwrap();
             (records, summary)
         };
         let (want, mut want_summary) = read(&text, 0);
@@ -2228,6 +2366,99 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A `tool/result` of error code `code` for call `id`, at step 1 of turn 1.
+    fn recovered(seq: u64, id: &str, code: &str) -> String {
+        let with_error = result(seq, id);
+        let cut = with_error.len() - 2;
+        format!(
+            r#"{},"error":{{"name":"E","code":"{code}"}}}}}}"#,
+            &with_error[..cut]
+        )
+    }
+
+    /// The results deepseek-harness writes when it reloads a session a crash interrupted are
+    /// passed over and cut the open batch short at the first of them, once; a turn that begins
+    /// inside another cuts that one short; read either way, and handed on as a cut before
+    /// anything else the line makes.
+    #[test]
+    fn a_turn_a_crash_interrupted_cuts_its_batch_short_where_the_log_shows_it() {
+        let turn = |seq: u64, kind: &str| event(seq, kind, r#"{"turn":1}"#);
+        let lines = [
+            turn(0, "turn/start"),
+            batch(1, &[("a", "read"), ("b", "read")]),
+            call(2, "a", "read"),
+            recovered(3, "a", "TOOL_OUTCOME_UNKNOWN"),
+            recovered(4, "b", "TOOL_NOT_STARTED"),
+            event(
+                5,
+                "turn/end",
+                r#"{"turn":1,"reason":{"kind":"interrupted"}}"#,
+            ),
+            turn(6, "turn/start"),
+            batch(7, &[("c", "read")]),
+            call(8, "c", "read"),
+            recovered(9, "c", "ABORTED"),
+            turn(10, "turn/start"),
+            batch(11, &[("d", "read")]),
+        ];
+        let text = std::iter::once(HEADER.to_owned())
+            .chain(lines)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let want = vec![
+            Interruption {
+                turn: Some(2),
+                at: 5,
+                recovered: vec![5, 6],
+            },
+            Interruption {
+                turn: Some(8),
+                at: 12,
+                recovered: vec![],
+            },
+        ];
+        for general_only in [false, true] {
+            let mut converter = Converter::new(Options::default());
+            converter.general_only = general_only;
+            let mut made = Vec::new();
+            for (i, line) in text.lines().enumerate() {
+                let record = converter.line(i + 1, line.as_bytes()).unwrap();
+                if converter.take_cut() {
+                    made.push((i + 1, "cut"));
+                }
+                if record.is_some() {
+                    made.push((i + 1, "record"));
+                }
+            }
+            // The result of another code (line 11) is the pipeline's: a record.
+            let lines_made = [
+                (1, "record"),
+                (3, "record"),
+                (4, "record"),
+                (5, "cut"),
+                (9, "record"),
+                (10, "record"),
+                (11, "record"),
+                (12, "cut"),
+                (13, "record"),
+            ];
+            assert_eq!(made, lines_made, "general only: {general_only}");
+            let summary = converter.finish();
+            assert_eq!(summary.interrupted, want, "general only: {general_only}");
+            assert_eq!(summary.ends_inside_turn, Some(12));
+        }
+        // `convert` hands each cut on before the line's record, as `Converted::CutShort`.
+        let mut cuts = Vec::new();
+        convert(text.as_bytes(), Options::default(), |line, made| {
+            if made == Converted::CutShort {
+                cuts.push(line);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(cuts, [5, 12]);
     }
 
     /// The quick way (no strict serde pass where a line is surely accepted) makes, of every

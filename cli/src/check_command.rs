@@ -246,14 +246,18 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
     if args.html.is_some() {
         check = check.keep_steps();
     }
-    let mut feed = |line, record: &TraceRecord| check.feed(line, record);
     let mut log_summary = None;
     let result = match &from {
-        Some(from) => from.read(reader, workers, &mut feed).map(|s| {
-            log_summary = Some(s);
-        }),
+        // A turn a crash interrupted cuts its batch short where the log shows it.
+        Some(from) => from
+            .read(reader, workers, |line, made| made.feed(&mut check, line))
+            .map(|s| {
+                log_summary = Some(s);
+            }),
         // Parsing is most of the work: the other cores parse while this thread checks.
-        None => for_each_record_parallel(reader, workers, &mut feed),
+        None => for_each_record_parallel(reader, workers, |line, record: &TraceRecord| {
+            check.feed(line, record)
+        }),
     };
     // A log that ends inside a turn was cut short: its last batch did not end.
     if log_summary

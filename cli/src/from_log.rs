@@ -4,12 +4,11 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 
 use clap::ValueEnum;
-use tep_check::deepseek_harness::{self, Options, Summary};
+use tep_check::deepseek_harness::{self, Converted, Options, Summary};
 use tep_check::invariants::InvariantId;
 use tep_check::{CheckReport, MAX_VIOLATIONS};
 use tep_check::{InvariantStatus, TraceError};
-use tep_conformance::listing::{SessionLogJson, UnknownField, UnknownType};
-use tep_model::trace::TraceRecord;
+use tep_conformance::listing::{InterruptedTurn, SessionLogJson, UnknownField, UnknownType};
 
 /// Whose session log `--from` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -47,13 +46,14 @@ impl FromLog {
         }
     }
 
-    /// Reads the log and calls `f` with each trace record and the line of the log it came from,
-    /// the lines parsed on `workers` threads (none: on this one).
+    /// Reads the log and calls `f` with what each line makes (a trace record, or a cut:
+    /// [`Converted`]) and the line of the log it came from, the lines parsed on `workers`
+    /// threads (none: on this one).
     pub fn read(
         &self,
         reader: impl BufRead,
         workers: usize,
-        f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
+        f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
     ) -> Result<Summary, TraceError> {
         match self.source {
             LogSource::DeepseekHarness => {
@@ -143,6 +143,31 @@ impl FromLog {
                 lines.join(", ")
             )?;
         }
+        for cut in &summary.interrupted {
+            let turn = match cut.turn {
+                Some(line) => format!("the turn begun at line {line}"),
+                None => "the turn the log begins inside".to_owned(),
+            };
+            let how = match cut.recovered.as_slice() {
+                [] => format!(
+                    "the next turn begins at line {} without its `turn/end`",
+                    cut.at
+                ),
+                lines => format!(
+                    "the harness closed it when it reloaded the session, with result(s) for calls that never finished at line(s) {} (not pipeline events)",
+                    lines
+                        .iter()
+                        .map(|l| l.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            writeln!(
+                out,
+                "{turn} was interrupted (a crash): {how}; its batch is cut short at line {}, so what that batch's end would owe (a result per call, contexts, dispatch events) is not judged",
+                cut.at
+            )?;
+        }
         if let Some(line) = summary.ends_inside_turn {
             writeln!(
                 out,
@@ -197,6 +222,15 @@ impl FromLog {
                 .collect(),
             unattributed: summary.unattributed.clone(),
             ends_inside_turn: summary.ends_inside_turn,
+            interrupted_turns: summary
+                .interrupted
+                .iter()
+                .map(|i| InterruptedTurn {
+                    turn_line: i.turn,
+                    cut_line: i.at,
+                    recovered_results: i.recovered.clone(),
+                })
+                .collect(),
             safe: self
                 .options
                 .safe

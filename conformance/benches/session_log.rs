@@ -217,8 +217,8 @@ fn floor(mut log: Repeated<'_>) -> usize {
 
 /// Converts the log, dropping every record.
 fn read(log: Repeated<'_>) -> usize {
-    match deepseek_harness::convert(log, Options::default(), |_, r| {
-        black_box(r);
+    match deepseek_harness::convert(log, Options::default(), |_, made| {
+        black_box(made);
         Ok(())
     }) {
         Ok(summary) => summary.lines,
@@ -231,8 +231,8 @@ fn read(log: Repeated<'_>) -> usize {
 fn check(log: Repeated<'_>, workers: usize) -> usize {
     let mut check = TraceCheck::default();
     let summary =
-        deepseek_harness::convert_parallel(log, Options::default(), workers, |line, r| {
-            check.feed(line, r)
+        deepseek_harness::convert_parallel(log, Options::default(), workers, |line, made| {
+            made.feed(&mut check, line)
         });
     match (summary, check.finish()) {
         (Ok(summary), Ok((_, report))) => {

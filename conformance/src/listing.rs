@@ -87,8 +87,27 @@ pub struct SessionLogJson {
     /// The line of the `turn/start` the log ends inside of (no `turn/end`: a log cut short);
     /// what its last batch's end would owe is not judged.
     pub ends_inside_turn: Option<usize>,
+    /// Turns a crash interrupted before the log goes on (closed by the harness when it
+    /// reloaded the session, or left open when the next turn began): each cut its batch short
+    /// there, so what that batch's end would owe is not judged.
+    pub interrupted_turns: Vec<InterruptedTurn>,
     /// `--safe`: the tools taken as concurrency-safe.
     pub safe: Option<Vec<String>>,
+}
+
+/// A turn a crash interrupted, in a session log that goes on after it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct InterruptedTurn {
+    /// The line of its `turn/start` (null: the log began inside it).
+    pub turn_line: Option<usize>,
+    /// Where the log shows the crash: the first result the harness's recovery wrote, or the
+    /// next turn's `turn/start`.
+    pub cut_line: usize,
+    /// The lines of the results the harness's recovery wrote on reload (error codes
+    /// `TOOL_OUTCOME_UNKNOWN`, `TOOL_NOT_STARTED`): not pipeline events, passed over.
+    pub recovered_results: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

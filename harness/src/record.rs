@@ -166,8 +166,11 @@ pub fn lined_trace_of_log(
     let options = Options {
         safe: Some(tools.concurrency_safe.iter().cloned().collect()),
     };
-    let summary = deepseek_harness::convert(log, options, |line, record| {
-        records.push((line, record.clone()));
+    // A driven harness runs each scenario to its end in one process: a turn its log shows
+    // interrupted (a crash, then the session reloaded) is the harness's failure, still judged,
+    // so a cut is not handed on.
+    let summary = deepseek_harness::convert(log, options, |line, made| {
+        records.extend(made.record().map(|r| (line, r.clone())));
         Ok(())
     })
     .map_err(|e| RecordError::Convert {

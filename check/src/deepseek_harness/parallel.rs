@@ -6,10 +6,9 @@
 use std::io::BufRead;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use tep_model::trace::TraceRecord;
-
 use super::{
-    ConvertError, Converter, LogError, Options, Parsed, Summary, convert, next_line, parse,
+    ConvertError, Converted, Converter, LogError, Options, Parsed, Summary, convert, next_line,
+    parse,
 };
 use crate::checker::TraceError;
 
@@ -67,12 +66,13 @@ fn lines_of<'b>(bytes: &'b [u8], ends: &'b [usize]) -> impl Iterator<Item = &'b 
 }
 
 /// [`convert`] with the parsing spread over `workers` threads: the same records with the same
-/// lines, the same first error and the same summary. With no worker it is [`convert`].
+/// lines (and cuts), the same first error and the same summary. With no worker it is
+/// [`convert`].
 pub fn convert_parallel(
     reader: impl BufRead,
     options: Options,
     workers: usize,
-    f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
+    f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
     convert_in_chunks(reader, options, workers, CHUNK_BYTES, f)
 }
@@ -82,7 +82,7 @@ fn convert_in_chunks(
     options: Options,
     workers: usize,
     chunk_bytes: usize,
-    f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
+    f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
     if workers == 0 {
         return convert(reader, options, f);
@@ -165,7 +165,7 @@ fn read_with(
     mut reader: impl BufRead,
     mut converter: Converter,
     chunk_bytes: usize,
-    mut f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
+    mut f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
     let most = pool.to.len() * IN_FLIGHT_PER_WORKER;
     let mut apply = |chunk: Chunk, converter: &mut Converter| -> Result<(), ConvertError> {
@@ -176,9 +176,8 @@ fn read_with(
             parsed,
         } = chunk;
         for (i, (line, parsed)) in lines_of(&bytes, &ends).zip(parsed).enumerate() {
-            if let Some(record) = converter.apply(first + i, line, parsed)? {
-                f(first + i, &record)?;
-            }
+            let made = converter.apply(first + i, line, parsed)?;
+            converter.hand_on(first + i, made, &mut f)?;
         }
         Ok(())
     };
@@ -217,10 +216,13 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use std::io::{BufReader, Read};
 
+    use tep_model::trace::TraceRecord;
+
     use super::*;
 
-    /// Each record with its line, and the summary or the error, as text.
-    type Outcome = (Vec<(usize, TraceRecord)>, Result<String, String>);
+    /// What each line made with its line (a record, or `None`: a cut), and the summary or the
+    /// error, as text.
+    type Outcome = (Vec<(usize, Option<TraceRecord>)>, Result<String, String>);
 
     /// Converts `text` with `workers` (none: line by line) in chunks of `chunk_bytes`; `stop`:
     /// the callback fails at that record.
@@ -229,8 +231,8 @@ mod tests {
         let options = Options {
             safe: Some(["read_file".to_owned()].into()),
         };
-        let summary = convert_in_chunks(reader, options, workers, chunk_bytes, |line, r| {
-            records.push((line, r.clone()));
+        let summary = convert_in_chunks(reader, options, workers, chunk_bytes, |line, made| {
+            records.push((line, made.record().cloned()));
             match records.len() == stop {
                 true => Err(TraceError::new(line, "stopped".to_owned())),
                 false => Ok(()),

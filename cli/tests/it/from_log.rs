@@ -346,6 +346,105 @@ fn a_log_cut_short_inside_its_turn_is_not_judged_for_what_its_batch_still_owes()
     assert!(!text.contains("the log ends inside"), "{text}");
 }
 
+/// A session a crash interrupted while c5's body ran, then reloaded: the harness closed the
+/// turn with results of its own (c5's outcome unknown; s1-s4 and c6 never started, with no
+/// `tool/call`), `step/end` and a `turn/end` of reason `interrupted`, and the session went on
+/// with a second turn. Those results are no pipeline event and the first batch is cut short
+/// there; the second batch is judged whole. Before, the five results of calls that never
+/// started each broke `tool-call-first` (MUST).
+#[test]
+fn a_turn_a_crash_interrupted_and_the_harness_closed_on_reload_is_cut_short_there() {
+    let name = "cli-s2-crash-reloaded.jsonl";
+    for line in 78..=83 {
+        let text = line_of(name, line);
+        assert!(
+            text.contains(r#""type":"tool/result""#) && text.contains(r#""code":"TOOL_"#),
+            "{text}"
+        );
+    }
+    assert!(line_of(name, 85).contains(r#""reason":{"kind":"interrupted"}"#));
+    let o = check(name, &["--safe", "web_search", "--strict"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("the turn begun at line 6 was interrupted (a crash): the harness closed it when it reloaded the session, with result(s) for calls that never finished at line(s) 78, 79, 80, 81, 82, 83 (not pipeline events); its batch is cut short at line 78, so what that batch's end would owe (a result per call, contexts, dispatch events) is not judged"), "{text}");
+    assert!(
+        text.contains("2 batch(es)") && text.contains("0 violation(s)"),
+        "{text}"
+    );
+    let report = json(name, &["--safe", "web_search"]);
+    assert_eq!(
+        report["sessionLog"]["interruptedTurns"],
+        serde_json::json!([{"turnLine": 6, "cutLine": 78, "recoveredResults": [78, 79, 80, 81, 82, 83]}])
+    );
+    assert_eq!(report["sessionLog"]["endsInsideTurn"], Value::Null);
+    assert_eq!(
+        json("rc8-cli-s2.jsonl", &[])["sessionLog"]["interruptedTurns"],
+        serde_json::json!([])
+    );
+
+    // The cut ends with its batch: the second turn's p5 without its result still breaks
+    // `one-result-per-call`.
+    let text = std::fs::read_to_string(log(name)).unwrap();
+    let p5_result = r#""type":"tool/result","seq":153,"#;
+    assert!(text.contains(p5_result) && text.contains(r#""callId":"p5""#));
+    let without: String = text
+        .lines()
+        .filter(|l| !l.contains(p5_result))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let o = check_stdin(without.as_bytes(), &["--safe", "web_search"]);
+    let out_text = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{out_text}");
+    assert!(
+        out_text.contains(
+            "one-result-per-call [MUST]: call p5 (declared at line 119) never got a tool/result"
+        ),
+        "{out_text}"
+    );
+
+    // Results of other error codes are the pipeline's, and judged: s1 has no `tool/call`.
+    let recoded = text
+        .replace("TOOL_NOT_STARTED", "ABORTED_BEFORE_DISPATCH")
+        .replace("TOOL_OUTCOME_UNKNOWN", "ABORTED");
+    let o = check_stdin(recoded.as_bytes(), &["--safe", "web_search"]);
+    let out_text = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{out_text}");
+    assert!(
+        out_text.contains(
+            "tool-call-first [MUST]: line 79 (toolResult, call s1) before the call's tool/call"
+        ),
+        "{out_text}"
+    );
+    assert!(!out_text.contains("was interrupted"), "{out_text}");
+}
+
+/// A turn left open when the next one begins (a crash, and nothing closed the turn before the
+/// session went on) is cut short at the next `turn/start`: its calls without a result are no
+/// violation, and the next batch is judged whole.
+#[test]
+fn a_turn_left_open_when_the_next_begins_is_cut_short_there() {
+    let text = std::fs::read_to_string(log("cli-s2-crash-reloaded.jsonl")).unwrap();
+    // Without the harness's closers (lines 78 to 85), the second turn begins at line 79.
+    let unclosed: String = text
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| !(77..85).contains(i))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    assert!(
+        unclosed
+            .lines()
+            .nth(78)
+            .unwrap()
+            .contains(r#""type":"turn/start""#)
+    );
+    let o = check_stdin(unclosed.as_bytes(), &["--safe", "web_search", "--strict"]);
+    let out_text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{out_text}");
+    assert!(out_text.contains("the turn begun at line 6 was interrupted (a crash): the next turn begins at line 79 without its `turn/end`; its batch is cut short at line 79"), "{out_text}");
+    assert!(out_text.contains("0 violation(s)"), "{out_text}");
+}
+
 /// `name` checks (`--strict`) with exit 0 and the JSON report of `real`, but for the path.
 fn checks_as_the_real_log(name: &str, real: &str) {
     let o = check(name, &["--strict"]);

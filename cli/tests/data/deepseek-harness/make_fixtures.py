@@ -161,3 +161,81 @@ write("cli-s3-plugin-source.jsonl", log)
 # A log cut short inside its turn, as a session still running (or killed) leaves it: the first
 # 80 lines of rc8-cli-s2.jsonl, up to c5's `tool/result`; five calls of the batch have none yet.
 write("cli-s2-cut-in-batch.jsonl", load("rc8-cli-s2.jsonl")[:80])
+
+
+def recovery_closers(log):
+    """What deepseek-harness appends when it reloads a session whose last turn a crash left
+    open (`interruptedTurnClosers`, packages/core/session/src/repair.ts): a `tool/result` for
+    each call the model asked for in the open step that has none (error TOOL_OUTCOME_UNKNOWN
+    citing its `tool/call` when the call started, TOOL_NOT_STARTED when it never did), then
+    `step/end` and a `turn/end` of reason `interrupted`, at the last event's time."""
+    turn = step = None
+    asked = {}  # call id -> [step, seq of its tool/call or None], in the model's order
+    for rec in log[1:]:
+        kind, data = rec.get("type"), rec.get("data", {})
+        if kind in ("turn/start", "turn/end"):
+            turn = data["turn"] if kind == "turn/start" else None
+            step = None
+            asked.clear()
+        elif kind == "step/start":
+            step = data["step"]
+        elif kind == "step/end":
+            step = None
+            asked.clear()
+        elif kind == "assistant/message":
+            for block in data["message"]["content"]:
+                if block["type"] == "tool-call":
+                    asked[block["id"]] = [data["step"], None]
+        elif kind == "tool/call" and data["callId"] in asked:
+            asked[data["callId"]][1] = rec["seq"]
+        elif kind == "tool/result":
+            asked.pop(data["message"]["source"]["callId"], None)
+    if turn is None:
+        return []
+    last = log[-1]
+    seq, time, out = last["seq"] + 1, last["time"], []
+    for call, (in_step, call_seq) in asked.items():
+        started = call_seq is not None
+        text = ("The tool call was interrupted after it was recorded; its outcome is unknown."
+                if started else "The tool call was interrupted before it started.")
+        rec = {"type": "tool/result", "seq": seq, "time": time, "data": {
+            "turn": turn, "step": in_step,
+            "message": {"id": f"interrupted-tool-result-{call}-{seq}", "role": "user",
+                        "source": {"kind": "tool", "callId": call},
+                        "content": [{"type": "tool-result", "toolCallId": call, "isError": True,
+                                     "content": [{"type": "text", "text": text}]}]},
+            "error": ({"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"} if started
+                      else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"})},
+               "surfaceOp": "append"}
+        if started:
+            rec["sourceEventSeqs"] = [call_seq]
+        out.append(rec)
+        seq += 1
+    if step is not None:
+        out.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": turn, "step": step}})
+        seq += 1
+    out.append({"type": "turn/end", "seq": seq, "time": time,
+                "data": {"turn": turn, "reason": {"kind": "interrupted"}}})
+    return out
+
+
+def next_turn(turn):
+    """The session going on after a reload: rc8-cli-s4.jsonl's one turn (a new prompt spliced
+    in, a batch of seven calls), as turn `turn`."""
+    rest = load("rc8-cli-s4.jsonl")[4:]
+    for rec in rest:
+        if "turn" in rec.get("data", {}):
+            rec["data"]["turn"] = turn
+        # Seqs of their own until `renumber` (which maps by seq) places them after the log's.
+        rec["seq"] += 10_000
+        if "sourceEventSeqs" in rec:
+            rec["sourceEventSeqs"] = [s + 10_000 for s in rec["sourceEventSeqs"]]
+    return rest
+
+
+# A session killed while c5's body ran (its PreToolUse answered), then reloaded: the harness
+# closes the interrupted turn (c5 outcome unknown, s1-s4 and c6-c10 never started) and the
+# session goes on with a second turn. The first 77 lines of rc8-cli-s2.jsonl, the closers,
+# then rc8-cli-s4.jsonl's turn.
+cut = load("rc8-cli-s2.jsonl")[:77]
+write("cli-s2-crash-reloaded.jsonl", renumber(cut + recovery_closers(cut) + next_turn(2)))
