@@ -33,7 +33,9 @@
 //! with results of its own ([`RECOVERY_CODES`]), `step/end` and a `turn/end` of reason
 //! `interrupted`. Those results are not the pipeline's and are passed over; the batch the crash
 //! interrupted is cut short where they begin ([`Converted::CutShort`], [`Summary::interrupted`]),
-//! as is a turn the next `turn/start` finds still open.
+//! as is a turn the next `turn/start` finds still open. A `tool/result` the harness's compaction
+//! writes to rewrite a long result where the model sees it (`surfaceOp` `replace`) is no call's
+//! outcome either: passed over and counted ([`Summary::rewritten_results`]).
 //!
 //! Every record keeps the line it came from, so violations name lines of the original file.
 //! Events the pipeline does not own (turns, steps, chunks, requests, a user's own messages) are
@@ -377,6 +379,10 @@ pub struct Summary {
     /// reloaded the session, or left open when the next turn began. Each cut its batch short
     /// ([`Converted::CutShort`]).
     pub interrupted: Vec<Interruption>,
+    /// `tool/result` events that rewrite a result already on the surface the model sees (a
+    /// `surfaceOp` of `{"op": "replace", ...}`: the harness's compaction pruning a long result),
+    /// passed over as no call's outcome: how many, and the first line.
+    pub rewritten_results: Option<(usize, usize)>,
 }
 
 /// A turn a crash interrupted, in a log that goes on after it. deepseek-harness closes such a
@@ -855,6 +861,12 @@ impl Converter {
         } else {
             map
         };
+        if kind == "tool/result" && rewrites_a_result(&map) {
+            self.staging = None;
+            let (count, _) = self.summary.rewritten_results.get_or_insert((0, line));
+            *count += 1;
+            return Ok(None);
+        }
         let data = map.get("data").unwrap_or(&Value::Null);
         // Contexts are staged right after their call's result, before anything else happens.
         match kind {
@@ -1431,6 +1443,14 @@ fn read_line(text: &str, need: Need) -> Result<Line, serde_json::Error> {
     let line = (&mut deserializer).deserialize_any(visitor)?;
     deserializer.end()?;
     Ok(line)
+}
+
+/// Whether a `tool/result`'s members say it rewrites a result already on the surface the model
+/// sees, rather than adding one: a `surfaceOp` other than `append` (deepseek-harness's
+/// `{"op": "replace", "start", "end"}`, which its compaction writes when it prunes a long
+/// result: `compaction-tool-result-pruner`). Such an event is no call's outcome.
+fn rewrites_a_result(members: &Map<String, Value>) -> bool {
+    matches!(members.get("surfaceOp"), Some(Value::Object(_)))
 }
 
 fn record(call: Option<CallId>, event: SessionEvent) -> TraceRecord {

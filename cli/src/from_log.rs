@@ -8,7 +8,9 @@ use tep_check::deepseek_harness::{self, Converted, Options, Summary};
 use tep_check::invariants::InvariantId;
 use tep_check::{CheckReport, MAX_VIOLATIONS};
 use tep_check::{InvariantStatus, TraceError};
-use tep_conformance::listing::{InterruptedTurn, SessionLogJson, UnknownField, UnknownType};
+use tep_conformance::listing::{
+    InterruptedTurn, RewrittenResults, SessionLogJson, UnknownField, UnknownType,
+};
 
 /// Whose session log `--from` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -135,6 +137,12 @@ impl FromLog {
                 "passed over `{field}` in {count} `{kind}` event(s), a field tep does not read (first at line {first})"
             )?;
         }
+        if let Some((count, first)) = summary.rewritten_results {
+            writeln!(
+                out,
+                "passed over {count} `tool/result` event(s) that rewrite a result the model already sees (`surfaceOp` `replace`: the harness's compaction pruning it), no call's outcome (first at line {first})"
+            )?;
+        }
         if !summary.unattributed.is_empty() {
             let lines: Vec<String> = summary.unattributed.iter().map(|l| l.to_string()).collect();
             writeln!(
@@ -222,6 +230,9 @@ impl FromLog {
                 .collect(),
             unattributed: summary.unattributed.clone(),
             ends_inside_turn: summary.ends_inside_turn,
+            rewritten_results: summary
+                .rewritten_results
+                .map(|(count, first_line)| RewrittenResults { count, first_line }),
             interrupted_turns: summary
                 .interrupted
                 .iter()

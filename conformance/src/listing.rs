@@ -91,8 +91,21 @@ pub struct SessionLogJson {
     /// reloaded the session, or left open when the next turn began): each cut its batch short
     /// there, so what that batch's end would owe is not judged.
     pub interrupted_turns: Vec<InterruptedTurn>,
+    /// `tool/result` events that rewrite a result the model already sees (a `surfaceOp` of
+    /// `{"op": "replace", ...}`: the harness's compaction pruning a long result), passed over
+    /// as no call's outcome: how many, and the first line (null: none).
+    pub rewritten_results: Option<RewrittenResults>,
     /// `--safe`: the tools taken as concurrency-safe.
     pub safe: Option<Vec<String>>,
+}
+
+/// How many `tool/result` events rewrite a result the model already sees, and the first line.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct RewrittenResults {
+    pub count: usize,
+    pub first_line: usize,
 }
 
 /// A turn a crash interrupted, in a session log that goes on after it.

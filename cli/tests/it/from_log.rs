@@ -445,6 +445,53 @@ fn a_turn_left_open_when_the_next_begins_is_cut_short_there() {
     assert!(out_text.contains("0 violation(s)"), "{out_text}");
 }
 
+/// The shipped harness's compaction rewrites a long result where the model sees it: a
+/// `tool/result` of `surfaceOp` `replace` that cites the original (line 125), no second outcome
+/// of c4. It is passed over and counted, and the log checks as the real one does. Before, the
+/// whole log was refused ("invalid value: map, expected map with a single key"). Appended
+/// instead, the same event is a second result for c4, and a violation.
+#[test]
+fn a_result_the_harness_compaction_rewrites_is_passed_over_and_counted() {
+    let name = "cli-s2-compacted.jsonl";
+    let rewrite = line_of(name, 125);
+    assert!(
+        rewrite.contains(r#""type":"tool/result""#)
+            && rewrite.contains(r#""surfaceOp":{"op":"replace","start":72,"end":72}"#),
+        "{rewrite}"
+    );
+    let o = check(name, &["--strict"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("passed over 1 `tool/result` event(s) that rewrite a result the model already sees (`surfaceOp` `replace`: the harness's compaction pruning it), no call's outcome (first at line 125)"), "{text}");
+    let mut compacted = json(name, &["--strict"]);
+    assert_eq!(
+        compacted["sessionLog"]["rewrittenResults"],
+        serde_json::json!({"count": 1, "firstLine": 125})
+    );
+    let mut real = json("rc8-cli-s2.jsonl", &["--strict"]);
+    assert_eq!(real["sessionLog"]["rewrittenResults"], Value::Null);
+    for report in [&mut compacted, &mut real] {
+        let report = report.as_object_mut().unwrap();
+        report.remove("trace");
+        report.remove("sessionLog");
+    }
+    assert_eq!(compacted, real);
+
+    let text = std::fs::read_to_string(log(name)).unwrap();
+    let appended = text.replace(
+        r#""surfaceOp":{"op":"replace","start":72,"end":72}"#,
+        r#""surfaceOp":"append""#,
+    );
+    assert_ne!(appended, text);
+    let o = check_stdin(appended.as_bytes(), &[]);
+    let out_text = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{out_text}");
+    assert!(
+        out_text.contains("line 125 (toolResult, call c4)"),
+        "{out_text}"
+    );
+}
+
 /// `name` checks (`--strict`) with exit 0 and the JSON report of `real`, but for the path.
 fn checks_as_the_real_log(name: &str, real: &str) {
     let o = check(name, &["--strict"]);

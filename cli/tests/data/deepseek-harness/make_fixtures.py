@@ -239,3 +239,40 @@ def next_turn(turn):
 # then rc8-cli-s4.jsonl's turn.
 cut = load("rc8-cli-s2.jsonl")[:77]
 write("cli-s2-crash-reloaded.jsonl", renumber(cut + recovery_closers(cut) + next_turn(2)))
+
+# A session under context pressure, as the shipped harness compacts it before step 2's
+# request: its pruner rewrites c4's long result where the model sees it (`compaction/prune`,
+# then a `tool/result` of `surfaceOp` `replace` citing the original: no second outcome of c4),
+# and a compaction region replaces the prompt with a summary (`compaction/start`,
+# `compaction/summary`, a `user/message` of `surfaceOp` `replace`, `compaction/end`). The
+# checks are those of rc8-cli-s2.jsonl.
+log = load("rc8-cli-s2.jsonl")
+original = log[index(log, lambda r: r.get("type") == "tool/result"
+                     and r["data"]["message"]["source"]["callId"] == "c4")]
+step2 = index(log, is_type("step/start", step=2))
+at = step2 + 4  # after the three contexts step 2 injects
+time = log[at]["time"]
+rewrite = json.loads(json.dumps(original))
+rewrite["data"]["message"]["content"][0]["content"] = [
+    {"type": "text", "text": "c4 body re[... 40 characters pruned ...]ne"}]
+rewrite.update(time=time, surfaceOp={"op": "replace", "start": original["seq"], "end": original["seq"]},
+               sourceEventSeqs=[original["seq"]])
+lifecycle = {"compactionId": "cmp-1", "turn": 1}
+log[at:at] = [
+    {"type": "compaction/prune", "seq": 0, "time": time,
+     "data": {"shadowedRange": {"start": original["seq"], "end": original["seq"]},
+              "shadowedSeqs": [original["seq"]], "shadowedTokenCount": 24}},
+    rewrite,
+    {"type": "compaction/start", "seq": 0, "time": time, "data": lifecycle},
+    {"type": "compaction/summary", "seq": 0, "time": time,
+     "data": {"compactionId": "cmp-1", "summary": "The user asked to run the probe scenario.",
+              "shadowedRange": {"start": 7, "end": 8}, "shadowedSeqs": [7, 8], "shadowedTokenCount": 90,
+              "provider": "deepseek-official", "model": "deepseek-v4-flash"}},
+    {"type": "user/message", "seq": 0, "time": time, "surfaceOp": {"op": "replace", "start": 7, "end": 8},
+     "sourceEventSeqs": [7, 8],
+     "data": {"id": "checkpoint-cmp-1", "role": "user",
+              "source": {"kind": "compaction", "compactionId": "cmp-1"},
+              "content": [{"type": "text", "text": "Summary: the user asked to run the probe scenario."}]}},
+    {"type": "compaction/end", "seq": 0, "time": time, "data": lifecycle},
+]
+write("cli-s2-compacted.jsonl", renumber(log))
