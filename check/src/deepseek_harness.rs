@@ -37,6 +37,9 @@
 //! writes to rewrite a long result where the model sees it (`surfaceOp` `replace`) is no call's
 //! outcome either: passed over and counted ([`Summary::rewritten_results`]).
 //!
+//! A last line with no newline whose JSON breaks off is the tail a session killed while
+//! writing leaves: passed over ([`Summary::torn_tail`]), as the harness drops it on reload.
+//!
 //! Every record keeps the line it came from, so violations name lines of the original file.
 //! Events the pipeline does not own (turns, steps, chunks, requests, a user's own messages) are
 //! passed over; an event type the harness's catalog does not list is passed over and counted.
@@ -383,6 +386,9 @@ pub struct Summary {
     /// `surfaceOp` of `{"op": "replace", ...}`: the harness's compaction pruning a long result),
     /// passed over as no call's outcome: how many, and the first line.
     pub rewritten_results: Option<(usize, usize)>,
+    /// The log's last line when it has no newline and its JSON breaks off (a session killed
+    /// while writing it): passed over, as the harness drops it when it reloads the session.
+    pub torn_tail: Option<usize>,
 }
 
 /// A turn a crash interrupted, in a log that goes on after it. deepseek-harness closes such a
@@ -1666,19 +1672,31 @@ pub fn convert(
     loop {
         line += 1;
         buf.clear();
-        if !next_line(&mut reader, line, &mut buf)? {
+        let Some(ending) = next_line(&mut reader, line, &mut buf)? else {
             break;
-        }
-        let made = converter.line(line, &buf)?;
+        };
+        let made = converter.last_line_torn(line, &buf, ending, |c| c.line(line, &buf))?;
         converter.hand_on(line, made, &mut f)?;
     }
     converter.end()
 }
 
+/// How a line read ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    Newline,
+    /// The log's end, with no newline: the last line, maybe torn.
+    EndOfLog,
+}
+
 /// Reads line `line` of a log onto the end of `buf`, without its newline (and a carriage
-/// return before it): `false` at the end of the log. A line longer than [`MAX_LINE_BYTES`] is
-/// an error.
-fn next_line(reader: &mut impl BufRead, line: usize, buf: &mut Vec<u8>) -> Result<bool, LogError> {
+/// return before it), and how it ended: `None` at the end of the log. A line longer than
+/// [`MAX_LINE_BYTES`] is an error.
+fn next_line(
+    reader: &mut impl BufRead,
+    line: usize,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Ending>, LogError> {
     let start = buf.len();
     let limit = MAX_LINE_BYTES as u64 + 1;
     let n = std::io::Read::take(&mut *reader, limit)
@@ -1688,10 +1706,12 @@ fn next_line(reader: &mut impl BufRead, line: usize, buf: &mut Vec<u8>) -> Resul
             why: format!("cannot read: {e}"),
         })?;
     if n == 0 {
-        return Ok(false);
+        return Ok(None);
     }
+    let mut ending = Ending::EndOfLog;
     if buf.last() == Some(&b'\n') {
         buf.pop();
+        ending = Ending::Newline;
     } else if n as u64 == limit {
         return Err(LogError::Read {
             line,
@@ -1701,10 +1721,39 @@ fn next_line(reader: &mut impl BufRead, line: usize, buf: &mut Vec<u8>) -> Resul
     if buf.len() > start && buf.last() == Some(&b'\r') {
         buf.pop();
     }
-    Ok(true)
+    Ok(Some(ending))
+}
+
+/// Whether `bytes` are the start of a JSON text cut short: a UTF-8 sequence or a JSON value
+/// the end of the bytes breaks off.
+fn cut_off(bytes: &[u8]) -> bool {
+    match std::str::from_utf8(bytes) {
+        Err(e) => e.error_len().is_none(),
+        Ok(text) => serde_json::from_str::<serde::de::IgnoredAny>(text).is_err_and(|e| e.is_eof()),
+    }
 }
 
 impl Converter {
+    /// Converts line `line` (`bytes`) with `convert`, unless it is the log's last line, with no
+    /// newline, cut off in the middle of its JSON: the tail a session killed while writing
+    /// leaves. The harness itself drops such a tail when it reloads the session; it is passed
+    /// over ([`Summary::torn_tail`]), and the log ends where the line began.
+    fn last_line_torn(
+        &mut self,
+        line: usize,
+        bytes: &[u8],
+        ending: Ending,
+        convert: impl FnOnce(&mut Self) -> Result<Option<TraceRecord>, LogError>,
+    ) -> Result<Option<TraceRecord>, LogError> {
+        match convert(self) {
+            Err(_) if ending == Ending::EndOfLog && self.header_seen && cut_off(bytes) => {
+                self.summary.torn_tail = Some(line);
+                Ok(None)
+            }
+            made => made,
+        }
+    }
+
     /// Hands on what line `line` made: a cut it made first, then its record.
     fn hand_on(
         &mut self,
@@ -2479,6 +2528,57 @@ mod tests {
         })
         .unwrap();
         assert_eq!(cuts, [5, 12]);
+    }
+
+    /// A last line with no newline whose JSON (or UTF-8) breaks off is a torn tail, passed
+    /// over, read either way and on any number of threads; a complete last line with no
+    /// newline is read as any line; a broken line that is not the last, or a last line that is
+    /// complete JSON but no event, is an error.
+    #[test]
+    fn a_last_line_broken_off_with_no_newline_is_a_torn_tail() {
+        let whole = call(1, "é", "read");
+        let at_e = whole.find('é').unwrap() + 1; // inside the two bytes of `é`
+        let torn = |upto: usize| {
+            let mut text = format!("{HEADER}\n{}\n", batch(0, &[("é", "read")])).into_bytes();
+            text.extend_from_slice(&whole.as_bytes()[..upto]);
+            text
+        };
+        let read = |text: &[u8], workers: usize| {
+            let mut records = 0;
+            let summary = convert_parallel(text, Options::default(), workers, |_, made| {
+                records += usize::from(made.record().is_some());
+                Ok(())
+            });
+            (records, summary)
+        };
+        for upto in [1, 20, at_e, whole.len() - 1] {
+            for workers in [0, 2] {
+                let (records, summary) = read(&torn(upto), workers);
+                let summary = summary.unwrap();
+                assert_eq!(
+                    summary.torn_tail,
+                    Some(3),
+                    "{upto} bytes, {workers} workers"
+                );
+                assert_eq!(records, 2, "the header and the batch");
+            }
+        }
+        let (records, summary) = read(&torn(whole.len()), 0);
+        assert_eq!((records, summary.unwrap().torn_tail), (3, None));
+        let mut inner = torn(20);
+        inner.extend_from_slice(b"\n");
+        inner.extend_from_slice(call(2, "b", "read").as_bytes());
+        assert!(matches!(
+            read(&inner, 0).1,
+            Err(ConvertError::Log(LogError::NotAnEvent { line: 3, .. }))
+        ));
+        let mut no_event = torn(0);
+        no_event.extend_from_slice(br#"{"note":1}"#);
+        assert!(matches!(
+            read(&no_event, 0).1,
+            Err(ConvertError::Log(LogError::NotAnEvent { line: 3, .. }))
+        ));
+        assert!(cut_off(&"é".as_bytes()[..1]) && !cut_off(b"{} x") && !cut_off(b"{]"));
     }
 
     /// The quick way (no strict serde pass where a line is surely accepted) makes, of every

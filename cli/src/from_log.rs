@@ -176,6 +176,12 @@ impl FromLog {
                 cut.at
             )?;
         }
+        if let Some(line) = summary.torn_tail {
+            writeln!(
+                out,
+                "the last line ({line}) breaks off, with no newline (a session killed while writing it): passed over, as the harness drops it when it reloads the session"
+            )?;
+        }
         if let Some(line) = summary.ends_inside_turn {
             writeln!(
                 out,
@@ -230,6 +236,7 @@ impl FromLog {
                 .collect(),
             unattributed: summary.unattributed.clone(),
             ends_inside_turn: summary.ends_inside_turn,
+            torn_tail: summary.torn_tail,
             rewritten_results: summary
                 .rewritten_results
                 .map(|(count, first_line)| RewrittenResults { count, first_line }),

@@ -95,6 +95,9 @@ pub struct SessionLogJson {
     /// `{"op": "replace", ...}`: the harness's compaction pruning a long result), passed over
     /// as no call's outcome: how many, and the first line (null: none).
     pub rewritten_results: Option<RewrittenResults>,
+    /// The log's last line when it has no newline and its JSON breaks off (a session killed
+    /// while writing it): passed over (null: none).
+    pub torn_tail: Option<usize>,
     /// `--safe`: the tools taken as concurrency-safe.
     pub safe: Option<Vec<String>>,
 }

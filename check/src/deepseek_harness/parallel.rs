@@ -7,8 +7,8 @@ use std::io::BufRead;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use super::{
-    ConvertError, Converted, Converter, LogError, Options, Parsed, Summary, convert, next_line,
-    parse,
+    ConvertError, Converted, Converter, Ending, LogError, Options, Parsed, Summary, convert,
+    next_line, parse,
 };
 use crate::checker::TraceError;
 
@@ -28,6 +28,8 @@ struct Chunk {
     /// Where each line ends in `bytes`.
     ends: Vec<usize>,
     parsed: Vec<Parsed>,
+    /// How its last line ended (the log's last line may have no newline).
+    last_ending: Ending,
 }
 
 impl Chunk {
@@ -37,16 +39,18 @@ impl Chunk {
             bytes: Vec::new(),
             ends: Vec::new(),
             parsed: Vec::new(),
+            last_ending: Ending::Newline,
         }
     }
 
     /// Reads line `line` of the log onto the chunk: `false` at the end of the log.
     fn read(&mut self, reader: &mut impl BufRead, line: usize) -> Result<bool, LogError> {
-        let more = next_line(reader, line, &mut self.bytes)?;
-        if more {
-            self.ends.push(self.bytes.len());
-        }
-        Ok(more)
+        let Some(ending) = next_line(reader, line, &mut self.bytes)? else {
+            return Ok(false);
+        };
+        self.ends.push(self.bytes.len());
+        self.last_ending = ending;
+        Ok(true)
     }
 
     fn lines(&self) -> impl Iterator<Item = &[u8]> {
@@ -174,9 +178,18 @@ fn read_with(
             bytes,
             ends,
             parsed,
+            last_ending,
         } = chunk;
+        let last = ends.len().saturating_sub(1);
         for (i, (line, parsed)) in lines_of(&bytes, &ends).zip(parsed).enumerate() {
-            let made = converter.apply(first + i, line, parsed)?;
+            let ending = if i == last {
+                last_ending
+            } else {
+                Ending::Newline
+            };
+            let made = converter.last_line_torn(first + i, line, ending, |c| {
+                c.apply(first + i, line, parsed)
+            })?;
             converter.hand_on(first + i, made, &mut f)?;
         }
         Ok(())

@@ -492,6 +492,45 @@ fn a_result_the_harness_compaction_rewrites_is_passed_over_and_counted() {
     );
 }
 
+/// A session killed while the harness wrote line 80 leaves it broken off, with no newline:
+/// the harness drops that tail when it reloads the session, and so does tep, reading the log
+/// as cut short inside its turn. Before, the whole log was refused ("line 80: ... invalid
+/// JSON (EOF while parsing ...)"). The same bytes followed by a newline are no tail but a
+/// broken line, still an error.
+#[test]
+fn a_last_line_a_killed_session_broke_off_is_passed_over() {
+    let name = "cli-s2-torn-tail.jsonl";
+    let bytes = std::fs::read(log(name)).unwrap();
+    assert_ne!(bytes.last(), Some(&b'\n'));
+    for args in [&["--strict"][..], &["--strict", "-j", "2"]] {
+        let o = check(name, args);
+        let text = out(&o);
+        assert_eq!(o.status.code(), Some(0), "{text}");
+        assert!(text.contains("the last line (80) breaks off, with no newline (a session killed while writing it): passed over, as the harness drops it when it reloads the session"), "{text}");
+        assert!(
+            text.contains("the log ends inside the turn begun at line 6"),
+            "{text}"
+        );
+        assert!(text.contains("0 violation(s)"), "{text}");
+    }
+    let report = json(name, &[]);
+    assert_eq!(report["sessionLog"]["tornTail"], 80);
+    assert_eq!(
+        json("rc8-cli-s2.jsonl", &[])["sessionLog"]["tornTail"],
+        Value::Null
+    );
+
+    let mut ended = bytes.clone();
+    ended.push(b'\n');
+    let o = check_stdin(&ended, &[]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("line 80: not a session event: invalid JSON"),
+        "{text}"
+    );
+}
+
 /// `name` checks (`--strict`) with exit 0 and the JSON report of `real`, but for the path.
 fn checks_as_the_real_log(name: &str, real: &str) {
     let o = check(name, &["--strict"]);

@@ -276,3 +276,11 @@ log[at:at] = [
     {"type": "compaction/end", "seq": 0, "time": time, "data": lifecycle},
 ]
 write("cli-s2-compacted.jsonl", renumber(log))
+
+# A session killed while the harness wrote a line: the first 79 lines of rc8-cli-s2.jsonl,
+# then the first half of line 80 (c5's `tool/result`), with no newline. The harness drops such
+# a tail when it reloads the session; tep passes it over, and the log ends inside its turn.
+with open("rc8-cli-s2.jsonl", "rb") as f:
+    lines = f.read().split(b"\n")
+with open("cli-s2-torn-tail.jsonl", "wb") as f:
+    f.write(b"\n".join(lines[:79]) + b"\n" + lines[79][:len(lines[79]) // 2])
