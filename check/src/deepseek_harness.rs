@@ -44,7 +44,8 @@
 //! Events the pipeline does not own (turns, steps, chunks, requests, a user's own messages) are
 //! passed over; an event type the harness's catalog does not list is passed over and counted.
 //! A line that is not a session event is an error naming it. This module reads lines and bytes
-//! only: no files (the zstd-compressed default log is refused with how to decompress it).
+//! only: no files, and no Zstandard frames (the harness's default `session.jsonl.zstd` is refused
+//! with how to decompress it; `tep check` decompresses it with `tep_harness::zstd_log`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::BufRead;
@@ -74,7 +75,7 @@ pub use parallel::convert_parallel;
 pub const FORMAT_VERSION: u64 = 0;
 
 /// The first four bytes of a Zstandard frame (the harness's default `session.jsonl.zstd`).
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
 /// Every event type deepseek-harness 0.1.0-rc.8 declares (its `KNOWN_SESSION_EVENT_TYPES`), in
 /// sorted order (looked up by binary search). A type outside this list (and the packed chunk
@@ -266,7 +267,7 @@ pub struct Options {
 #[non_exhaustive]
 pub enum LogError {
     #[error(
-        "line {line}: the log is zstd-compressed (the harness's default `session.jsonl.zstd`); decompress it first: `zstd -dc session.jsonl.zstd > session.jsonl`, or `zstd -dc session.jsonl.zstd | tep check --from deepseek-harness -`"
+        "line {line}: the log is zstd-compressed (the harness's default `session.jsonl.zstd`); hand the converter its decompressed lines (`tep check --from deepseek-harness` decompresses it; `zstd -dc session.jsonl.zstd` prints them)"
     )]
     /// The file is the compressed log, not its lines.
     Compressed {

@@ -2,7 +2,7 @@
 //! verdict as text or JSON, and on request the HTML page.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -16,6 +16,8 @@ use tep_conformance::listing;
 use tep_conformance::report;
 use tep_model::graph::Revision;
 use tep_model::trace::{Capability, ObservationLevel, TraceHeader, TraceRecord};
+
+use tep_harness::zstd_log::{self, ZstdFrames};
 
 use crate::args::Format;
 use crate::output::{self, Stdout};
@@ -201,7 +203,7 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Reads the trace (or session log) and checks it as it is read.
 fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result<Checked> {
-    let from = args
+    let mut from = args
         .from
         .map(|source| from_log::FromLog::new(source, args.safe.clone()));
     // Threads that parse (a trace's records, a log's lines) while this one checks (none: it
@@ -227,7 +229,19 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
             }
         }
     };
-    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, source);
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, source);
+    // A session log may be the harness's default `session.jsonl.zstd`: read its frames' text.
+    let compressed = from.is_some()
+        && zstd_log::starts_compressed(&mut reader)
+            .with_context(|| format!("cannot read {name}"))?;
+    let mut unpacked = None;
+    let reader: &mut dyn BufRead = match compressed {
+        true => unpacked.insert(BufReader::with_capacity(
+            READ_BUFFER_BYTES,
+            ZstdFrames::new(reader),
+        )),
+        false => &mut reader,
+    };
     // The trace's header decides the options (tep-check's rule); the command line overrides it.
     let (spec, capabilities, observed) = (args.spec, args.capabilities.clone(), args.observed);
     let mut check = TraceCheck::new(Box::new(move |header: Option<&TraceHeader>| {
@@ -259,6 +273,13 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
             check.feed(line, record)
         }),
     };
+    if let (Some(from), Some(unpacked)) = (from.as_mut(), &unpacked) {
+        let frames = unpacked.get_ref();
+        from.zstd = Some(from_log::ZstdRead {
+            frames: frames.frames(),
+            broken_off: frames.broken_off(),
+        });
+    }
     // A log that ends inside a turn was cut short: its last batch did not end.
     if log_summary
         .as_ref()
@@ -406,8 +427,15 @@ fn write_html(out: &Path, source: &Path, c: Checked, args: &CheckArgs) -> Result
         .flat_map(|v| v.lines.iter().copied())
         .collect();
     let file = std::fs::File::open(source).with_context(|| format!("cannot open {name}"))?;
-    let excerpt = TraceExcerpt::read(BufReader::new(file), &witnesses)
-        .with_context(|| format!("cannot read {name}"))?;
+    // The witness lines are lines of the text that was checked: a compressed log's, unpacked.
+    let excerpt = match c.from.as_ref().and_then(|f| f.zstd) {
+        Some(_) => TraceExcerpt::read(
+            BufReader::new(ZstdFrames::new(BufReader::new(file))),
+            &witnesses,
+        ),
+        None => TraceExcerpt::read(BufReader::new(file), &witnesses),
+    }
+    .with_context(|| format!("cannot read {name}"))?;
     let mut run = report::outcome_of_check(
         &name,
         c.header_implementation.as_deref(),

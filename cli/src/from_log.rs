@@ -9,7 +9,7 @@ use tep_check::invariants::InvariantId;
 use tep_check::{CheckReport, MAX_VIOLATIONS};
 use tep_check::{InvariantStatus, TraceError};
 use tep_conformance::listing::{
-    InterruptedTurn, RewrittenResults, SessionLogJson, UnknownField, UnknownType,
+    InterruptedTurn, RewrittenResults, SessionLogJson, UnknownField, UnknownType, ZstdJson,
 };
 
 /// Whose session log `--from` reads.
@@ -32,6 +32,18 @@ impl LogSource {
 pub struct FromLog {
     pub source: LogSource,
     pub options: Options,
+    /// The log was read through a Zstandard decoder (the harness's default
+    /// `session.jsonl.zstd`): how many frames, and whether the last broke off.
+    pub zstd: Option<ZstdRead>,
+}
+
+/// What decompressing a log found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZstdRead {
+    pub frames: usize,
+    /// The input broke off inside the last frame (a session killed while writing it): the text
+    /// ends where it stopped decoding.
+    pub broken_off: bool,
 }
 
 impl FromLog {
@@ -45,6 +57,7 @@ impl FromLog {
         FromLog {
             source,
             options: Options { safe },
+            zstd: None,
         }
     }
 
@@ -125,6 +138,19 @@ impl FromLog {
             summary.records,
             summary.passed_over
         )?;
+        if let Some(zstd) = self.zstd {
+            writeln!(
+                out,
+                "decompressed from {} Zstandard frame(s); lines are those of the decompressed log",
+                zstd.frames
+            )?;
+            if zstd.broken_off {
+                writeln!(
+                    out,
+                    "its last frame breaks off (a session killed while writing it): the log ends where that frame stopped decoding"
+                )?;
+            }
+        }
         for (kind, (count, first)) in &summary.unknown {
             writeln!(
                 out,
@@ -237,6 +263,10 @@ impl FromLog {
             unattributed: summary.unattributed.clone(),
             ends_inside_turn: summary.ends_inside_turn,
             torn_tail: summary.torn_tail,
+            zstd: self.zstd.map(|z| ZstdJson {
+                frames: z.frames,
+                broken_off: z.broken_off,
+            }),
             rewritten_results: summary
                 .rewritten_results
                 .map(|(count, first_line)| RewrittenResults { count, first_line }),

@@ -98,8 +98,23 @@ pub struct SessionLogJson {
     /// The log's last line when it has no newline and its JSON breaks off (a session killed
     /// while writing it): passed over (null: none).
     pub torn_tail: Option<usize>,
+    /// The log was read through a Zstandard decoder (null: it was not compressed); its line
+    /// numbers are those of the decompressed text.
+    pub zstd: Option<ZstdJson>,
     /// `--safe`: the tools taken as concurrency-safe.
     pub safe: Option<Vec<String>>,
+}
+
+/// A session log read through a Zstandard decoder.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct ZstdJson {
+    /// The frames decoded (the harness appends one per flush).
+    pub frames: usize,
+    /// The input broke off inside the last frame (a session killed while writing it): the log
+    /// ends where it stopped decoding.
+    pub broken_off: bool,
 }
 
 /// How many `tool/result` events rewrite a result the model already sees, and the first line.

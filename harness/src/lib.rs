@@ -5,7 +5,7 @@
 //! [`evidence`]. What differs between harnesses is data
 //! ([`profile`]); which scenarios can be driven, and the script the doubles play, is
 //! [`script`]; [`driver`] runs one scenario per fresh home and workspace; [`fuzzing`] restricts
-//! `tep fuzz --harness` to what can be driven.
+//! `tep fuzz --harness` to what can be driven; [`zstd_log`] reads a compressed session log.
 
 pub mod clock;
 pub mod driver;
@@ -17,3 +17,4 @@ pub mod model_server;
 pub mod profile;
 pub mod record;
 pub mod script;
+pub mod zstd_log;

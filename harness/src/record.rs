@@ -3,7 +3,7 @@
 //! next request after each batch added to it (level `boundary`); and a timeline that merges it
 //! with tep's own records (model requests, bodies, hooks) on one clock.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -19,6 +19,7 @@ use crate::mcp::BodyRecord;
 use crate::model_server::{ModelRequest, RequestKind};
 use crate::profile::{Compression, LogSpec, ToolsSpec};
 use crate::script::RunScript;
+use crate::zstd_log::ZstdFrames;
 
 /// Why the log could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -101,29 +102,10 @@ pub fn read_log(path: &Path, compression: Compression) -> Result<Vec<u8>, Record
                 .map_err(|e| error(e.to_string()))?;
         }
         Compression::Zstd => {
-            // The harness appends a frame per flush: decode frame after frame to the end.
-            let mut reader = BufReader::new(file);
-            loop {
-                let more = reader
-                    .fill_buf()
-                    .map_err(|e| error(e.to_string()))?
-                    .is_empty();
-                if more {
-                    break;
-                }
-                let mut decoder = match ruzstd::decoding::StreamingDecoder::new(&mut reader) {
-                    Ok(d) => d,
-                    // A frame torn at the end (the harness was killed): keep what was decoded.
-                    Err(_) if !out.is_empty() => break,
-                    Err(e) => return Err(error(format!("not a zstd stream: {e}"))),
-                };
-                if let Err(e) = decoder.read_to_end(&mut out) {
-                    if out.is_empty() {
-                        return Err(error(format!("zstd: {e}")));
-                    }
-                    break;
-                }
-            }
+            // A last frame broken off (the harness was killed) ends the text where it stopped.
+            ZstdFrames::new(BufReader::new(file))
+                .read_to_end(&mut out)
+                .map_err(|e| error(format!("zstd: {e}")))?;
         }
     }
     Ok(out)

@@ -564,20 +564,118 @@ fn a_line_that_is_not_a_session_event_is_an_error_with_its_line() {
     );
 }
 
+/// `report` without what names the file read and how it was unpacked.
+fn without_source(mut report: Value) -> Value {
+    let object = report.as_object_mut().unwrap();
+    object.remove("trace");
+    object["sessionLog"].as_object_mut().unwrap().remove("zstd");
+    report
+}
+
+/// The harness's default log, `session.jsonl.zstd` (the header alone in a first Zstandard
+/// frame, then a frame per flush), is read frame after frame, from a file or a pipe, on one
+/// thread or more: the report is the one of the decompressed log, whose lines it names.
 #[test]
-fn a_compressed_log_is_refused_with_how_to_decompress_it() {
-    // A Zstandard frame's magic number, then anything.
-    let o = check_stdin(b"\x28\xb5\x2f\xfd\x24\x00\x01\x00\x00", &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+fn a_compressed_log_is_read_frame_after_frame() {
+    let name = "rc8-cli-s2.jsonl.zstd";
+    let bytes = std::fs::read(log(name)).unwrap();
+    assert!(bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
+    let o = check(name, &["--strict"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(
-        out(&o).contains("line 1: the log is zstd-compressed"),
-        "{}",
-        out(&o)
+        text.contains(
+            "decompressed from 14 Zstandard frame(s); lines are those of the decompressed log"
+        ),
+        "{text}"
     );
+    assert!(!text.contains("breaks off"), "{text}");
+    let plain = json("rc8-cli-s2.jsonl", &[]);
+    for args in [&[][..], &["-j", "1"], &["-j", "2"]] {
+        let report = json(name, args);
+        assert_eq!(
+            report["sessionLog"]["zstd"],
+            serde_json::json!({"frames": 14, "brokenOff": false})
+        );
+        assert_eq!(
+            without_source(report),
+            without_source(plain.clone()),
+            "{args:?}"
+        );
+    }
+    let piped = check_stdin(&bytes, &["--format", "json"]);
+    let report: Value = serde_json::from_slice(&piped.stdout).unwrap();
+    assert_eq!(without_source(report), without_source(plain));
+
+    // A log as the shipped harness compressed it (Node's Zstandard encoder), one frame per
+    // flush.
+    let real = json("rc8-driven-batch-of-ten.jsonl.zstd", &["--strict"]);
+    assert_eq!(
+        real["sessionLog"]["zstd"],
+        serde_json::json!({"frames": 16, "brokenOff": false})
+    );
+    assert_eq!(
+        (&real["sessionLog"]["lines"], &real["sessionLog"]["records"]),
+        (&serde_json::json!(85), &serde_json::json!(22))
+    );
+    assert_eq!(real["violations"], serde_json::json!([]));
+}
+
+/// A session killed while the harness wrote a frame leaves the last frame broken off: the log
+/// is what the frames decode to, up to where that one stops, and it is checked as the same
+/// lines uncompressed are (cut short inside its turn). A damaged frame with frames after it
+/// is an error.
+#[test]
+fn a_last_frame_broken_off_ends_the_log_and_a_damaged_one_is_an_error() {
+    let name = "cli-s2-killed-in-frame.jsonl.zstd";
+    let o = check(name, &["--strict"]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("its last frame breaks off (a session killed while writing it): the log ends where that frame stopped decoding"), "{text}");
     assert!(
-        out(&o).contains("zstd -dc session.jsonl.zstd"),
-        "{}",
-        out(&o)
+        text.contains("the log ends inside the turn begun at line 6"),
+        "{text}"
+    );
+    let report = json(name, &[]);
+    assert_eq!(
+        report["sessionLog"]["zstd"],
+        serde_json::json!({"frames": 10, "brokenOff": true})
+    );
+    let lines = report["sessionLog"]["lines"].as_u64().unwrap() as usize;
+    assert!((79..89).contains(&lines), "{lines} lines");
+    let plain = std::fs::read_to_string(log("rc8-cli-s2.jsonl")).unwrap();
+    let first: String = plain
+        .lines()
+        .take(lines)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let o = check_stdin(first.as_bytes(), &["--format", "json"]);
+    let same: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(without_source(report), without_source(same));
+
+    // The second of three frames damaged (a reserved block type in its first block).
+    let frame = |text: &str| {
+        ruzstd::encoding::compress_to_vec(
+            text.as_bytes(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        )
+    };
+    let lines: Vec<&str> = plain.lines().collect();
+    let (one, two) = (lines[0].to_owned() + "\n", lines[1..10].join("\n") + "\n");
+    let mut damaged = [
+        frame(&one),
+        frame(&two),
+        frame(&(lines[10..].join("\n") + "\n")),
+    ]
+    .concat();
+    let at = frame(&one).len() + 6;
+    damaged[at..at + 3].copy_from_slice(&[0xff; 3]);
+    let o = check_stdin(&damaged, &[]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("Zstandard frame 2 cannot be decoded"),
+        "{text}"
     );
 }
 
@@ -618,6 +716,24 @@ fn the_html_report_of_a_log_quotes_its_witness_lines() {
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("hook: c1 read a file"));
+    // The same log compressed: the page quotes the decompressed lines.
+    let packed = dir.join("context-before-results.jsonl.zstd");
+    let plain = std::fs::read(log("context-before-results.jsonl")).unwrap();
+    std::fs::write(
+        &packed,
+        ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest),
+    )
+    .unwrap();
+    let packed_page = dir.join("packed.html");
+    let o = tep_command()
+        .args(["check", "--from", "deepseek-harness", "--html"])
+        .arg(&packed_page)
+        .arg(&packed)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let packed_html = std::fs::read_to_string(&packed_page).unwrap();
+    assert!(packed_html.contains("hook: c1 read a file"));
     // The page counts what the log could check as the JSON report does (its own limits
     // included).
     let checked = ids(&json("context-before-results.jsonl", &[]), "checked").len();

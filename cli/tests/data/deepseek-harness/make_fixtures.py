@@ -284,3 +284,27 @@ with open("rc8-cli-s2.jsonl", "rb") as f:
     lines = f.read().split(b"\n")
 with open("cli-s2-torn-tail.jsonl", "wb") as f:
     f.write(b"\n".join(lines[:79]) + b"\n" + lines[79][:len(lines[79]) // 2])
+
+
+def zstd_frames(lines, per_frame):
+    """The lines as deepseek-harness's default log stores them (`session.jsonl.zstd`): the
+    header alone in the first Zstandard frame, then a frame per flush (`per_frame` lines each
+    here). Made with the `zstd` tool (Debian: zstd)."""
+    import subprocess
+    groups = [lines[:1]] + [lines[i:i + per_frame] for i in range(1, len(lines), per_frame)]
+    return b"".join(subprocess.run(["zstd", "-q", "-c", "-19"], input=b"".join(g), check=True,
+                                   capture_output=True).stdout for g in groups)
+
+
+# rc8-cli-s2.jsonl compressed as the harness stores it by default.
+with open("rc8-cli-s2.jsonl", "rb") as f:
+    lines = f.read().splitlines(keepends=True)
+with open("rc8-cli-s2.jsonl.zstd", "wb") as f:
+    f.write(zstd_frames(lines, 10))
+
+# A session killed while the harness wrote a frame: the frames of rc8-cli-s2.jsonl's first 79
+# lines, then the first half of the frame of lines 80-89.
+whole = zstd_frames(lines[:89], 10)
+start = len(zstd_frames(lines[:79], 10))
+with open("cli-s2-killed-in-frame.jsonl.zstd", "wb") as f:
+    f.write(whole[:start + (len(whole) - start) // 2])
