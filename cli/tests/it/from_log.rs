@@ -52,6 +52,15 @@ fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
 
+/// Checks `bytes` read from stdin with `args`: exit `code`, and the output says `says`.
+fn stdin_says(bytes: &[u8], args: &[&str], code: i32, says: &str) -> String {
+    let o = check_stdin(bytes, args);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(code), "{text}");
+    assert!(text.contains(says), "{text}");
+    text
+}
+
 fn json(name: &str, args: &[&str]) -> Value {
     let o = check(name, &[args, &["--format", "json"]].concat());
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", out(&o)))
@@ -392,28 +401,22 @@ fn a_turn_a_crash_interrupted_and_the_harness_closed_on_reload_is_cut_short_ther
         .filter(|l| !l.contains(p5_result))
         .map(|l| format!("{l}\n"))
         .collect();
-    let o = check_stdin(without.as_bytes(), &["--safe", "web_search"]);
-    let out_text = out(&o);
-    assert_eq!(o.status.code(), Some(1), "{out_text}");
-    assert!(
-        out_text.contains(
-            "one-result-per-call [MUST]: call p5 (declared at line 119) never got a tool/result"
-        ),
-        "{out_text}"
+    stdin_says(
+        without.as_bytes(),
+        &["--safe", "web_search"],
+        1,
+        "one-result-per-call [MUST]: call p5 (declared at line 119) never got a tool/result",
     );
 
     // Results of other error codes are the pipeline's, and judged: s1 has no `tool/call`.
     let recoded = text
         .replace("TOOL_NOT_STARTED", "ABORTED_BEFORE_DISPATCH")
         .replace("TOOL_OUTCOME_UNKNOWN", "ABORTED");
-    let o = check_stdin(recoded.as_bytes(), &["--safe", "web_search"]);
-    let out_text = out(&o);
-    assert_eq!(o.status.code(), Some(1), "{out_text}");
-    assert!(
-        out_text.contains(
-            "tool-call-first [MUST]: line 79 (toolResult, call s1) before the call's tool/call"
-        ),
-        "{out_text}"
+    let out_text = stdin_says(
+        recoded.as_bytes(),
+        &["--safe", "web_search"],
+        1,
+        "tool-call-first [MUST]: line 79 (toolResult, call s1) before the call's tool/call",
     );
     assert!(!out_text.contains("was interrupted"), "{out_text}");
 }
@@ -438,10 +441,12 @@ fn a_turn_left_open_when_the_next_begins_is_cut_short_there() {
             .unwrap()
             .contains(r#""type":"turn/start""#)
     );
-    let o = check_stdin(unclosed.as_bytes(), &["--safe", "web_search", "--strict"]);
-    let out_text = out(&o);
-    assert_eq!(o.status.code(), Some(0), "{out_text}");
-    assert!(out_text.contains("the turn begun at line 6 was interrupted (a crash): the next turn begins at line 79 without its `turn/end`; its batch is cut short at line 79"), "{out_text}");
+    let out_text = stdin_says(
+        unclosed.as_bytes(),
+        &["--safe", "web_search", "--strict"],
+        0,
+        "the turn begun at line 6 was interrupted (a crash): the next turn begins at line 79 without its `turn/end`; its batch is cut short at line 79",
+    );
     assert!(out_text.contains("0 violation(s)"), "{out_text}");
 }
 
@@ -483,12 +488,11 @@ fn a_result_the_harness_compaction_rewrites_is_passed_over_and_counted() {
         r#""surfaceOp":"append""#,
     );
     assert_ne!(appended, text);
-    let o = check_stdin(appended.as_bytes(), &[]);
-    let out_text = out(&o);
-    assert_eq!(o.status.code(), Some(1), "{out_text}");
-    assert!(
-        out_text.contains("line 125 (toolResult, call c4)"),
-        "{out_text}"
+    stdin_says(
+        appended.as_bytes(),
+        &[],
+        1,
+        "line 125 (toolResult, call c4)",
     );
 }
 
@@ -522,13 +526,7 @@ fn a_last_line_a_killed_session_broke_off_is_passed_over() {
 
     let mut ended = bytes.clone();
     ended.push(b'\n');
-    let o = check_stdin(&ended, &[]);
-    let text = out(&o);
-    assert_eq!(o.status.code(), Some(2), "{text}");
-    assert!(
-        text.contains("line 80: not a session event: invalid JSON"),
-        "{text}"
-    );
+    stdin_says(&ended, &[], 2, "line 80: not a session event: invalid JSON");
 }
 
 /// `name` checks (`--strict`) with exit 0 and the JSON report of `real`, but for the path.
@@ -670,13 +668,7 @@ fn a_last_frame_broken_off_ends_the_log_and_a_damaged_one_is_an_error() {
     .concat();
     let at = frame(&one).len() + 6;
     damaged[at..at + 3].copy_from_slice(&[0xff; 3]);
-    let o = check_stdin(&damaged, &[]);
-    let text = out(&o);
-    assert_eq!(o.status.code(), Some(2), "{text}");
-    assert!(
-        text.contains("Zstandard frame 2 cannot be decoded"),
-        "{text}"
-    );
+    stdin_says(&damaged, &[], 2, "Zstandard frame 2 cannot be decoded");
 }
 
 #[test]
