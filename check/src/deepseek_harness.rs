@@ -377,7 +377,7 @@ pub struct Summary {
     pub breaches: Vec<Violation>,
     /// The line of the `turn/start` the log ends inside of (no `turn/end` after it): a log cut
     /// short (a session still running, or killed). What its last batch's end would owe cannot
-    /// be judged ([`crate::TraceCheck::cut_short`]).
+    /// be judged: [`convert`] hands on a [`Converted::CutShort`] after the last line.
     pub ends_inside_turn: Option<usize>,
     /// Turns a crash interrupted before the log goes on: closed by the harness when it
     /// reloaded the session, or left open when the next turn began. Each cut its batch short
@@ -419,8 +419,9 @@ pub enum Converted<'r> {
     /// A trace record the line made.
     Record(&'r TraceRecord),
     /// The open batch ends here cut short: a crash interrupted its turn
-    /// ([`Summary::interrupted`]). Its records still show what they show; what its end would
-    /// owe (a result per call, contexts, dispatch events) cannot be judged
+    /// ([`Summary::interrupted`]), or the log ends inside it (handed on after its last line:
+    /// [`Summary::ends_inside_turn`]). Its records still show what they show; what its end
+    /// would owe (a result per call, contexts, dispatch events) cannot be judged
     /// ([`crate::TraceCheck::cut_short`]).
     CutShort,
 }
@@ -1679,7 +1680,7 @@ pub fn convert(
         let made = converter.last_line_torn(line, &buf, ending, |c| c.line(line, &buf))?;
         converter.hand_on(line, made, &mut f)?;
     }
-    converter.end()
+    converter.end(line - 1, &mut f)
 }
 
 /// How a line read ends.
@@ -1772,13 +1773,22 @@ impl Converter {
     }
 
     /// What the log held, once every line is converted: an error if it had no header.
-    fn end(self) -> Result<Summary, ConvertError> {
+    /// What the log held, once its `lines` lines are converted: a log that ends inside a turn
+    /// cuts its last batch short there, handed on to `f`.
+    fn end(
+        self,
+        lines: usize,
+        f: &mut impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
+    ) -> Result<Summary, ConvertError> {
         if !self.header_seen {
             return Err(LogError::NoHeader {
                 line: 1,
                 why: "the log is empty".to_owned(),
             }
             .into());
+        }
+        if self.summary.ends_inside_turn.is_some() {
+            f(lines, Converted::CutShort)?;
         }
         Ok(self.finish())
     }
@@ -2519,9 +2529,20 @@ mod tests {
             assert_eq!(summary.interrupted, want, "general only: {general_only}");
             assert_eq!(summary.ends_inside_turn, Some(12));
         }
-        // `convert` hands each cut on before the line's record, as `Converted::CutShort`.
+        // `convert` hands each cut on before the line's record, as `Converted::CutShort`, and
+        // one after the last line (13) of a log that ends inside a turn.
         let mut cuts = Vec::new();
         convert(text.as_bytes(), Options::default(), |line, made| {
+            if made == Converted::CutShort {
+                cuts.push(line);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(cuts, [5, 12, 13]);
+        let ended = format!("{text}\n{}", turn(12, "turn/end"));
+        cuts.clear();
+        convert(ended.as_bytes(), Options::default(), |line, made| {
             if made == Converted::CutShort {
                 cuts.push(line);
             }

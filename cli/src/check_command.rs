@@ -280,14 +280,6 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
             broken_off: frames.broken_off(),
         });
     }
-    // A log that ends inside a turn was cut short: its last batch did not end.
-    if log_summary
-        .as_ref()
-        .and_then(|s| s.ends_inside_turn)
-        .is_some()
-    {
-        check.cut_short();
-    }
     let header_spec = check.header().map(|h| h.spec);
     let header_implementation = check.header().and_then(|h| h.implementation.clone());
     let checked = result.and_then(|()| check.finish());

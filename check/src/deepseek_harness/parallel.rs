@@ -221,7 +221,7 @@ fn read_with(
     if let Some(e) = unread {
         return Err(e.into());
     }
-    converter.end()
+    converter.end(line - 1, &mut f)
 }
 
 #[cfg(test)]
