@@ -262,7 +262,7 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
     }
     let mut log_summary = None;
     let result = match &from {
-        // A turn a crash interrupted cuts its batch short where the log shows it.
+        // Records and cuts (a turn a crash interrupted, a log that ends inside a turn) alike.
         Some(from) => from
             .read(reader, workers, |line, made| made.feed(&mut check, line))
             .map(|s| {
