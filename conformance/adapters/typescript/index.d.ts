@@ -10,6 +10,10 @@ export type Revision = 'rev1' | 'rev2';
 export type Capability = 'approval' | 'fs-gate' | 'parallel' | 'owned-events' | 'ui' | 'code-mode';
 export type ObservationLevel = 'events' | 'hooks' | 'full';
 
+/**
+ * A text block. A block of another type a harness writes (an image, a plugin's own) is kept
+ * whole by `defaultToResult` and by tep; `contentText` reads no text from it.
+ */
 export interface ContentBlock {
   type: 'text';
   text: string;

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from .dialect import Dialect
-from .records import Identity, Record, ResultRecord, jsonable, text_block
+from .records import Identity, Record, ResultRecord, jsonable, text_block, texts_of
 from .scenario import Json, TodoItem
 
 Spec = Literal["rev1", "rev2"]
@@ -320,7 +320,7 @@ class Recorder:
             data["rootCallId"] = root or parent
             data["content"] = outcome["content"]
         else:
-            data["resultSummary"] = "\n".join(b["text"] for b in outcome["content"])[:200]
+            data["resultSummary"] = "\n".join(texts_of(outcome))[:200]
         return self.on_event("tool/code-dispatch", data, sub_id, surface_op=None)
 
     # -- stages, in the order a call meets them --------------------------------------------
@@ -567,10 +567,11 @@ def _result_shape_problem(record: Any) -> str | None:
     if not isinstance(record.get("isError"), bool):
         return f"isError {record.get('isError')!r} (a bool is needed)"
     content = record.get("content")
-    if not isinstance(content, list) or not all(
-        isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content
-    ):
-        return f'content {content!r} (a list of {{"type": "text", "text": ...}} blocks is needed)'
+    if not isinstance(content, list) or not all(_is_block(b) for b in content):
+        return (
+            f'content {content!r} (a list of {{"type": "text", "text": ...}} blocks is needed; a block '
+            "of another type is a mapping with a string type)"
+        )
     if "additionalContexts" in record:
         contexts = record["additionalContexts"]
         if not isinstance(contexts, list) or not all(
@@ -584,6 +585,13 @@ def _result_shape_problem(record: Any) -> str | None:
 
 
 _ORIGINS = ("tool", "wrapper", "post")
+
+
+def _is_block(block: Any) -> bool:
+    """A text block, or a block of another type (an image...), which tep keeps whole."""
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return False
+    return block["type"] != "text" or isinstance(block.get("text"), str)
 
 
 def _warn(message: str) -> None:

@@ -17,6 +17,9 @@ Record = dict[str, Any]
 
 
 class ContentBlock(TypedDict):
+    """A text block. A block of another type a harness writes (an `image`, a plugin's own) is
+    a mapping with a string `type`; the kit records it whole and reads no text from it."""
+
     type: Literal["text"]
     text: str
 
@@ -57,8 +60,8 @@ def text_block(text: str) -> ContentBlock:
 
 
 def texts_of(result: ResultRecord) -> list[str]:
-    """The texts of a result's content blocks."""
-    return [block["text"] for block in result["content"]]
+    """The texts of a result's text blocks (blocks of other types have none)."""
+    return [block["text"] for block in result["content"] if block.get("type") == "text"]
 
 
 def jsonable(value: Any) -> Json:

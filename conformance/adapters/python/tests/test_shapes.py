@@ -23,6 +23,7 @@ from tep_adapter import (
     Run,
     ScriptedError,
     decode_scenario,
+    texts_of,
 )
 from tep_adapter import scenario as sc
 
@@ -296,6 +297,30 @@ class ContextsAndResultsTest(unittest.IsolatedAsyncioTestCase):
         run = Run(decode_scenario(scenario()), Wrong())
         run.recorder.on_tools_result(C1, object())
         self.assertIn("Dialect.result returned isError 'no'", run.problems[0])
+
+    def test_a_block_of_another_type_than_text_is_recorded_whole(self) -> None:
+        # A harness whose tool answers with an image (deepseek-harness's read_image does): tep
+        # keeps such a block whole, and the kit reads no text from it.
+        image = {"type": "image", "attachment": {"id": "att-1", "mediaType": "image/png"}}
+
+        class WithImage(FakeDialect):
+            def result(self, result: Any) -> Any:
+                return {"isError": False, "content": [{"type": "text", "text": "a"}, image]}
+
+        run = Run(decode_scenario(scenario()), WithImage())
+        run.recorder.on_tools_result(C1, object())
+        self.assertEqual(run.problems, [])
+        final = records(run, node="final")[0]["result"]
+        self.assertEqual(final["content"][1], image)
+        self.assertEqual(texts_of(final), ["a"])
+
+        class Typeless(FakeDialect):
+            def result(self, result: Any) -> Any:
+                return {"isError": False, "content": [{"attachment": {}}]}
+
+        run = Run(decode_scenario(scenario()), Typeless())
+        run.recorder.on_tools_result(C1, object())
+        self.assertIn("a block of another type is a mapping with a string type", run.problems[0])
 
     def test_additional_contexts_of_the_wrong_shape_are_a_problem(self) -> None:
         # Strings instead of {origin, text} items: tep would refuse the whole trace with a serde

@@ -44,6 +44,16 @@ export function defaultIdentify(call) {
 }
 
 /**
+ * A content block as the trace has it: a string or `{type: 'text', text}` as a text block; a
+ * block of another type (an image, a plugin's own) kept whole, as tep keeps it.
+ */
+function toBlock(b) {
+  if (typeof b === 'string') return { type: 'text', text: b };
+  if (typeof b?.type === 'string' && b.type !== 'text') return { ...b };
+  return { type: 'text', text: b?.text };
+}
+
+/**
  * A harness result as a trace `ToolResult`: only the fields the trace has (no `value`). Reads
  * `{isError, content, error?, meta?, additionalContexts?}`; `content` may be a string (one text
  * block). Throws a `TypeError` for anything else.
@@ -54,7 +64,7 @@ export function defaultToResult(result) {
   if (!Array.isArray(content)) throw new TypeError('its content is neither an array of blocks nor a string');
   const out = {
     isError: result.isError === true,
-    content: content.map((b) => (typeof b === 'string' ? { type: 'text', text: b } : { type: b?.type ?? 'text', text: b?.text })),
+    content: content.map(toBlock),
   };
   if (result.error) {
     out.error = { message: result.error.message };

@@ -4,7 +4,12 @@
 export const textBlock = (text) => ({ type: 'text', text });
 
 /** The text of content blocks, joined by newlines. */
-export const contentText = (content) => (content ?? []).map((b) => b.text ?? '').join('\n');
+/** The texts of a content's text blocks, joined (a block of another type, an image, has none). */
+export const contentText = (content) =>
+  (content ?? [])
+    .filter((b) => b?.type === undefined || b.type === 'text')
+    .map((b) => b.text ?? '')
+    .join('\n');
 
 /**
  * How a tool definition renders a body's value: a string as is, other JSON pretty-printed with

@@ -4,7 +4,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as tick } from 'node:timers/promises';
-import { Recorder, Scripts, failure } from 'tep-adapter';
+import { Recorder, Scripts, contentText, defaultToResult, failure } from 'tep-adapter';
 
 const exec = (callId, name = 'read') => Object.freeze({ token: Symbol(callId), callId, name, arguments: {} });
 const ok = (text) => ({ isError: false, content: [{ type: 'text', text }] });
@@ -335,4 +335,12 @@ test("Code Mode with the harness's own runner: the kit records what the harness 
       ['body-settled', 'c1', 'program'],
     ],
   );
+});
+
+test('a block of another type than text is kept whole, and no text is read from it', () => {
+  const image = { type: 'image', attachment: { id: 'att-1', mediaType: 'image/png' } };
+  const result = defaultToResult({ isError: false, content: ['a', { type: 'text', text: 'b' }, image] });
+  assert.deepEqual(result.content, [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }, image]);
+  assert.notEqual(result.content[2], image, 'a copy, not the harness object');
+  assert.equal(contentText(result.content), 'a\nb');
 });
