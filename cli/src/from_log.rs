@@ -15,7 +15,7 @@ use tep_conformance::listing::{
 /// Whose session log `--from` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogSource {
-    /// deepseek-harness's JSONL session log (uncompressed: `zstd -dc session.jsonl.zstd`).
+    /// deepseek-harness's JSONL session log, as written (`session.jsonl.zstd`) or uncompressed.
     DeepseekHarness,
 }
 
