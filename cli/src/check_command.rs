@@ -275,7 +275,7 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
     };
     if let (Some(from), Some(unpacked)) = (from.as_mut(), &unpacked) {
         let frames = unpacked.get_ref();
-        from.zstd = Some(from_log::ZstdRead {
+        from.zstd = Some(tep_conformance::listing::ZstdJson {
             frames: frames.frames(),
             broken_off: frames.broken_off(),
         });
@@ -420,12 +420,12 @@ fn write_html(out: &Path, source: &Path, c: Checked, args: &CheckArgs) -> Result
         .collect();
     let file = std::fs::File::open(source).with_context(|| format!("cannot open {name}"))?;
     // The witness lines are lines of the text that was checked: a compressed log's, unpacked.
-    let excerpt = match c.from.as_ref().and_then(|f| f.zstd) {
-        Some(_) => TraceExcerpt::read(
+    let excerpt = match c.from.as_ref().is_some_and(|f| f.zstd.is_some()) {
+        true => TraceExcerpt::read(
             BufReader::new(ZstdFrames::new(BufReader::new(file))),
             &witnesses,
         ),
-        None => TraceExcerpt::read(BufReader::new(file), &witnesses),
+        false => TraceExcerpt::read(BufReader::new(file), &witnesses),
     }
     .with_context(|| format!("cannot read {name}"))?;
     let mut run = report::outcome_of_check(

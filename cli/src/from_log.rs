@@ -34,16 +34,7 @@ pub struct FromLog {
     pub options: Options,
     /// The log was read through a Zstandard decoder (the harness's default
     /// `session.jsonl.zstd`): how many frames, and whether the last broke off.
-    pub zstd: Option<ZstdRead>,
-}
-
-/// What decompressing a log found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ZstdRead {
-    pub frames: usize,
-    /// The input broke off inside the last frame (a session killed while writing it): the text
-    /// ends where it stopped decoding.
-    pub broken_off: bool,
+    pub zstd: Option<ZstdJson>,
 }
 
 impl FromLog {
@@ -138,7 +129,7 @@ impl FromLog {
             summary.records,
             summary.passed_over
         )?;
-        if let Some(zstd) = self.zstd {
+        if let Some(zstd) = &self.zstd {
             writeln!(
                 out,
                 "decompressed from {} Zstandard frame(s); lines are those of the decompressed log",
@@ -170,11 +161,10 @@ impl FromLog {
             )?;
         }
         if !summary.unattributed.is_empty() {
-            let lines: Vec<String> = summary.unattributed.iter().map(|l| l.to_string()).collect();
             writeln!(
                 out,
                 "owned or hook event(s) at line(s) {} logged while no single call was running (or no call was open): attributed to no call",
-                lines.join(", ")
+                joined(&summary.unattributed)
             )?;
         }
         for cut in &summary.interrupted {
@@ -189,11 +179,7 @@ impl FromLog {
                 ),
                 lines => format!(
                     "the harness closed it when it reloaded the session, with result(s) for calls that never finished at line(s) {} (not pipeline events)",
-                    lines
-                        .iter()
-                        .map(|l| l.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    joined(lines)
                 ),
             };
             writeln!(
@@ -263,10 +249,7 @@ impl FromLog {
             unattributed: summary.unattributed.clone(),
             ends_inside_turn: summary.ends_inside_turn,
             torn_tail: summary.torn_tail,
-            zstd: self.zstd.map(|z| ZstdJson {
-                frames: z.frames,
-                broken_off: z.broken_off,
-            }),
+            zstd: self.zstd.clone(),
             rewritten_results: summary
                 .rewritten_results
                 .map(|(count, first_line)| RewrittenResults { count, first_line }),
@@ -286,4 +269,13 @@ impl FromLog {
                 .map(|s| s.iter().cloned().collect()),
         }
     }
+}
+
+/// Line numbers as the reports list them: `3, 7, 12`.
+fn joined(lines: &[usize]) -> String {
+    lines
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
