@@ -179,7 +179,10 @@ impl<'a> Line<'a> {
             b'\\' => {}
             _ => return None,
         }
-        let mut owned = String::from(self.text.get(start..self.at)?);
+        // One allocation of the escaped text's length, which its unescaped text never exceeds:
+        // growing the string escape by escape cost more than the rest of the line (measured).
+        let mut owned = String::with_capacity(self.closing_quote(self.at)? - start);
+        owned.push_str(self.text.get(start..self.at)?);
         loop {
             match self.bytes().get(self.at)? {
                 b'"' => {
@@ -209,6 +212,19 @@ impl<'a> Line<'a> {
                     self.at = self.plain_run(from);
                     owned.push_str(self.text.get(from..self.at)?);
                 }
+            }
+        }
+    }
+
+    /// Where the string whose escape starts at `at` ends: its closing quote (`None` at a
+    /// control character or the end of the line, where [`Line::string`] declines anyway).
+    fn closing_quote(&self, mut at: usize) -> Option<usize> {
+        loop {
+            match self.bytes().get(at)? {
+                b'"' => return Some(at),
+                // The escaped byte is never the closing quote; a `\u`'s digits are plain.
+                b'\\' => at = self.plain_run(at + 2),
+                _ => return None,
             }
         }
     }
