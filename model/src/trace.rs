@@ -392,8 +392,10 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<FsIntentRecord>,
     /// `post`: the result it was handed; `finalize`: the candidate; `final`: the frozen outcome.
+    // Shared, as `identity` is: a call's later stages repeat one result, and the single-pass
+    // reader hands out one copy of it for every stage that repeats its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<ToolResult>,
+    pub result: Option<Arc<ToolResult>>,
     /// `model`: the batch, in model order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<Vec<DeclaredCall>>,
@@ -442,10 +444,10 @@ impl Observation {
 
     /// Records a result as it persists: without the execution-local `value`.
     pub fn result(mut self, result: &ToolResult) -> Self {
-        self.result = Some(ToolResult {
+        self.result = Some(Arc::new(ToolResult {
             value: None,
             ..result.clone()
-        });
+        }));
         self
     }
 }
@@ -555,7 +557,7 @@ pub fn session_event_strict(text: &str) -> Option<SessionEvent> {
     single_pass::read_event(text, true)
 }
 
-mod identity_cache;
+mod recent;
 mod scanner;
 mod single_pass;
 #[cfg(test)]
@@ -593,6 +595,46 @@ mod tests {
             assert_eq!(o.identity.as_ref(), Some(read));
         }
         assert_eq!(other.arguments, serde_json::json!({"path": "ab"}));
+    }
+
+    #[test]
+    fn a_repeated_result_is_read_once_and_shared() {
+        let line = |node: &str, text: &str| {
+            format!(
+                r#"{{"kind":"stage","node":"{node}","call":"c1","result":{{"isError":false,"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+            )
+        };
+        let result = |line: &str| match TraceRecord::from_json_tag_first(line) {
+            Some(TraceRecord::Stage(o)) => o.result.unwrap_or_else(|| panic!("{line}")),
+            other => panic!("{other:?}: {line}"),
+        };
+        let (post, fin) = (line("post", "hello"), line("final", "hello"));
+        let longer = line("finalize", "hello!");
+        let first = result(&post);
+        // The same text at another stage (after another result): the same value, not a copy.
+        let other = result(&longer);
+        let again = result(&fin);
+        assert!(Arc::ptr_eq(&first, &again));
+        assert!(!Arc::ptr_eq(&first, &other));
+        // Each as the general path reads it: a text that shares a long prefix is not a hit,
+        // nor is a result that is `null`.
+        for (line, read) in [(&post, &first), (&longer, &other), (&fin, &first)] {
+            let general: TraceRecord =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            let TraceRecord::Stage(o) = general else {
+                panic!("{line}");
+            };
+            assert_eq!(o.result.as_ref(), Some(read));
+        }
+        assert_eq!(
+            other.content,
+            vec![crate::result::ContentBlock::text("hello!")]
+        );
+        let null = r#"{"kind":"stage","node":"final","call":"c1","result":null}"#;
+        let Some(TraceRecord::Stage(o)) = TraceRecord::from_json_tag_first(null) else {
+            panic!("{null}");
+        };
+        assert_eq!(o.result, None);
     }
 
     /// A raw control character, a quote or a backslash is found wherever it stands: in the eight

@@ -143,7 +143,7 @@ impl Checker {
             }
             EventBody::ToolResult(data) if call.commit.result.is_none() && !call.is_sub_call() => {
                 call.commit.result = Some(line);
-                let announced = call.commit.notified.as_ref().map(|(r, _)| r);
+                let announced = call.commit.notified.as_ref().map(|(r, _)| &**r);
                 let text = RecordedText::of(recorded_content(data), announced);
                 call.commit.recorded = Some((text, data.is_error()));
                 batch.open_exclusive.remove(&i);

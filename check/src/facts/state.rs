@@ -297,7 +297,7 @@ pub(crate) struct Decisions {
     pub post: Option<(Outcome, usize)>,
     pub finalized: Option<usize>,
     /// `finalizeContent`'s candidate, whether the callback threw, and the line.
-    pub candidate: Option<(ToolResult, bool, usize)>,
+    pub candidate: Option<(Arc<ToolResult>, bool, usize)>,
 }
 
 /// The approval prompt for an `ask`.
@@ -324,7 +324,7 @@ pub(crate) struct BodyState {
 #[derive(Debug, Default)]
 pub(crate) struct CommitState {
     /// The outcome `tools/result` announced, and the line.
-    pub notified: Option<(ToolResult, usize)>,
+    pub notified: Option<(Arc<ToolResult>, usize)>,
     /// `tool/result` line.
     pub result: Option<usize>,
     /// The recorded `tool/result`'s text and `isError`: the model-facing outcome.

@@ -268,7 +268,8 @@ pub(crate) const CONTEXT_ORIGIN_ORDER: Rule = Rule::new(entry(
     })?;
     stage_mut(&mut r[f])?
         .result
-        .as_mut()?
+        .as_mut()
+        .map(std::sync::Arc::make_mut)?
         .additional_contexts
         .reverse();
     Some(())
@@ -312,7 +313,7 @@ pub(crate) const BLOCK_DROPS_CONTEXTS: Rule = Rule::new(entry(
     let f = find_after(r, p, &call, |x| is_stage(x, N::Final))?;
     stage_mut(&mut r[f])?
         .result
-        .as_mut()?
+        .as_mut().map(std::sync::Arc::make_mut)?
         .additional_contexts
         .insert(
             0,
@@ -393,7 +394,7 @@ pub(crate) const DEFERRED_CONTEXTS_SURVIVE_A_THROW: Rule = Rule::new(entry(
         if call_of(record) != Some(&call) {
             continue;
         }
-        if let Some(res) = stage_mut(record).and_then(|o| o.result.as_mut()) {
+        if let Some(res) = stage_mut(record).and_then(|o| o.result.as_mut().map(std::sync::Arc::make_mut)) {
             res.additional_contexts
                 .retain(|c| c.origin != ContextOrigin::Tool);
         }

@@ -1,7 +1,8 @@
 //! The single-pass reader behind [`TraceRecord::from_json_tag_first`]: one walk over a line's
 //! bytes straight into the typed record, with no intermediate `serde_json::Value` and none of
-//! serde's buffering of tagged or flattened enums. A call's stages repeat its identity byte for
-//! byte, so each thread remembers the last few identity texts it read and shares their value.
+//! serde's buffering of tagged or flattened enums. A call's stages repeat its identity (and its
+//! later stages its result) byte for byte, so each thread remembers the last few such texts it
+//! read and shares their value.
 //!
 //! It reads the shapes traces hold (the record's `kind` first, an event's `type` before its
 //! `data`) and declines everything else, so that the general path, which also words the errors,
@@ -14,7 +15,7 @@
 
 use std::sync::Arc;
 
-use super::identity_cache::{MAX_REMEMBERED_BYTES, RECENT_IDENTITIES};
+use super::recent::{MAX_REMEMBERED_BYTES, RECENT_IDENTITIES, RECENT_RESULTS, Recent};
 use super::scanner::Line;
 use super::{DeclaredCall, EventRecord, GuardVerdictRecord, Mark, Observation, TraceRecord};
 use crate::graph::NodeId;
@@ -130,7 +131,8 @@ impl<'a> Line<'a> {
                     128
                 }
                 b"result" => {
-                    line.tool_result_in(&mut obs.result)?;
+                    obs.result =
+                        line.optional(|l| l.shared(&RECENT_RESULTS, Line::stage_result))?;
                     256
                 }
                 b"calls" => {
@@ -148,21 +150,31 @@ impl<'a> Line<'a> {
         (seen & 1 != 0).then_some(obs)
     }
 
-    /// An identity, shared with the last ones read on this thread when its text is theirs.
-    fn shared_identity(&mut self) -> Option<Arc<Identity>> {
+    /// A value read by `read`, shared with the last ones `recent` holds when its text is
+    /// theirs.
+    fn shared<T>(
+        &mut self,
+        recent: &'static std::thread::LocalKey<std::cell::RefCell<Recent<T>>>,
+        read: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Arc<T>> {
         self.skip_whitespace();
         let start = self.at;
         let rest = &self.bytes()[start..];
-        if let Some((len, identity)) = RECENT_IDENTITIES.with_borrow(|recent| recent.find(rest)) {
+        if let Some((len, value)) = recent.with_borrow(|recent| recent.find(rest)) {
             self.at += len;
-            return Some(identity);
+            return Some(value);
         }
-        let identity = Arc::new(self.or_serde(Line::identity)?);
+        let value = Arc::new(read(self)?);
         let text = self.text.get(start..self.at)?;
         if text.len() <= MAX_REMEMBERED_BYTES {
-            RECENT_IDENTITIES.with_borrow_mut(|recent| recent.remember(text, &identity));
+            recent.with_borrow_mut(|recent| recent.remember(text, &value));
         }
-        Some(identity)
+        Some(value)
+    }
+
+    /// An identity, shared with the last ones read on this thread when its text is theirs.
+    fn shared_identity(&mut self) -> Option<Arc<Identity>> {
+        self.shared(&RECENT_IDENTITIES, |line| line.or_serde(Line::identity))
     }
 
     fn identity(&mut self) -> Option<Identity> {
@@ -204,27 +216,22 @@ impl<'a> Line<'a> {
         })
     }
 
-    /// An optional result, read into `slot` where it stays: a result is large, and moving it
-    /// through the readers' return values cost more than reading it.
-    fn tool_result_in(&mut self, slot: &mut Option<ToolResult>) -> Option<()> {
-        if self.literal(b"null") {
-            *slot = None;
-            return Some(());
-        }
+    /// A stage's result: by hand in its usual shape, or else by serde.
+    fn stage_result(&mut self) -> Option<ToolResult> {
         let start = self.at;
-        let result = slot.insert(ToolResult {
+        let mut result = ToolResult {
             is_error: false,
             content: Vec::new(),
             error: None,
             meta: None,
             additional_contexts: Vec::new(),
             value: None,
-        });
-        if self.tool_result(result).is_none() {
-            self.at = start;
-            *result = self.serde()?;
+        };
+        if self.tool_result(&mut result).is_some() {
+            return Some(result);
         }
-        Some(())
+        self.at = start;
+        self.serde()
     }
 
     /// A result by hand into `result` (empty), or `None` (and `result` half read).
