@@ -694,6 +694,34 @@ mod tests {
         }
     }
 
+    /// An injected context's data is read by hand: a member named twice or unknown there is
+    /// the worded path's to refuse, never read past.
+    #[test]
+    fn a_context_with_a_member_twice_or_unknown_takes_the_worded_path() {
+        let contexts: Vec<String> = written_lines()
+            .into_iter()
+            .filter(|l| l.contains(r#""type":"user/message""#))
+            .collect();
+        assert!(!contexts.is_empty());
+        for line in &contexts {
+            for member in [
+                r#""id":"x""#,
+                r#""role":"user""#,
+                r#""content":[]"#,
+                r#""source":{"kind":"user"}"#,
+                r#""extra":1"#,
+            ] {
+                let changed = line.replacen(r#""data":{"#, &format!(r#""data":{{{member},"#), 1);
+                assert_ne!(&changed, line);
+                assert!(
+                    TraceRecord::from_json_tag_first(&changed).is_none(),
+                    "{changed}"
+                );
+                assert!(words(&changed).is_err(), "{changed}");
+            }
+        }
+    }
+
     #[test]
     fn records_in_another_order_take_the_worded_path() {
         let tag_later = r#"{"node":"pre","call":"c1","outcome":"deny","kind":"stage"}"#;
@@ -853,6 +881,9 @@ mod tests {
         "afterMs",
         "parentToken",
         "additionalContexts",
+        "id",
+        "role",
+        "source",
         "k\\u0069nd",
         "extra",
     ];

@@ -24,7 +24,7 @@ use crate::result::{AdditionalContext, ContentBlock, ErrorInfo, ResultError, Too
 use crate::session::{
     CodeDispatch, CodeDispatchStart, EventBody, HookInvoked, HookResult, MessageSource,
     SessionEvent, ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData,
-    ToolResultMessage, ToolResultRecord,
+    ToolResultMessage, ToolResultRecord, UserMessage,
 };
 
 /// Reads one line, or declines it (`None`): the general path reads it then.
@@ -552,7 +552,7 @@ impl<'a> Line<'a> {
                 EventBody::CodeDispatchStart(self.or_serde(Line::dispatch_start)?)
             }
             "tool/code-dispatch" => EventBody::CodeDispatch(self.or_serde(Line::dispatch)?),
-            "user/message" => EventBody::UserMessage(self.serde()?),
+            "user/message" => EventBody::UserMessage(self.or_serde(Line::user_message)?),
             "context/message" => EventBody::ContextMessage(self.serde()?),
             "approval/asked" => EventBody::ApprovalAsked(self.serde()?),
             "approval/decided" => EventBody::ApprovalDecided(self.serde()?),
@@ -678,6 +678,40 @@ impl<'a> Line<'a> {
             role: role?,
             source: source?,
             content: content?,
+        })
+    }
+
+    /// A `user/message`'s data (an injected context), read as a result's message is.
+    fn user_message(&mut self) -> Option<UserMessage> {
+        let (mut id, mut role, mut content, mut source) = (None, None, None, None);
+        let mut seen = 0;
+        self.object(|line, key| {
+            let bit = match key {
+                b"id" => {
+                    id = Some(line.owned_string()?);
+                    1
+                }
+                b"role" => {
+                    role = Some(line.variant()?);
+                    2
+                }
+                b"content" => {
+                    content = Some(line.content()?);
+                    4
+                }
+                b"source" => {
+                    source = Some(line.message_source()?);
+                    8
+                }
+                _ => return None,
+            };
+            first_time(&mut seen, bit)
+        })?;
+        Some(UserMessage {
+            id: id?,
+            role: role?,
+            content: content?,
+            source: source?,
         })
     }
 
