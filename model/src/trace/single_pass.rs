@@ -22,7 +22,7 @@ use crate::graph::NodeId;
 use crate::identity::Identity;
 use crate::result::{AdditionalContext, ContentBlock, ErrorInfo, ResultError, ToolResult};
 use crate::session::{
-    CodeDispatch, CodeDispatchStart, EventBody, HookInvoked, HookResult, MessageSource,
+    CodeDispatch, CodeDispatchStart, EventBody, HookInvoked, HookResult, MessageSource, Role,
     SessionEvent, ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData,
     ToolResultMessage, ToolResultRecord, UserMessage,
 };
@@ -649,41 +649,33 @@ impl<'a> Line<'a> {
     }
 
     fn tool_result_message(&mut self) -> Option<ToolResultMessage> {
-        let (mut id, mut role, mut source, mut content) = (None, None, None, None);
-        let mut seen = 0;
-        self.object(|line, key| {
-            let bit = match key {
-                b"id" => {
-                    id = Some(line.owned_string()?);
-                    1
-                }
-                b"role" => {
-                    role = Some(line.variant()?);
-                    2
-                }
-                b"source" => {
-                    source = Some(line.message_source()?);
-                    4
-                }
-                b"content" => {
-                    content = Some(line.array(Line::tool_result_block)?);
-                    8
-                }
-                _ => return None,
-            };
-            first_time(&mut seen, bit)
-        })?;
+        let (id, role, source, content) = self.message(|l| l.array(Line::tool_result_block))?;
         Some(ToolResultMessage {
-            id: id?,
-            role: role?,
-            source: source?,
-            content: content?,
+            id,
+            role,
+            source,
+            content,
         })
     }
 
     /// A `user/message`'s data (an injected context), read as a result's message is.
     fn user_message(&mut self) -> Option<UserMessage> {
-        let (mut id, mut role, mut content, mut source) = (None, None, None, None);
+        let (id, role, source, content) = self.message(Line::content)?;
+        Some(UserMessage {
+            id,
+            role,
+            source,
+            content,
+        })
+    }
+
+    /// A model-visible message's members (`id`, `role`, `source`, and `content`, which
+    /// `content` reads), each once and none other.
+    fn message<C>(
+        &mut self,
+        mut content: impl FnMut(&mut Self) -> Option<C>,
+    ) -> Option<(String, Role, MessageSource, C)> {
+        let (mut id, mut role, mut source, mut read) = (None, None, None, None);
         let mut seen = 0;
         self.object(|line, key| {
             let bit = match key {
@@ -695,24 +687,19 @@ impl<'a> Line<'a> {
                     role = Some(line.variant()?);
                     2
                 }
-                b"content" => {
-                    content = Some(line.content()?);
-                    4
-                }
                 b"source" => {
                     source = Some(line.message_source()?);
+                    4
+                }
+                b"content" => {
+                    read = Some(content(line)?);
                     8
                 }
                 _ => return None,
             };
             first_time(&mut seen, bit)
         })?;
-        Some(UserMessage {
-            id: id?,
-            role: role?,
-            content: content?,
-            source: source?,
-        })
+        Some((id?, role?, source?, read?))
     }
 
     /// A message source; only `{"kind": "tool", "callId": ...}` by hand (serde's internally
