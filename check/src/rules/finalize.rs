@@ -124,12 +124,10 @@ pub(crate) const FINALIZE_CONTENT_ONLY: Rule = Rule::new(
     let Some((candidate, threw, fl)) = &call.decisions.candidate else {
         return;
     };
-    // One shared result (the reader shares a result whose text repeats) is equal to itself.
-    let same = std::sync::Arc::ptr_eq(candidate, result)
-        || candidate.is_error == result.is_error
-            && candidate.error == result.error
-            && candidate.meta == result.meta
-            && candidate.additional_contexts == result.additional_contexts;
+    let same = candidate.is_error == result.is_error
+        && candidate.error == result.error
+        && candidate.meta == result.meta
+        && candidate.additional_contexts == result.additional_contexts;
     if !threw && !same {
         let message = format!(
             "{} differs from the finalizeContent candidate at line {fl} in more than content",
