@@ -292,11 +292,17 @@ fn wait_for_pids(pidfile: &Path, n: usize) -> Vec<u32> {
     panic!("{} never held {n} pids", pidfile.display());
 }
 
-/// Asserts none of `pids` is running (and kills those that are, not to leave them behind).
+/// Asserts none of `pids` is running (and kills those that are, not to leave them behind). A
+/// SIGKILL takes effect when the process next runs, which on a loaded machine may be after
+/// `tep` has exited: each is given up to 10 s to die (a process nobody killed lives longer).
 #[cfg(target_os = "linux")]
 fn assert_all_ended(pids: &[u32], what: &str) {
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let alive: Vec<u32> = pids.iter().copied().filter(|&p| running(p)).collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut alive: Vec<u32> = pids.iter().copied().filter(|&p| running(p)).collect();
+    while !alive.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        alive.retain(|&p| running(p));
+    }
     for pid in &alive {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])

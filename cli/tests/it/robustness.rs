@@ -309,17 +309,31 @@ fn run_with_a_daemon(name: &str, spawn: &str, rest: &str) -> (u32, Output) {
     (pid, o)
 }
 
+/// Asserts that `pid` has ended. A SIGKILL takes effect when the process next runs, which on a
+/// loaded machine may be after `tep` has exited, so it is given a few seconds to die: a process
+/// nobody killed (a `sleep 600`) is still there after them.
 #[cfg(target_os = "linux")]
 fn assert_ended(pid: u32, o: &Output) {
-    let alive = running(pid);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut alive = running(pid);
+    while alive && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        alive = running(pid);
+    }
     if alive {
+        // What it is now (its state, parent, group, session), for whoever reads the failure.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Do not leave it behind for the next test run.
         let _ = Command::new("kill")
             .arg("-KILL")
             .arg(pid.to_string())
             .status();
+        panic!(
+            "pid {pid} outlived tep by 10 s ({}): {}",
+            stat.trim(),
+            stderr(o)
+        );
     }
-    assert!(!alive, "pid {pid} outlived tep: {}", stderr(o));
 }
 
 #[cfg(target_os = "linux")]
