@@ -7,8 +7,8 @@
 //! repetition is the same batches again, its approval prompts numbered anew (a real session's
 //! prompt ids all differ), so the converter's and the checker's state must not grow with it.
 //!
-//! - `floor`: reading each line, from the same reader and as the converter reads it, into
-//!   `serde::de::IgnoredAny` (the least any reader can do);
+//! - `floor`: reading each line, from the same reader and as the converter reads it (where it
+//!   lies in the reader's buffer), into `serde::de::IgnoredAny` (the least any reader can do);
 //! - `read`: [`deepseek_harness::convert`], every record made and dropped;
 //! - `check`: what `tep check --from deepseek-harness -j 1` does: convert and check each record
 //!   ([`TraceCheck`]), on one thread;
@@ -197,21 +197,41 @@ impl BufRead for Repeated<'_> {
     }
 }
 
-/// Reads every line as the converter does (from the same reader, one line at a time) into
-/// `IgnoredAny`.
+/// Reads every line as the converter does (from the same reader, each line where it lies in
+/// the reader's buffer, one straddling two fills gathered) into `IgnoredAny`.
 fn floor(mut log: Repeated<'_>) -> usize {
-    let mut line = Vec::new();
+    let ignored = |line: &[u8]| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        !line.is_empty() && serde_json::from_slice::<IgnoredAny>(line).is_ok()
+    };
+    let mut partial = Vec::new();
     let mut n = 0;
     loop {
-        line.clear();
-        match log.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return n,
-            Ok(_) => {}
+        let available = match log.fill_buf() {
+            Ok(bytes) if !bytes.is_empty() => bytes,
+            _ => return n + usize::from(ignored(&partial)),
+        };
+        let Some(first) = memchr::memchr(b'\n', available) else {
+            partial.extend_from_slice(available);
+            let used = available.len();
+            log.consume(used);
+            continue;
+        };
+        let mut start = 0;
+        if !partial.is_empty() {
+            partial.extend_from_slice(&available[..first]);
+            n += usize::from(ignored(&partial));
+            partial.clear();
+            start = first + 1;
         }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        if !text.is_empty() && serde_json::from_slice::<IgnoredAny>(text).is_ok() {
-            n += 1;
+        let from = start;
+        for end in memchr::memchr_iter(b'\n', &available[from..]) {
+            n += usize::from(ignored(&available[start..from + end]));
+            start = from + end + 1;
         }
+        partial.extend_from_slice(&available[start..]);
+        let used = available.len();
+        log.consume(used);
     }
 }
 
