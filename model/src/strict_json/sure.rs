@@ -760,7 +760,7 @@ mod tests {
     /// A stop byte is found wherever it stands in the bytes looked at at once, and after them.
     #[test]
     fn a_quote_backslash_or_control_byte_stops_a_run_wherever_it_stands() {
-        for len in 0..70 {
+        for len in 0..200 {
             for stop in [b'"', b'\\', 0x1f, 0] {
                 let mut bytes = vec![b'r'; len];
                 bytes.push(stop);
