@@ -43,7 +43,7 @@ fn final_of<'a>(
 ) -> Option<&'a mut tep_model::result::ToolResult> {
     records.iter_mut().rev().find_map(|r| match r {
         TraceRecord::Stage(o) if o.node == NodeId::Final && o.call.as_ref() == Some(call) => {
-            o.result.as_mut().map(std::sync::Arc::make_mut)
+            o.result_mut()
         }
         _ => None,
     })

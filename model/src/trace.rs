@@ -442,6 +442,12 @@ impl Observation {
         self
     }
 
+    /// Its result, to change in place: a copy of its own first if another record shares it
+    /// (the trace reader shares a result that later stages repeat).
+    pub fn result_mut(&mut self) -> Option<&mut ToolResult> {
+        self.result.as_mut().map(Arc::make_mut)
+    }
+
     /// Records a result as it persists: without the execution-local `value`.
     pub fn result(mut self, result: &ToolResult) -> Self {
         self.result = Some(Arc::new(ToolResult {
@@ -630,11 +636,26 @@ mod tests {
             other.content,
             vec![crate::result::ContentBlock::text("hello!")]
         );
+        // Changing one record's result leaves the record it was shared with as it was.
+        let (Some(TraceRecord::Stage(mut changed)), Some(TraceRecord::Stage(kept))) = (
+            TraceRecord::from_json_tag_first(&post),
+            TraceRecord::from_json_tag_first(&fin),
+        ) else {
+            panic!("{post} {fin}");
+        };
+        changed
+            .result_mut()
+            .unwrap_or_else(|| panic!("{post}"))
+            .is_error = true;
+        assert_eq!(kept.result.as_deref(), Some(&*first));
+        assert!(changed.result.as_ref().is_some_and(|r| r.is_error));
         let null = r#"{"kind":"stage","node":"final","call":"c1","result":null}"#;
         let Some(TraceRecord::Stage(o)) = TraceRecord::from_json_tag_first(null) else {
             panic!("{null}");
         };
         assert_eq!(o.result, None);
+        let mut o = o;
+        assert!(o.result_mut().is_none());
     }
 
     /// A raw control character, a quote or a backslash is found wherever it stands: in the eight

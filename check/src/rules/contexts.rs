@@ -267,9 +267,7 @@ pub(crate) const CONTEXT_ORIGIN_ORDER: Rule = Rule::new(entry(
         })
     })?;
     stage_mut(&mut r[f])?
-        .result
-        .as_mut()
-        .map(std::sync::Arc::make_mut)?
+        .result_mut()?
         .additional_contexts
         .reverse();
     Some(())
@@ -312,8 +310,7 @@ pub(crate) const BLOCK_DROPS_CONTEXTS: Rule = Rule::new(entry(
     let call = call_of(&r[p])?.clone();
     let f = find_after(r, p, &call, |x| is_stage(x, N::Final))?;
     stage_mut(&mut r[f])?
-        .result
-        .as_mut().map(std::sync::Arc::make_mut)?
+        .result_mut()?
         .additional_contexts
         .insert(
             0,
@@ -394,7 +391,7 @@ pub(crate) const DEFERRED_CONTEXTS_SURVIVE_A_THROW: Rule = Rule::new(entry(
         if call_of(record) != Some(&call) {
             continue;
         }
-        if let Some(res) = stage_mut(record).and_then(|o| o.result.as_mut().map(std::sync::Arc::make_mut)) {
+        if let Some(res) = stage_mut(record).and_then(|o| o.result_mut()) {
             res.additional_contexts
                 .retain(|c| c.origin != ContextOrigin::Tool);
         }

@@ -448,11 +448,7 @@ pub(crate) const DENIAL_IS_ERROR: Rule = Rule::new(entry(
     let d = find(r, |x| is_stage(x, N::Denied))?;
     let call = call_of(&r[d])?.clone();
     let f = find_after(r, d, &call, |x| is_stage(x, N::Final))?;
-    stage_mut(&mut r[f])?
-        .result
-        .as_mut()
-        .map(std::sync::Arc::make_mut)?
-        .is_error = false;
+    stage_mut(&mut r[f])?.result_mut()?.is_error = false;
     Some(())
 });
 

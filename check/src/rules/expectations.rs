@@ -46,7 +46,7 @@ pub(crate) const EXPECTED_OUTCOME: Rule = Rule::new(entry(
     for i in [f, tr] {
         match &mut r[i] {
             TraceRecord::Stage(o) => {
-                let res = o.result.as_mut().map(std::sync::Arc::make_mut)?;
+                let res = o.result_mut()?;
                 res.is_error = !res.is_error;
             }
             other => match result_data_mut(other)? {
@@ -78,7 +78,7 @@ pub(crate) const EXPECTED_CONTENT: Rule = Rule::new(entry(
         *content = vec![ContentBlock::text("something else")]
     };
     match &mut r[f] {
-        TraceRecord::Stage(o) => replace(&mut o.result.as_mut().map(std::sync::Arc::make_mut)?.content),
+        TraceRecord::Stage(o) => replace(&mut o.result_mut()?.content),
         _ => return None,
     }
     match result_data_mut(&mut r[tr])? {

@@ -142,7 +142,7 @@ pub(crate) const FINALIZE_CONTENT_ONLY: Rule = Rule::new(
     })?;
     let call = call_of(&r[f])?.clone();
     let fin = find_after(r, f, &call, |x| is_stage(x, N::Final))?;
-    stage_mut(&mut r[fin])?.result.as_mut().map(std::sync::Arc::make_mut)?.meta =
+    stage_mut(&mut r[fin])?.result_mut()?.meta =
         Some(json!({"changed": "by finalizeContent"}));
     Some(())
 });

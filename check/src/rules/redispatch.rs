@@ -53,7 +53,7 @@ pub(crate) const REDISPATCH_THROUGH_WRAPPERS: Rule = Rule::new(entry(
         if call_of(record) != Some(&call) {
             continue;
         }
-        if let Some(result) = stage_mut(record).and_then(|o| o.result.as_mut().map(std::sync::Arc::make_mut)) {
+        if let Some(result) = stage_mut(record).and_then(|o| o.result_mut()) {
             let before = result.additional_contexts.len();
             result
                 .additional_contexts

@@ -186,10 +186,6 @@ pub(crate) const THROW_IS_ERROR: Rule = Rule::new(
     let n = find(r, |x| is_stage(x, N::Normalized))?;
     let call = call_of(&r[n])?.clone();
     let f = find_after(r, n, &call, |x| is_stage(x, N::Final))?;
-    stage_mut(&mut r[f])?
-        .result
-        .as_mut()
-        .map(std::sync::Arc::make_mut)?
-        .is_error = false;
+    stage_mut(&mut r[f])?.result_mut()?.is_error = false;
     Some(())
 });

@@ -144,11 +144,7 @@ fn a_failure_that_lost_what_the_body_deferred_is_named() {
     let id = "deferred-context-survives-a-failing-body";
     let mut records = trace(id);
     let post = position(&records, is_stage(NodeId::Post, "c1"));
-    let result = stage_at(&mut records, post)
-        .result
-        .as_mut()
-        .map(std::sync::Arc::make_mut)
-        .unwrap();
+    let result = stage_at(&mut records, post).result_mut().unwrap();
     assert!(result.is_error);
     result
         .additional_contexts
@@ -180,9 +176,7 @@ fn a_body_that_never_ran_deferred_nothing() {
     let body = position(&records, is_stage(NodeId::ToolBody, "c1"));
     let post = position(&records, is_stage(NodeId::Post, "c1"));
     stage_at(&mut records, post)
-        .result
-        .as_mut()
-        .map(std::sync::Arc::make_mut)
+        .result_mut()
         .unwrap()
         .additional_contexts
         .clear();

@@ -282,11 +282,7 @@ fn post_execute_may_decide_and_then_fail_to_apply() {
     // The failure to apply is still a throw: announcing a success after it is caught.
     let last = position(&records, is_stage(NodeId::Final, "c1"));
     if let TraceRecord::Stage(o) = &mut records[last] {
-        o.result
-            .as_mut()
-            .map(std::sync::Arc::make_mut)
-            .unwrap()
-            .is_error = false;
+        o.result_mut().unwrap().is_error = false;
     }
     assert!(
         violations(&options(id, ObservationLevel::Full), &records)

@@ -149,7 +149,7 @@ fn reword(records: &mut [TraceRecord], call: &str, text: &str) {
         }
         match r {
             TraceRecord::Stage(o) if o.node == NodeId::Final => {
-                if let Some(result) = o.result.as_mut().map(std::sync::Arc::make_mut) {
+                if let Some(result) = o.result_mut() {
                     result.content = content.clone();
                 }
             }
