@@ -72,7 +72,7 @@ impl<'a> Line<'a> {
         let kind = self.string()?;
         let record = match &*kind {
             "stage" => TraceRecord::Stage(self.observation()?),
-            "event" => TraceRecord::Event(Box::new(self.event_record()?)),
+            "event" => TraceRecord::Event(self.event_record()?),
             "mark" => TraceRecord::Mark(Box::new(self.mark()?)),
             // One line a trace: the general path reads it.
             _ => return None,
@@ -472,7 +472,7 @@ impl<'a> Line<'a> {
         })
     }
 
-    fn event_record(&mut self) -> Option<EventRecord> {
+    fn event_record(&mut self) -> Option<Box<EventRecord>> {
         let (mut call, mut event) = (None, None);
         let mut seen = 0;
         self.rest_of_record(|line, key| {
@@ -489,10 +489,15 @@ impl<'a> Line<'a> {
             };
             first_time(&mut seen, bit)
         })?;
-        Some(EventRecord {
-            call,
-            event: event?,
-        })
+        // Written into fresh memory: `Box::new` would build the large record on the stack
+        // and copy it.
+        Some(Box::write(
+            Box::new_uninit(),
+            EventRecord {
+                call,
+                event: event?,
+            },
+        ))
     }
 
     /// A session event whose `type` comes before its `data`.
