@@ -770,4 +770,41 @@ mod tests {
             assert_eq!(plain_run(&vec![0xc3; len], 0), len);
         }
     }
+
+    /// From any start, in buffers shorter and longer than its word and its chunks, with the
+    /// bytes next to each stop (a borrow from a stop can flag the byte above it) and bytes past
+    /// ASCII: where a byte-by-byte search stops.
+    #[test]
+    fn a_run_ends_where_a_byte_by_byte_search_ends_from_any_start() {
+        let alphabet = [
+            b'"', b'\\', 0, 0x1f, 0x20, 0x21, b'#', b']', b'[', b'r', 0x7f, 0x80, 0xc3, 0xff,
+        ];
+        let naive = |bytes: &[u8], at: usize| {
+            (at..bytes.len())
+                .find(|&i| matches!(bytes[i], b'"' | b'\\' | 0..=0x1f))
+                .unwrap_or(bytes.len().max(at))
+        };
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) as usize
+        };
+        for round in 0..4000 {
+            let len = round % 97;
+            // Mostly plain bytes, so that runs are long enough to cross a word and a chunk.
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| match next() % 8 {
+                    0 => alphabet[next() % alphabet.len()],
+                    _ => alphabet[6 + next() % (alphabet.len() - 6)],
+                })
+                .collect();
+            for at in 0..=len + 2 {
+                assert_eq!(
+                    plain_run(&bytes, at),
+                    naive(&bytes, at),
+                    "{bytes:?} from {at}"
+                );
+            }
+        }
+    }
 }
