@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(target_os = "linux")]
+use crate::util::still_running;
 use crate::util::{TEP, temp_dir, tep_command, tep_in, without_output_env};
 
 use std::path::{Path, PathBuf};
@@ -263,18 +265,6 @@ fn a_report_that_cannot_be_written_is_named_and_the_others_are_still_written_who
 // ---------------------------------------------------------------------------------------------
 // N5: every way to stop is a clean stop
 
-/// Whether `pid` is a running process (a zombie has ended; only its exit status is left).
-#[cfg(target_os = "linux")]
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let rest = stat.get(stat.rfind(')')? + 1..)?.trim_start().to_owned();
-            Some(!rest.starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
 /// Waits (up to 20 s) until `pidfile` holds `n` pids, and returns them.
 #[cfg(target_os = "linux")]
 fn wait_for_pids(pidfile: &Path, n: usize) -> Vec<u32> {
@@ -292,17 +282,11 @@ fn wait_for_pids(pidfile: &Path, n: usize) -> Vec<u32> {
     panic!("{} never held {n} pids", pidfile.display());
 }
 
-/// Asserts none of `pids` is running (and kills those that are, not to leave them behind). A
-/// SIGKILL takes effect when the process next runs, which on a loaded machine may be after
-/// `tep` has exited: each is given up to 10 s to die (a process nobody killed lives longer).
+/// Asserts none of `pids` is running once given time to die ([`still_running`]), and kills
+/// those that are, not to leave them behind.
 #[cfg(target_os = "linux")]
 fn assert_all_ended(pids: &[u32], what: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut alive: Vec<u32> = pids.iter().copied().filter(|&p| running(p)).collect();
-    while !alive.is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        alive.retain(|&p| running(p));
-    }
+    let alive = still_running(pids);
     for pid in &alive {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(target_os = "linux")]
+use crate::util::still_running;
 use crate::util::{
     READY, TEP, adapter_command, code, run_fixture, statuses, stderr, temp_dir, tep, tep_command,
 };
@@ -264,18 +266,6 @@ fn an_answer_sent_twice_is_named_as_a_duplicate() {
 // ---------------------------------------------------------------------------------------------
 // processes an adapter leaves behind
 
-/// Whether `pid` is a running process (a zombie has ended; only its exit status is left).
-#[cfg(target_os = "linux")]
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let rest = stat.get(stat.rfind(')')? + 1..)?.trim_start().to_owned();
-            Some(!rest.starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
 /// Runs one scenario against an adapter that first starts `sleep 600` in a session of its own
 /// (through `spawn`, which writes its pid to `$PIDFILE`), then behaves as `rest` says. Returns the
 /// pid of the sleeper and tep's output.
@@ -309,18 +299,10 @@ fn run_with_a_daemon(name: &str, spawn: &str, rest: &str) -> (u32, Output) {
     (pid, o)
 }
 
-/// Asserts that `pid` has ended. A SIGKILL takes effect when the process next runs, which on a
-/// loaded machine may be after `tep` has exited, so it is given a few seconds to die: a process
-/// nobody killed (a `sleep 600`) is still there after them.
+/// Asserts that `pid` has ended once given time to die ([`still_running`]).
 #[cfg(target_os = "linux")]
 fn assert_ended(pid: u32, o: &Output) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut alive = running(pid);
-    while alive && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        alive = running(pid);
-    }
-    if alive {
+    if !still_running(&[pid]).is_empty() {
         // What it is now (its state, parent, group, session), for whoever reads the failure.
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Do not leave it behind for the next test run.

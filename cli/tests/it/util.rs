@@ -126,3 +126,29 @@ pub fn statuses(o: &Output) -> Vec<(String, String, String)> {
         })
         .collect()
 }
+
+/// Whether `pid` is a running process (a zombie has ended; only its exit status is left).
+#[cfg(target_os = "linux")]
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = stat.get(stat.rfind(')')? + 1..)?.trim_start().to_owned();
+            Some(!rest.starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// Those of `pids` still running after up to 10 s. A SIGKILL takes effect when the process
+/// next runs, which on a loaded machine may be after `tep` has exited: a killed process is
+/// given that long to die, and one nobody killed (a `sleep 600`) is still there after it.
+#[cfg(target_os = "linux")]
+pub fn still_running(pids: &[u32]) -> Vec<u32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut alive: Vec<u32> = pids.iter().copied().filter(|&p| running(p)).collect();
+    while !alive.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        alive.retain(|&p| running(p));
+    }
+    alive
+}
