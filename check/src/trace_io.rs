@@ -345,7 +345,7 @@ fn read_in_parallel(
         // allocated it (freeing across threads makes the allocator contend, costing more than
         // the parsing saved).
         let mut spare: Vec<Vec<Chunk>> = (0..workers).map(|_| Vec::new()).collect();
-        let mut chunks = ChunkReader::new(reader, sizes);
+        let mut chunks = ChunkReader::new(reader, sizes.max_line);
         let mut exhausted = false;
         let mut lines_before = 0;
         // The bytes of the chunks read and not yet checked: a chunk is read only while they
@@ -363,9 +363,11 @@ fn read_in_parallel(
                     lines: 0,
                     error: None,
                 });
-                match chunks.next(chunk) {
-                    Some(chunk) => {
-                        in_flight_bytes += chunk.len;
+                let mut chunk = chunk;
+                match chunks.next(&mut chunk.bytes) {
+                    Some(len) => {
+                        chunk.len = len;
+                        in_flight_bytes += len;
                         // A worker ends only when its sender is dropped, after this loop.
                         let _ = to_workers[sent % workers].send(chunk);
                         sent += 1;
@@ -410,31 +412,33 @@ fn read_in_parallel(
 }
 
 /// Why [`ChunkReader`] stopped reading before the end of the trace.
-enum Stop {
+pub(crate) enum Stop {
     /// A line longer than [`MAX_LINE_BYTES`] (it starts after every line sent).
     TooLong,
     Unreadable(std::io::Error),
 }
 
-/// Cuts a trace into chunks of whole lines, refusing what [`read_sequentially`] refuses at
-/// the same line.
-struct ChunkReader<R> {
+/// Cuts a text of lines (a trace; a session log, `deepseek_harness::convert_parallel`) into
+/// chunks of whole lines, refusing what its line-by-line reader ([`read_sequentially`]) refuses
+/// at the same line.
+pub(crate) struct ChunkReader<R> {
     reader: R,
-    sizes: Sizes,
+    /// The longest line, without its newline.
+    max_line: usize,
     /// The start of a line the last chunk did not finish.
     partial: Vec<u8>,
     /// Read to its end: never read again (a terminal would wait for another end).
     ended: bool,
     /// A read failed after the bytes read so far; they are cut into chunks first.
     failed: Option<std::io::Error>,
-    stop: Option<Stop>,
+    pub(crate) stop: Option<Stop>,
 }
 
 impl<R: BufRead> ChunkReader<R> {
-    fn new(reader: R, sizes: Sizes) -> Self {
+    pub(crate) fn new(reader: R, max_line: usize) -> Self {
         ChunkReader {
             reader,
-            sizes,
+            max_line,
             partial: Vec::new(),
             ended: false,
             failed: None,
@@ -442,12 +446,12 @@ impl<R: BufRead> ChunkReader<R> {
         }
     }
 
-    /// Fills `chunk` with the unfinished line and what follows it, up to the last newline (or
-    /// the end of the trace); what follows that newline is kept for the next chunk. `None`
-    /// when nothing is left, or at a failure (kept in `stop`, to be reported once every line
-    /// before it has been).
-    fn next(&mut self, mut chunk: Chunk) -> Option<Chunk> {
-        let max = self.sizes.max_line;
+    /// Fills `bytes` with the unfinished line and what follows it, up to the last newline (or
+    /// the end of the text), growing it for a long line: how many bytes it holds. What
+    /// follows that newline is kept for the next chunk. `None` when nothing is left, or at a
+    /// failure (kept in `stop`, to be reported once every line before it has been).
+    pub(crate) fn next(&mut self, bytes: &mut Vec<u8>) -> Option<usize> {
+        let max = self.max_line;
         let mut len = self.partial.len();
         if self.stop.is_none() && len > max {
             self.stop = Some(Stop::TooLong);
@@ -458,29 +462,26 @@ impl<R: BufRead> ChunkReader<R> {
         if self.stop.is_some() {
             return None;
         }
-        if chunk.bytes.len() <= len {
-            chunk
-                .bytes
-                .resize((len + 1).next_power_of_two().min(max + 1), 0);
+        if bytes.len() <= len {
+            bytes.resize((len + 1).next_power_of_two().min(max + 1), 0);
         }
-        chunk.bytes[..len].copy_from_slice(&self.partial);
+        bytes[..len].copy_from_slice(&self.partial);
         self.partial.clear();
         // The bytes before `scanned` hold no newline.
         let mut scanned = 0;
         loop {
-            while !self.ended && self.failed.is_none() && len < chunk.bytes.len() {
-                match self.reader.read(&mut chunk.bytes[len..]) {
+            while !self.ended && self.failed.is_none() && len < bytes.len() {
+                match self.reader.read(&mut bytes[len..]) {
                     Ok(0) => self.ended = true,
                     Ok(n) => len += n,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => self.failed = Some(e),
                 }
             }
-            if let Some(i) = memchr::memrchr(b'\n', &chunk.bytes[scanned..len]) {
+            if let Some(i) = memchr::memrchr(b'\n', &bytes[scanned..len]) {
                 let end = scanned + i + 1;
-                self.partial.extend_from_slice(&chunk.bytes[end..len]);
-                chunk.len = end;
-                return Some(chunk);
+                self.partial.extend_from_slice(&bytes[end..len]);
+                return Some(end);
             }
             if len > max {
                 self.stop = Some(Stop::TooLong);
@@ -491,12 +492,11 @@ impl<R: BufRead> ChunkReader<R> {
                 return None;
             }
             if self.ended {
-                // What is left is the trace's last line, without its newline.
-                chunk.len = len;
-                return (len > 0).then_some(chunk);
+                // What is left is the last line, without its newline.
+                return (len > 0).then_some(len);
             }
             scanned = len;
-            chunk.bytes.resize((chunk.bytes.len() * 2).min(max + 1), 0);
+            bytes.resize((bytes.len() * 2).min(max + 1), 0);
         }
     }
 }

@@ -1,72 +1,70 @@
-//! [`convert_parallel`]: a session log read on this thread, its lines parsed on worker threads
+//! [`convert_parallel`]: a session log read on this thread in chunks of whole lines (by the
+//! trace reader's [`ChunkReader`], one copy), cut into lines and parsed on worker threads
 //! ([`parse`], which needs none of the converter's state), and what they parsed to applied here,
 //! in the log's order ([`Converter::apply`]). Parsing is most of the work (the scan and the typed
 //! events); attributing events to calls and checking them stay on one thread, in order.
 
 use std::io::BufRead;
+use std::ops::Range;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use super::{
-    ConvertError, Converted, Converter, Ending, LogError, Options, Parsed, Summary, convert,
-    next_line, parse,
+    ConvertError, Converted, Converter, Ending, LogError, Options, Parsed, Summary, convert, parse,
+    without_return,
 };
 use crate::checker::TraceError;
+use crate::trace_io::{ChunkReader, MAX_IN_FLIGHT_BYTES, MAX_LINE_BYTES, Stop};
 
-/// A worker is handed lines about this many bytes at a time (or one longer line).
-const CHUNK_BYTES: usize = 64 * 1024;
+/// A worker is handed whole lines about this many bytes at a time (or one longer line).
+const CHUNK_BYTES: usize = 256 * 1024;
 
-/// Chunks handed to each worker and not yet applied: enough that no worker waits while this
-/// thread applies another's, few enough that memory stays bounded (two chunks a worker, and
-/// what they parsed to).
-const IN_FLIGHT_PER_WORKER: usize = 2;
+/// Chunks handed to each worker and not yet applied (and at most [`MAX_IN_FLIGHT_BYTES`] in
+/// all): work enough to keep every core busy while one of the threads waits for the
+/// scheduler. On 2 cores, 2 chunks of 64 KiB a worker left a core idle a quarter of the time
+/// (measured on 10⁵ lines of real logs: 65–69 ms against 51–58 ms now).
+const IN_FLIGHT_PER_WORKER: usize = 8;
 
-/// Lines of a log, one after another without their newlines, and what a worker parsed them to.
+/// Whole lines of a log, as read, and what a worker parsed them to.
 struct Chunk {
-    /// The number of its first line.
-    first: usize,
+    /// The lines are `bytes[..len]`, each with its newline (but the log's last, maybe).
     bytes: Vec<u8>,
-    /// Where each line ends in `bytes`.
-    ends: Vec<usize>,
+    len: usize,
+    /// Where each line lies in `bytes`, without its newline and a carriage return before it.
+    lines: Vec<Range<usize>>,
     parsed: Vec<Parsed>,
-    /// How its last line ended (the log's last line may have no newline).
-    last_ending: Ending,
 }
 
 impl Chunk {
-    fn new(first: usize) -> Self {
-        Chunk {
-            first,
-            bytes: Vec::new(),
-            ends: Vec::new(),
-            parsed: Vec::new(),
-            last_ending: Ending::Newline,
+    /// Cuts the chunk into lines (on the worker: this thread only copies the bytes) and
+    /// parses each.
+    fn parse(&mut self, options: &Options) {
+        let text = &self.bytes[..self.len];
+        let mut lines = Vec::new();
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', text) {
+            lines.push(start..end);
+            start = end + 1;
+        }
+        if start < text.len() {
+            lines.push(start..text.len());
+        }
+        for line in &mut lines {
+            line.end = line.start + without_return(&text[line.clone()]).len();
+        }
+        self.parsed = lines
+            .iter()
+            .map(|line| parse(options, &text[line.clone()]))
+            .collect();
+        self.lines = lines;
+    }
+
+    /// How its last line ended: only the log's last line may have no newline.
+    fn last_ending(&self) -> Ending {
+        match self.bytes[..self.len].last() {
+            Some(b'\n') => Ending::Newline,
+            _ => Ending::EndOfLog,
         }
     }
-
-    /// Reads line `line` of the log onto the chunk: `false` at the end of the log.
-    fn read(&mut self, reader: &mut impl BufRead, line: usize) -> Result<bool, LogError> {
-        let Some(ending) = next_line(reader, line, &mut self.bytes)? else {
-            return Ok(false);
-        };
-        self.ends.push(self.bytes.len());
-        self.last_ending = ending;
-        Ok(true)
-    }
-
-    fn lines(&self) -> impl Iterator<Item = &[u8]> {
-        lines_of(&self.bytes, &self.ends)
-    }
-
-    fn parse(&mut self, options: &Options) {
-        let parsed: Vec<Parsed> = self.lines().map(|line| parse(options, line)).collect();
-        self.parsed = parsed;
-    }
-}
-
-/// The lines of a chunk's `bytes`, which end at `ends`.
-fn lines_of<'b>(bytes: &'b [u8], ends: &'b [usize]) -> impl Iterator<Item = &'b [u8]> {
-    let starts = std::iter::once(0).chain(ends.iter().copied());
-    starts.zip(ends).map(|(s, &e)| &bytes[s..e])
 }
 
 /// [`convert`] with the parsing spread over `workers` threads: the same records with the same
@@ -128,18 +126,18 @@ struct Pool {
 }
 
 impl Pool {
-    /// Hands `chunk` to the next worker in turn, so that chunks come back in the log's order.
-    fn send(&mut self, chunk: Chunk) -> Result<(), ConvertError> {
+    /// Hands `chunk` to the next worker in turn, so that chunks come back in the log's order;
+    /// `line`: where the log is applied to.
+    fn send(&mut self, chunk: Chunk, line: usize) -> Result<(), ConvertError> {
         let n = self.to.len();
-        let first = chunk.first;
         self.to[self.sent % n]
             .send(chunk)
-            .map_err(|_| worker_gone(first))?;
+            .map_err(|_| worker_gone(line))?;
         self.sent += 1;
         Ok(())
     }
 
-    /// The oldest chunk not applied yet, parsed; `line`: where the log is read to.
+    /// The oldest chunk not applied yet, parsed; `line`: where the log is applied to.
     fn next(&mut self, line: usize) -> Result<Chunk, ConvertError> {
         let n = self.from.len();
         let chunk = self.from[self.applied % n]
@@ -162,66 +160,83 @@ fn worker_gone(line: usize) -> ConvertError {
     ))
 }
 
-/// Reads the log on this thread, in chunks for the pool's workers, and applies what they
-/// parsed in the log's order.
+/// Reads the log on this thread, in chunks of whole lines for the pool's workers (copied as
+/// read: the workers cut them into lines), and applies what they parsed in the log's order.
 fn read_with(
     mut pool: Pool,
-    mut reader: impl BufRead,
+    reader: impl BufRead,
     mut converter: Converter,
     chunk_bytes: usize,
     mut f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
     let most = pool.to.len() * IN_FLIGHT_PER_WORKER;
-    let mut apply = |chunk: Chunk, converter: &mut Converter| -> Result<(), ConvertError> {
+    let mut chunks = ChunkReader::new(reader, MAX_LINE_BYTES);
+    let (mut exhausted, mut in_flight_bytes) = (false, 0);
+    // The lines applied so far.
+    let mut applied = 0;
+    // Buffers of applied chunks, filled again: a long log allocates a few.
+    let mut spare: Vec<Vec<u8>> = Vec::new();
+    loop {
+        while !exhausted && pool.pending() < most && in_flight_bytes < MAX_IN_FLIGHT_BYTES {
+            let mut bytes = spare.pop().unwrap_or_else(|| vec![0; chunk_bytes]);
+            match chunks.next(&mut bytes) {
+                Some(len) => {
+                    in_flight_bytes += len;
+                    let chunk = Chunk {
+                        bytes,
+                        len,
+                        lines: Vec::new(),
+                        parsed: Vec::new(),
+                    };
+                    pool.send(chunk, applied + 1)?;
+                }
+                None => exhausted = true,
+            }
+        }
+        if pool.pending() == 0 {
+            break;
+        }
+        let chunk = pool.next(applied + 1)?;
+        in_flight_bytes -= chunk.len;
+        let last_ending = chunk.last_ending();
         let Chunk {
-            first,
             bytes,
-            ends,
+            lines,
             parsed,
-            last_ending,
+            ..
         } = chunk;
-        let last = ends.len().saturating_sub(1);
-        for (i, (line, parsed)) in lines_of(&bytes, &ends).zip(parsed).enumerate() {
+        let count = lines.len();
+        let last = count.saturating_sub(1);
+        for (i, (range, parsed)) in lines.into_iter().zip(parsed).enumerate() {
+            let line = applied + 1 + i;
             let ending = if i == last {
                 last_ending
             } else {
                 Ending::Newline
             };
-            let made = converter.last_line_torn(first + i, line, ending, |c| {
-                c.apply(first + i, line, parsed)
-            })?;
-            converter.hand_on(first + i, made, &mut f)?;
+            let text = &bytes[range];
+            let made =
+                converter.last_line_torn(line, text, ending, |c| c.apply(line, text, parsed))?;
+            converter.hand_on(line, made, &mut f)?;
         }
-        Ok(())
-    };
-    let mut chunk = Chunk::new(1);
-    let mut line = 0;
+        applied += count;
+        // A buffer grown for a long line is not kept: it would hold a line's worth.
+        if bytes.len() <= chunk_bytes {
+            spare.push(bytes);
+        }
+    }
     // A read error is reported once every line before it is applied: an earlier line's error
     // comes first, as it does line by line.
-    let unread = loop {
-        line += 1;
-        match chunk.read(&mut reader, line) {
-            Ok(true) => {}
-            Ok(false) => break None,
-            Err(e) => break Some(e),
-        }
-        if chunk.bytes.len() >= chunk_bytes {
-            pool.send(std::mem::replace(&mut chunk, Chunk::new(line + 1)))?;
-            if pool.pending() >= most {
-                apply(pool.next(line)?, &mut converter)?;
-            }
-        }
+    let why = match chunks.stop {
+        Some(Stop::TooLong) => format!("line longer than {MAX_LINE_BYTES} bytes"),
+        Some(Stop::Unreadable(e)) => format!("cannot read: {e}"),
+        None => return converter.end(applied, &mut f),
     };
-    if !chunk.ends.is_empty() {
-        pool.send(chunk)?;
+    Err(LogError::Read {
+        line: applied + 1,
+        why,
     }
-    while pool.pending() > 0 {
-        apply(pool.next(line)?, &mut converter)?;
-    }
-    if let Some(e) = unread {
-        return Err(e.into());
-    }
-    converter.end(line - 1, &mut f)
+    .into())
 }
 
 #[cfg(test)]
