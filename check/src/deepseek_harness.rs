@@ -69,7 +69,7 @@ use crate::trace_io::MAX_LINE_BYTES;
 
 mod parallel;
 mod unknown_fields;
-pub use parallel::convert_parallel;
+pub use parallel::{convert_parallel, parsing_workers};
 
 /// The session format version this reader knows (the harness's `SESSION_FORMAT_VERSION`).
 pub const FORMAT_VERSION: u64 = 0;

@@ -48,7 +48,8 @@ pub struct CheckArgs {
     pub html: Option<PathBuf>,
     /// How many threads parse the trace (or the session log) while one checks it; 1 reads,
     /// parses and checks on one thread. The verdict is the same. Default: one per core for a
-    /// file of 4 MiB or more or one read from a pipe, else 1.
+    /// file of 4 MiB or more or one read from a pipe (for a session log one fewer: the thread
+    /// that checks it parses too), else 1.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
     /// Read a harness's own session log instead of a trace, at level `events`; messages
@@ -208,10 +209,11 @@ fn read_and_check(args: &CheckArgs, stdin_copy: Option<std::fs::File>) -> Result
         .map(|source| from_log::FromLog::new(source, args.safe.clone()));
     // Threads that parse (a trace's records, a log's lines) while this one checks (none: it
     // parses too).
-    let workers = match args.jobs {
-        Some(1) => 0,
-        Some(n) => usize::from(n),
-        None => parsing_workers(trace_bytes(&args.trace)),
+    let workers = match (args.jobs, &from) {
+        (Some(1), _) => 0,
+        (Some(n), _) => usize::from(n),
+        (None, Some(log)) => log.parsing_workers(trace_bytes(&args.trace)),
+        (None, None) => parsing_workers(trace_bytes(&args.trace)),
     };
     let name = args.trace.display().to_string();
     let source: Box<dyn Read> = match (name == "-", stdin_copy) {

@@ -52,6 +52,14 @@ impl FromLog {
         }
     }
 
+    /// How many threads are worth parsing a log of `bytes` (`None`: not known) on this
+    /// machine while this thread applies and checks its lines.
+    pub fn parsing_workers(&self, bytes: Option<u64>) -> usize {
+        match self.source {
+            LogSource::DeepseekHarness => deepseek_harness::parsing_workers(bytes),
+        }
+    }
+
     /// Reads the log and calls `f` with what each line makes (a trace record, or a cut:
     /// [`Converted`]) and the line of the log it came from, the lines parsed on `workers`
     /// threads (none: on this one).

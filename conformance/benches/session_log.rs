@@ -13,6 +13,7 @@
 //! - `check`: what `tep check --from deepseek-harness -j 1` does: convert and check each record
 //!   ([`TraceCheck`]), on one thread;
 //! - `threads`: what it does by default on a long log: the lines parsed on one thread per core
+//!   but one, and on this one when it would otherwise wait
 //!   ([`deepseek_harness::convert_parallel`]) while this thread checks. Its wall time is what a
 //!   user waits; its CPU time is every thread's.
 //!
@@ -39,8 +40,8 @@ use std::time::{Duration, Instant};
 use cpu_time::{on_cpu, process_cpu};
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde::de::IgnoredAny;
-use tep_check::deepseek_harness::{self, Options};
-use tep_check::{TraceCheck, parsing_workers};
+use tep_check::TraceCheck;
+use tep_check::deepseek_harness::{self, Options, parsing_workers};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -351,7 +352,7 @@ fn report(lines: usize) {
         println!();
         println!("{lines} lines of real deepseek-harness logs, ns per line (median), and speed relative to the IgnoredAny floor:");
         println!(
-            "`threads` parses on {} thread(s) while one checks, on {} core(s); its cpu is every thread's:",
+            "`threads` parses on {} thread(s) and the one that checks, on {} core(s); its cpu is every thread's:",
             parsing_workers(None),
             std::thread::available_parallelism().map_or(1, usize::from)
         );

@@ -2,11 +2,14 @@
 //! trace reader's [`ChunkReader`], one copy), cut into lines and parsed on worker threads
 //! ([`parse`], which needs none of the converter's state), and what they parsed to applied here,
 //! in the log's order ([`Converter::apply`]). Parsing is most of the work (the scan and the typed
-//! events); attributing events to calls and checking them stay on one thread, in order.
+//! events); attributing events to calls and checking them stay on one thread, in order. This
+//! thread parses too, rather than wait: the oldest chunk no worker has taken yet.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::io::BufRead;
 use std::ops::Range;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::{
     ConvertError, Converted, Converter, Ending, LogError, Options, Parsed, Summary, convert, parse,
@@ -18,8 +21,8 @@ use crate::trace_io::{ChunkReader, MAX_IN_FLIGHT_BYTES, MAX_LINE_BYTES, Stop};
 /// A worker is handed whole lines about this many bytes at a time (or one longer line).
 const CHUNK_BYTES: usize = 256 * 1024;
 
-/// Chunks handed to each worker and not yet applied (and at most [`MAX_IN_FLIGHT_BYTES`] in
-/// all): work enough to keep every core busy while one of the threads waits for the
+/// Chunks in flight (read, not yet applied) per worker, and at most [`MAX_IN_FLIGHT_BYTES`] in
+/// all: work enough to keep every core busy while one of the threads waits for the
 /// scheduler. On 2 cores, 2 chunks of 64 KiB a worker left a core idle a quarter of the time
 /// (measured on 10⁵ lines of real logs: 65–69 ms against 51–58 ms now).
 const IN_FLIGHT_PER_WORKER: usize = 8;
@@ -67,6 +70,15 @@ impl Chunk {
     }
 }
 
+/// How many workers [`convert_parallel`] is worth on this machine for a log of `bytes` (`None`:
+/// not known, as on a pipe): one per core but one, since the thread that applies the lines
+/// parses too rather than wait (measured on 2 cores, 10⁵ lines of real logs: 46 ms with one
+/// worker, 49–51 ms with two); none where a trace would have none
+/// ([`crate::parsing_workers`]: one core, or a short log).
+pub fn parsing_workers(bytes: Option<u64>) -> usize {
+    crate::trace_io::parsing_workers(bytes).saturating_sub(1)
+}
+
 /// [`convert`] with the parsing spread over `workers` threads: the same records with the same
 /// lines (and cuts), the same first error and the same summary. With no worker it is
 /// [`convert`].
@@ -76,75 +88,185 @@ pub fn convert_parallel(
     workers: usize,
     f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
-    convert_in_chunks(reader, options, workers, CHUNK_BYTES, f)
+    match workers {
+        0 => convert(reader, options, f),
+        _ => in_chunks(reader, options, workers, CHUNK_BYTES, f),
+    }
 }
 
-fn convert_in_chunks(
+/// The log in chunks of `chunk_bytes`, parsed by `workers` threads and this one. With no
+/// worker, this thread parses every chunk itself (tests take that way).
+fn in_chunks(
     reader: impl BufRead,
     options: Options,
     workers: usize,
     chunk_bytes: usize,
     f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
-    if workers == 0 {
-        return convert(reader, options, f);
-    }
+    let jobs = Jobs::default();
+    let (done, parsed) = channel::<Done>();
     std::thread::scope(|scope| {
-        let mut pool = Pool {
-            to: Vec::new(),
-            from: Vec::new(),
-            sent: 0,
-            applied: 0,
-        };
+        // The queue closes however this thread stops, before the scope joins the workers.
+        let _closed = Closed(&jobs);
         for _ in 0..workers {
-            let (to, inbox) = sync_channel::<Chunk>(IN_FLIGHT_PER_WORKER);
-            let (outbox, from) = sync_channel::<Chunk>(IN_FLIGHT_PER_WORKER);
-            let options = options.clone();
+            let (jobs, done, options) = (&jobs, done.clone(), &options);
             scope.spawn(move || {
-                for mut chunk in inbox {
-                    chunk.parse(&options);
-                    if outbox.send(chunk).is_err() {
+                let _gone = Gone(&done);
+                while let Some((n, mut chunk)) = jobs.wait() {
+                    chunk.parse(options);
+                    if done.send(Done::Parsed(n, chunk)).is_err() {
                         break;
                     }
                 }
             });
-            pool.to.push(to);
-            pool.from.push(from);
         }
-        // The pool is dropped before the scope joins the workers: they see their channels
-        // closed and end, whatever happened here.
-        read_with(pool, reader, Converter::new(options), chunk_bytes, f)
+        // Only the workers say that a chunk will not come.
+        drop(done);
+        let pool = Pool {
+            jobs: &jobs,
+            parsed,
+            options: &options,
+            ready: BTreeMap::new(),
+            sent: 0,
+            applied: 0,
+        };
+        let most = workers.max(1) * IN_FLIGHT_PER_WORKER;
+        read_with(
+            pool,
+            most,
+            reader,
+            Converter::new(options.clone()),
+            chunk_bytes,
+            f,
+        )
     })
 }
 
-/// The workers' channels, and how many chunks went out and came back applied.
-struct Pool {
-    to: Vec<SyncSender<Chunk>>,
-    from: Vec<Receiver<Chunk>>,
+/// The chunks read and not yet parsed, in the log's order, each with its number: the workers
+/// take the oldest, and so does this thread rather than wait for one.
+#[derive(Default)]
+struct Jobs {
+    queue: Mutex<Queue>,
+    added: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    chunks: VecDeque<(usize, Chunk)>,
+    closed: bool,
+}
+
+impl Jobs {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while holding the lock (parsing happens outside it).
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add(&self, n: usize, chunk: Chunk) {
+        self.lock().chunks.push_back((n, chunk));
+        self.added.notify_one();
+    }
+
+    /// The oldest chunk no one has taken, if any.
+    fn take(&self) -> Option<(usize, Chunk)> {
+        self.lock().chunks.pop_front()
+    }
+
+    /// The oldest chunk no one has taken, once there is one; `None` once closed.
+    fn wait(&self) -> Option<(usize, Chunk)> {
+        let mut queue = self.lock();
+        loop {
+            if queue.closed {
+                return None;
+            }
+            if let Some(job) = queue.chunks.pop_front() {
+                return Some(job);
+            }
+            queue = self
+                .added
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// Closes the queue when dropped: the workers stop.
+struct Closed<'j>(&'j Jobs);
+
+impl Drop for Closed<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.lock();
+        queue.closed = true;
+        queue.chunks.clear();
+        drop(queue);
+        self.0.added.notify_all();
+    }
+}
+
+/// What a worker hands back.
+enum Done {
+    /// Chunk `n`, parsed.
+    Parsed(usize, Chunk),
+    /// The worker panicked (the scope then raises it): the chunk it held will not come.
+    Gone,
+}
+
+/// Says [`Done::Gone`] when its worker unwinds.
+struct Gone<'d>(&'d Sender<Done>);
+
+impl Drop for Gone<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = self.0.send(Done::Gone);
+        }
+    }
+}
+
+/// The chunks in flight: how many were read and applied, and those parsed before their turn.
+struct Pool<'p> {
+    jobs: &'p Jobs,
+    parsed: Receiver<Done>,
+    options: &'p Options,
+    ready: BTreeMap<usize, Chunk>,
     sent: usize,
     applied: usize,
 }
 
-impl Pool {
-    /// Hands `chunk` to the next worker in turn, so that chunks come back in the log's order;
-    /// `line`: where the log is applied to.
-    fn send(&mut self, chunk: Chunk, line: usize) -> Result<(), ConvertError> {
-        let n = self.to.len();
-        self.to[self.sent % n]
-            .send(chunk)
-            .map_err(|_| worker_gone(line))?;
+impl Pool<'_> {
+    /// Queues `chunk`, the next of the log, for parsing.
+    fn send(&mut self, chunk: Chunk) {
+        self.jobs.add(self.sent, chunk);
         self.sent += 1;
-        Ok(())
     }
 
-    /// The oldest chunk not applied yet, parsed; `line`: where the log is applied to.
+    /// The oldest chunk not applied yet, parsed; `line`: where the log is applied to. Rather
+    /// than wait, this thread parses the oldest chunk no worker has taken (on a busy machine
+    /// the workers may not run for a while).
     fn next(&mut self, line: usize) -> Result<Chunk, ConvertError> {
-        let n = self.from.len();
-        let chunk = self.from[self.applied % n]
-            .recv()
-            .map_err(|_| worker_gone(line))?;
-        self.applied += 1;
-        Ok(chunk)
+        let n = self.applied;
+        loop {
+            if let Some(chunk) = self.ready.remove(&n) {
+                self.applied += 1;
+                return Ok(chunk);
+            }
+            let done = match self.parsed.try_recv() {
+                Ok(done) => done,
+                Err(_) => match self.jobs.take() {
+                    Some((k, mut chunk)) => {
+                        chunk.parse(self.options);
+                        Done::Parsed(k, chunk)
+                    }
+                    // Every chunk up to `n` is taken: one comes back.
+                    None => self.parsed.recv().map_err(|_| worker_gone(line))?,
+                },
+            };
+            match done {
+                Done::Parsed(k, chunk) => {
+                    self.ready.insert(k, chunk);
+                }
+                Done::Gone => return Err(worker_gone(line)),
+            }
+        }
     }
 
     fn pending(&self) -> usize {
@@ -163,13 +285,13 @@ fn worker_gone(line: usize) -> ConvertError {
 /// Reads the log on this thread, in chunks of whole lines for the pool's workers (copied as
 /// read: the workers cut them into lines), and applies what they parsed in the log's order.
 fn read_with(
-    mut pool: Pool,
+    mut pool: Pool<'_>,
+    most: usize,
     reader: impl BufRead,
     mut converter: Converter,
     chunk_bytes: usize,
     mut f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
-    let most = pool.to.len() * IN_FLIGHT_PER_WORKER;
     let mut chunks = ChunkReader::new(reader, MAX_LINE_BYTES);
     let (mut exhausted, mut in_flight_bytes) = (false, 0);
     // The lines applied so far.
@@ -188,7 +310,7 @@ fn read_with(
                         lines: Vec::new(),
                         parsed: Vec::new(),
                     };
-                    pool.send(chunk, applied + 1)?;
+                    pool.send(chunk);
                 }
                 None => exhausted = true,
             }
@@ -252,31 +374,43 @@ mod tests {
     /// error, as text.
     type Outcome = (Vec<(usize, Option<TraceRecord>)>, Result<String, String>);
 
-    /// Converts `text` with `workers` (none: line by line) in chunks of `chunk_bytes`; `stop`:
-    /// the callback fails at that record.
-    fn run(reader: impl BufRead, workers: usize, chunk_bytes: usize, stop: usize) -> Outcome {
+    /// How a test converts a log.
+    #[derive(Debug, Clone, Copy)]
+    enum Way {
+        LineByLine,
+        /// In chunks of that many bytes, with that many workers (none: this thread parses
+        /// every chunk).
+        Chunks(usize, usize),
+    }
+
+    /// Converts `text` the `way` given; `stop`: the callback fails at that record.
+    fn run(reader: impl BufRead, way: Way, stop: usize) -> Outcome {
         let mut records = Vec::new();
         let options = Options {
             safe: Some(["read_file".to_owned()].into()),
         };
-        let summary = convert_in_chunks(reader, options, workers, chunk_bytes, |line, made| {
+        let mut keep = |line: usize, made: Converted<'_>| {
             records.push((line, made.record().cloned()));
             match records.len() == stop {
                 true => Err(TraceError::new(line, "stopped".to_owned())),
                 false => Ok(()),
             }
-        });
+        };
+        let summary = match way {
+            Way::LineByLine => convert(reader, options, &mut keep),
+            Way::Chunks(bytes, workers) => in_chunks(reader, options, workers, bytes, keep),
+        };
         let summary = summary.map(|s| format!("{s:?}")).map_err(|e| e.to_string());
         (records, summary)
     }
 
-    /// Every way of cutting `text` into chunks, with one to three workers, gives what reading
-    /// it line by line gives.
+    /// Every way of cutting `text` into chunks, with no worker to three, gives what reading it
+    /// line by line gives.
     fn same_as_line_by_line(name: &str, text: &[u8], stop: usize) {
-        let want = run(text, 0, CHUNK_BYTES, stop);
-        for workers in 1..=3 {
+        let want = run(text, Way::LineByLine, stop);
+        for workers in 0..=3 {
             for chunk_bytes in [1, 100, 4096, CHUNK_BYTES] {
-                let got = run(text, workers, chunk_bytes, stop);
+                let got = run(text, Way::Chunks(chunk_bytes, workers), stop);
                 assert_eq!(got, want, "{name}: {workers} workers, {chunk_bytes} bytes");
             }
         }
@@ -344,6 +478,23 @@ mod tests {
         }
     }
 
+    /// One worker fewer than a trace gets, since this thread parses too; none where a trace
+    /// gets none.
+    #[test]
+    fn a_log_gets_a_worker_per_core_but_one() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(parsing_workers(Some(0)), 0);
+        for bytes in [None, Some(u64::MAX)] {
+            let trace = crate::parsing_workers(bytes);
+            assert_eq!(
+                parsing_workers(bytes),
+                trace.saturating_sub(1),
+                "{cores} cores"
+            );
+            assert_eq!(parsing_workers(bytes) > 0, cores > 1, "{cores} cores");
+        }
+    }
+
     /// A reader that fails after `ok` bytes of `text`.
     struct Failing {
         text: Vec<u8>,
@@ -386,10 +537,11 @@ mod tests {
                     },
                 )
             };
-            let want = run(reader(text), 0, CHUNK_BYTES, 0);
+            let want = run(reader(text), Way::LineByLine, 0);
             assert!(want.1.is_err(), "{want:?}");
-            for (workers, chunk_bytes) in [(1, 1), (2, 300), (3, CHUNK_BYTES)] {
-                assert_eq!(run(reader(text), workers, chunk_bytes, 0), want, "{ok}");
+            for (workers, chunk_bytes) in [(0, 100), (1, 1), (2, 300), (3, CHUNK_BYTES)] {
+                let got = run(reader(text), Way::Chunks(chunk_bytes, workers), 0);
+                assert_eq!(got, want, "{ok}");
             }
         }
     }
