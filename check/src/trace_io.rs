@@ -359,14 +359,13 @@ fn read_in_parallel(
                 && sent - received < most_in_flight
                 && in_flight_bytes < MAX_IN_FLIGHT_BYTES
             {
-                let chunk = spare[sent % workers].pop().unwrap_or_else(|| Chunk {
+                let mut chunk = spare[sent % workers].pop().unwrap_or_else(|| Chunk {
                     bytes: vec![0; sizes.chunk],
                     len: 0,
                     records: Vec::new(),
                     lines: 0,
                     error: None,
                 });
-                let mut chunk = chunk;
                 match chunks.next(&mut chunk.bytes) {
                     Some(len) => {
                         chunk.len = len;
@@ -414,7 +413,7 @@ fn read_in_parallel(
     })
 }
 
-/// Why [`ChunkReader`] stopped reading before the end of the trace.
+/// Why [`ChunkReader`] stopped reading before the end of the text.
 pub(crate) enum Stop {
     /// A line longer than [`MAX_LINE_BYTES`] (it starts after every line sent).
     TooLong,
