@@ -56,6 +56,7 @@ mod stream;
 pub mod teeth;
 mod trace_io;
 mod verdict;
+mod work_queue;
 
 pub use catalog::{CATALOG, invariant};
 #[cfg(any(test, feature = "testing"))]

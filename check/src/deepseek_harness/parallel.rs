@@ -5,11 +5,8 @@
 //! events); attributing events to calls and checking them stay on one thread, in order. This
 //! thread parses too, rather than wait: the oldest chunk no worker has taken yet.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::io::BufRead;
 use std::ops::Range;
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::{
     ConvertError, Converted, Converter, Ending, LogError, Options, Parsed, Summary, convert, parse,
@@ -17,6 +14,7 @@ use super::{
 };
 use crate::checker::TraceError;
 use crate::trace_io::{ChunkReader, MAX_IN_FLIGHT_BYTES, MAX_LINE_BYTES, Stop};
+use crate::work_queue::{Pool, WorkerGone, with_workers};
 
 /// A worker is handed whole lines about this many bytes at a time (or one longer line).
 const CHUNK_BYTES: usize = 256 * 1024;
@@ -104,175 +102,13 @@ fn in_chunks(
     chunk_bytes: usize,
     f: impl FnMut(usize, Converted<'_>) -> Result<(), TraceError>,
 ) -> Result<Summary, ConvertError> {
-    let jobs = Jobs::default();
-    let (done, parsed) = channel::<Done>();
-    std::thread::scope(|scope| {
-        // The queue closes however this thread stops, before the scope joins the workers.
-        let _closed = Closed(&jobs);
-        for _ in 0..workers {
-            let (jobs, done, options) = (&jobs, done.clone(), &options);
-            scope.spawn(move || {
-                let _gone = Gone(&done);
-                while let Some((n, mut chunk)) = jobs.wait() {
-                    chunk.parse(options);
-                    if done.send(Done::Parsed(n, chunk)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        // Only the workers say that a chunk will not come.
-        drop(done);
-        let pool = Pool {
-            jobs: &jobs,
-            parsed,
-            options: &options,
-            ready: BTreeMap::new(),
-            sent: 0,
-            applied: 0,
-        };
-        let most = workers.max(1) * IN_FLIGHT_PER_WORKER;
-        read_with(
-            pool,
-            most,
-            reader,
-            Converter::new(options.clone()),
-            chunk_bytes,
-            f,
-        )
-    })
-}
-
-/// The chunks read and not yet parsed, in the log's order, each with its number: the workers
-/// take the oldest, and so does this thread rather than wait for one.
-#[derive(Default)]
-struct Jobs {
-    queue: Mutex<Queue>,
-    added: Condvar,
-}
-
-#[derive(Default)]
-struct Queue {
-    chunks: VecDeque<(usize, Chunk)>,
-    closed: bool,
-}
-
-impl Jobs {
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        // Nothing panics while holding the lock (parsing happens outside it).
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn add(&self, n: usize, chunk: Chunk) {
-        self.lock().chunks.push_back((n, chunk));
-        self.added.notify_one();
-    }
-
-    /// The oldest chunk no one has taken, if any.
-    fn take(&self) -> Option<(usize, Chunk)> {
-        self.lock().chunks.pop_front()
-    }
-
-    /// The oldest chunk no one has taken, once there is one; `None` once closed.
-    fn wait(&self) -> Option<(usize, Chunk)> {
-        let mut queue = self.lock();
-        loop {
-            if queue.closed {
-                return None;
-            }
-            if let Some(job) = queue.chunks.pop_front() {
-                return Some(job);
-            }
-            queue = self
-                .added
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-}
-
-/// Closes the queue when dropped: the workers stop.
-struct Closed<'j>(&'j Jobs);
-
-impl Drop for Closed<'_> {
-    fn drop(&mut self) {
-        let mut queue = self.0.lock();
-        queue.closed = true;
-        queue.chunks.clear();
-        drop(queue);
-        self.0.added.notify_all();
-    }
-}
-
-/// What a worker hands back.
-enum Done {
-    /// Chunk `n`, parsed.
-    Parsed(usize, Chunk),
-    /// The worker panicked (the scope then raises it): the chunk it held will not come.
-    Gone,
-}
-
-/// Says [`Done::Gone`] when its worker unwinds.
-struct Gone<'d>(&'d Sender<Done>);
-
-impl Drop for Gone<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            let _ = self.0.send(Done::Gone);
-        }
-    }
-}
-
-/// The chunks in flight: how many were read and applied, and those parsed before their turn.
-struct Pool<'p> {
-    jobs: &'p Jobs,
-    parsed: Receiver<Done>,
-    options: &'p Options,
-    ready: BTreeMap<usize, Chunk>,
-    sent: usize,
-    applied: usize,
-}
-
-impl Pool<'_> {
-    /// Queues `chunk`, the next of the log, for parsing.
-    fn send(&mut self, chunk: Chunk) {
-        self.jobs.add(self.sent, chunk);
-        self.sent += 1;
-    }
-
-    /// The oldest chunk not applied yet, parsed; `line`: where the log is applied to. Rather
-    /// than wait, this thread parses the oldest chunk no worker has taken (on a busy machine
-    /// the workers may not run for a while).
-    fn next(&mut self, line: usize) -> Result<Chunk, ConvertError> {
-        let n = self.applied;
-        loop {
-            if let Some(chunk) = self.ready.remove(&n) {
-                self.applied += 1;
-                return Ok(chunk);
-            }
-            let done = match self.parsed.try_recv() {
-                Ok(done) => done,
-                Err(_) => match self.jobs.take() {
-                    Some((k, mut chunk)) => {
-                        chunk.parse(self.options);
-                        Done::Parsed(k, chunk)
-                    }
-                    // Every chunk up to `n` is taken: one comes back.
-                    None => self.parsed.recv().map_err(|_| worker_gone(line))?,
-                },
-            };
-            match done {
-                Done::Parsed(k, chunk) => {
-                    self.ready.insert(k, chunk);
-                }
-                Done::Gone => return Err(worker_gone(line)),
-            }
-        }
-    }
-
-    fn pending(&self) -> usize {
-        self.sent - self.applied
-    }
+    let converter = Converter::new(options.clone());
+    let most = workers.max(1) * IN_FLIGHT_PER_WORKER;
+    with_workers(
+        vec![(); workers],
+        |(), chunk: &mut Chunk| chunk.parse(&options),
+        |pool| read_with(pool, &options, most, reader, converter, chunk_bytes, f),
+    )
 }
 
 /// A worker gone (it panicked, which the scope then raises here): near `line`.
@@ -286,7 +122,8 @@ fn worker_gone(line: usize) -> ConvertError {
 /// Reads the log on this thread, in chunks of whole lines for the pool's workers (copied as
 /// read: the workers cut them into lines), and applies what they parsed in the log's order.
 fn read_with(
-    mut pool: Pool<'_>,
+    mut pool: Pool<'_, Chunk>,
+    options: &Options,
     most: usize,
     reader: impl BufRead,
     mut converter: Converter,
@@ -311,15 +148,15 @@ fn read_with(
                         lines: Vec::new(),
                         parsed: Vec::new(),
                     };
-                    pool.send(chunk);
+                    pool.queue(chunk);
                 }
                 None => exhausted = true,
             }
         }
-        if pool.pending() == 0 {
+        let Some(chunk) = pool.next(|chunk| chunk.parse(options)) else {
             break;
-        }
-        let chunk = pool.next(applied + 1)?;
+        };
+        let chunk = chunk.map_err(|WorkerGone| worker_gone(applied + 1))?;
         in_flight_bytes -= chunk.len;
         let last_ending = chunk.last_ending();
         let Chunk {
