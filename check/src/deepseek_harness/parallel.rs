@@ -71,8 +71,9 @@ impl Chunk {
 
 /// How many workers [`convert_parallel`] is worth on this machine for a log of `bytes` (`None`:
 /// not known, as on a pipe): one per core but one, since the thread that applies the lines
-/// parses too rather than wait (measured on 2 cores, 10⁵ lines of real logs: 46 ms with one
-/// worker, 49–51 ms with two); none where a trace would have none
+/// parses too rather than wait (measured on 2 cores, 10⁵ lines of real logs: 45–52 ms with one
+/// worker, 49–58 ms with two; with two busy loops beside it, medians of 90–97 ms against
+/// 101–131 ms); none where a trace would have none
 /// ([`crate::parsing_workers`]: one core, or a short log).
 pub fn parsing_workers(bytes: Option<u64>) -> usize {
     crate::trace_io::parsing_workers(bytes).saturating_sub(1)
