@@ -1688,9 +1688,10 @@ pub fn convert(
 
 /// Calls `use_line` with line `line` of a log, without its newline (and a carriage return
 /// before it), and how it ended; `None` at the end of the log. A line longer than
-/// [`MAX_LINE_BYTES`] is an error (as [`parallel`]'s chunks refuse it). The line is read where it lies in the reader's buffer
-/// ([`BufRead::fill_buf`]), so a log held in memory is not copied (measured: the check is
-/// 5–11% faster for it); only a line that straddles two fills is gathered into `partial`.
+/// [`MAX_LINE_BYTES`] is an error (as [`parallel`]'s chunks refuse it). The line is read
+/// where it lies in the reader's buffer ([`BufRead::fill_buf`]), so a log held in memory is
+/// not copied (measured: the check is 5–11% faster for it); only a line that straddles two
+/// fills is gathered into `partial`.
 fn with_next_line<T>(
     reader: &mut impl BufRead,
     line: usize,

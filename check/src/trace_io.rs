@@ -282,8 +282,7 @@ struct Chunk {
     bytes: Vec<u8>,
     /// The chunk is `bytes[..len]`.
     len: usize,
-    /// Its records, numbered from 1 within the chunk.
-    records: Vec<(usize, TraceRecord)>,
+    records: Records,
     /// How many lines the chunk holds.
     lines: usize,
     /// The first line that could not be parsed (numbered within the chunk); the records after
