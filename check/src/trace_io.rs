@@ -236,10 +236,11 @@ fn read_sequentially(
 /// [`for_each_record`] with the parsing spread over `workers` threads: this thread reads the
 /// trace in chunks of whole lines, the workers parse them, and `f` is called here, in the
 /// trace's order, exactly as [`for_each_record`] calls it (same records, same line numbers,
-/// same first error). Parsing is most of a check's work ([`check_reader`] spends about three
-/// quarters of its time there), so on a machine with spare cores the checker keeps up with
-/// the workers. Memory stays bounded: at most four chunks per worker (and what they parse to)
-/// are in flight. With no worker it is [`for_each_record`].
+/// same first error). Parsing is most of a check's work ([`check_reader`] spends about two
+/// thirds of its time there), so on a machine with spare cores the checker keeps up with
+/// the workers. Memory stays bounded: at most eight chunks per worker are in flight (with what
+/// they parse to), and a chunk is read only while those hold fewer than
+/// [`MAX_IN_FLIGHT_BYTES`]. With no worker it is [`for_each_record`].
 pub fn for_each_record_parallel(
     reader: impl BufRead,
     workers: usize,
