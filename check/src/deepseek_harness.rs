@@ -60,7 +60,7 @@ use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
 use tep_model::strict_json::sure::{elements_of_sure, members_of_sure, object_members};
 use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
-use tep_model::trace::{TraceRecord, session_event_strict, session_event_type_first};
+use tep_model::trace::{TraceRecord, event_record_strict, event_record_type_first};
 
 use crate::catalog::invariant;
 use crate::checker::{TraceError, Violation};
@@ -620,10 +620,13 @@ impl Converter {
                 self.turn(line, turn);
                 None
             }
-            Parsed::Typed(event) => {
-                let kind = event.body.type_name();
-                self.attribute(line, kind, &Ids::of_body(&event.body))
-                    .map(|call| record(call, event))
+            Parsed::Typed(mut record) => {
+                let kind = record.event.body.type_name();
+                self.attribute(line, kind, &Ids::of_body(&record.event.body))
+                    .map(|call| {
+                        record.call = call;
+                        TraceRecord::Event(record)
+                    })
             }
             Parsed::Batch(calls) => {
                 self.staging = None;
@@ -795,8 +798,9 @@ impl Converter {
         let text = std::str::from_utf8(bytes).map_err(|e| not_an_event(line, &e.to_string()))?;
         // Sure of the text, the typed pass (or else serde's plain reader) builds what the
         // strict one would.
-        if let Some(event) = session_event_type_first(text) {
-            return Ok(Some(record(call, event)));
+        if let Some(mut record) = event_record_type_first(text) {
+            record.call = call;
+            return Ok(Some(TraceRecord::Event(record)));
         }
         serde_json::from_str::<Map<String, Value>>(text)
             .map_err(|e| LogError::NotAnEvent {
@@ -852,14 +856,16 @@ impl Converter {
         text: &str,
     ) -> Result<Option<TraceRecord>, LogError> {
         let map = if Need::of(kind) == Need::Typed {
-            // One typed pass ([`session_event_type_first`]) when the line leads with its `type`
+            // One typed pass ([`event_record_type_first`]) when the line leads with its `type`
             // and has no member the event does not know: it reads what `from_value` reads from
             // the line's members (that reader's promise); the line was checked strictly before.
-            if let Some(event) = session_event_type_first(text) {
-                let Some(call) = self.attribute(line, kind, &Ids::of_body(&event.body)) else {
+            if let Some(mut record) = event_record_type_first(text) {
+                let ids = Ids::of_body(&record.event.body);
+                let Some(call) = self.attribute(line, kind, &ids) else {
                     return Ok(None);
                 };
-                return Ok(Some(record(call, event)));
+                record.call = call;
+                return Ok(Some(TraceRecord::Event(record)));
             }
             // Declined: read as every other line is, whole.
             match read_line(text, Need::Event) {
@@ -1269,8 +1275,6 @@ impl Converter {
 /// What a line after the header is, read without the converter's state (so on any thread):
 /// the usual line, which [`Converter::apply`] finishes, or [`Parsed::Again`].
 #[derive(Debug)]
-// Boxing the event would cost an allocation per record; a `Parsed` lives only until applied.
-#[allow(clippy::large_enum_variant)]
 enum Parsed {
     /// Blank: no event.
     Blank,
@@ -1282,8 +1286,9 @@ enum Parsed {
     Unknown(String),
     /// A known type that makes no record, and whether it begins or ends a turn.
     Envelope(TurnMark),
-    /// A type that always makes a record, as its event.
-    Typed(SessionEvent),
+    /// A type that always makes a record, as its record (of no call yet): read into the box
+    /// the record keeps, it is not copied again on its way to the checker.
+    Typed(Box<EventRecord>),
     /// An `assistant/message`, as the calls it declares.
     Batch(Vec<DeclaredCall>),
     /// An `agent/inbox/spliced`, as the ids of the contexts it stages.
@@ -1328,9 +1333,9 @@ fn parse(options: &Options, bytes: &[u8]) -> Parsed {
     // A type that always makes a record: one strict typed pass both checks the line and reads
     // it (where it declines, the line is scanned and read as any other).
     if leading_type(text).is_some_and(|k| Need::of(k) == Need::Typed)
-        && let Some(event) = session_event_strict(text)
+        && let Some(record) = event_record_strict(text)
     {
-        return Parsed::Typed(event);
+        return Parsed::Typed(record);
     }
     parse_scanned(options, text).unwrap_or(Parsed::Again)
 }
@@ -1362,7 +1367,7 @@ fn parse_scanned(options: &Options, text: &str) -> Option<Parsed> {
             Parsed::Unknown(kind.to_owned())
         }
         Need::Envelope => Parsed::Envelope(TurnMark::of(kind)),
-        Need::Typed => Parsed::Typed(session_event_type_first(text)?),
+        Need::Typed => Parsed::Typed(event_record_type_first(text)?),
         // Read from the text itself: the few members these types use.
         Need::Data if kind == "assistant/message" => Parsed::Batch(sure_batch(options, data)?),
         Need::Data => Parsed::Contexts(
@@ -2384,8 +2389,9 @@ mod tests {
                 if Need::of(&kind) != Need::Typed {
                     continue;
                 }
-                let event =
-                    session_event_type_first(line).unwrap_or_else(|| panic!("declined: {line}"));
+                let event = event_record_type_first(line)
+                    .unwrap_or_else(|| panic!("declined: {line}"))
+                    .event;
                 // The members `attribute` reads for this type.
                 let used = |i: &Ids<'_>| -> Vec<Option<String>> {
                     let fields = match kind.as_str() {
@@ -2896,14 +2902,11 @@ mod tests {
             );
             assert!(e.contains("duplicate key"), "{line}: {e}");
             assert_eq!(
-                tep_model::trace::session_event_type_first(line).is_some(),
+                event_record_type_first(line).is_some(),
                 *lenient_reads,
                 "{line}"
             );
-            assert!(
-                tep_model::trace::session_event_strict(line).is_none(),
-                "{line}"
-            );
+            assert!(event_record_strict(line).is_none(), "{line}");
         }
     }
 

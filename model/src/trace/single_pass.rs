@@ -23,7 +23,7 @@ use crate::identity::Identity;
 use crate::result::{AdditionalContext, ContentBlock, ErrorInfo, ResultError, ToolResult};
 use crate::session::{
     CodeDispatch, CodeDispatchStart, EventBody, HookInvoked, HookResult, MessageSource, Role,
-    SessionEvent, ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData,
+    SessionEvent, TodoWrite, ToolCallData, ToolResultBlock, ToolResultBlockType, ToolResultData,
     ToolResultMessage, ToolResultRecord, UserMessage,
 };
 
@@ -50,6 +50,43 @@ pub(super) fn read_event(text: &str, strict: bool) -> Option<SessionEvent> {
     let event = line.session_event()?;
     line.skip_whitespace();
     (line.at == text.len()).then_some(event)
+}
+
+/// [`read_event`], as an event record of no call: the event is read into the box it stays in.
+pub(super) fn read_event_record(text: &str, strict: bool) -> Option<Box<EventRecord>> {
+    let mut line = Line {
+        text,
+        at: 0,
+        strict,
+    };
+    let mut record = blank_record();
+    line.session_event_into(&mut record.event)?;
+    line.skip_whitespace();
+    (line.at == text.len()).then_some(record)
+}
+
+/// A record to read an event into ([`Line::session_event_into`]), in fresh memory (`Box::new`
+/// would build the large record on the stack and copy it).
+fn blank_record() -> Box<EventRecord> {
+    Box::write(
+        Box::new_uninit(),
+        EventRecord {
+            call: None,
+            event: blank_event(),
+        },
+    )
+}
+
+/// An event to read into: its body a variant that allocates nothing, replaced when the `data`
+/// is read.
+fn blank_event() -> SessionEvent {
+    SessionEvent {
+        seq: 0,
+        time: 0,
+        body: EventBody::TodoWrite(TodoWrite { todos: Vec::new() }),
+        surface_op: None,
+        source_event_seqs: None,
+    }
 }
 
 /// Marks a field as read; `None` when it was read before (serde refuses a repeated field).
@@ -473,46 +510,46 @@ impl<'a> Line<'a> {
     }
 
     fn event_record(&mut self) -> Option<Box<EventRecord>> {
-        let (mut call, mut event) = (None, None);
+        // Filled in place, as an observation is: the event is not moved from one function's
+        // result to the next.
+        let mut record = blank_record();
         let mut seen = 0;
         self.rest_of_record(|line, key| {
             let bit = match key {
                 b"call" => {
-                    call = line.optional(Line::call_id)?;
+                    record.call = line.optional(Line::call_id)?;
                     1
                 }
                 b"event" => {
-                    event = Some(line.session_event()?);
+                    line.session_event_into(&mut record.event)?;
                     2
                 }
                 _ => return None,
             };
             first_time(&mut seen, bit)
         })?;
-        // Written into fresh memory: `Box::new` would build the large record on the stack
-        // and copy it.
-        Some(Box::write(
-            Box::new_uninit(),
-            EventRecord {
-                call,
-                event: event?,
-            },
-        ))
+        (seen & 2 != 0).then_some(record)
     }
 
     /// A session event whose `type` comes before its `data`.
     fn session_event(&mut self) -> Option<SessionEvent> {
-        let (mut seq, mut time, mut kind, mut body) = (None, None, None, None);
-        let (mut surface_op, mut source_event_seqs) = (None, None);
+        let mut event = blank_event();
+        self.session_event_into(&mut event)?;
+        Some(event)
+    }
+
+    /// [`Line::session_event`], written into `event` (every field, or `None`).
+    fn session_event_into(&mut self, event: &mut SessionEvent) -> Option<()> {
+        let mut kind = None;
         let mut seen = 0;
         self.object(|line, key| {
             let bit = match key {
                 b"seq" => {
-                    seq = Some(line.unsigned()?);
+                    event.seq = line.unsigned()?;
                     1
                 }
                 b"time" => {
-                    time = Some(line.unsigned()?);
+                    event.time = line.unsigned()?;
                     2
                 }
                 b"type" => {
@@ -520,15 +557,15 @@ impl<'a> Line<'a> {
                     4
                 }
                 b"data" => {
-                    body = Some(line.event_body(kind.as_deref()?)?);
+                    event.body = line.event_body(kind.as_deref()?)?;
                     8
                 }
                 b"surfaceOp" => {
-                    surface_op = line.optional(Line::variant)?;
+                    event.surface_op = line.optional(Line::variant)?;
                     16
                 }
                 b"sourceEventSeqs" => {
-                    source_event_seqs =
+                    event.source_event_seqs =
                         line.optional(|l| l.or_serde(|l| l.array(Line::unsigned)))?;
                     32
                 }
@@ -536,13 +573,8 @@ impl<'a> Line<'a> {
             };
             first_time(&mut seen, bit)
         })?;
-        Some(SessionEvent {
-            seq: seq?,
-            time: time?,
-            body: body?,
-            surface_op,
-            source_event_seqs,
-        })
+        // `seq`, `time`, `type` and `data` are required.
+        (seen & 0b1111 == 0b1111).then_some(())
     }
 
     /// An event's `data`, read as its `type` says.

@@ -7,7 +7,10 @@
 
 use proptest::prelude::*;
 
-use super::{session_event_strict, session_event_type_first};
+use super::{
+    EventRecord, event_record_strict, event_record_type_first, session_event_strict,
+    session_event_type_first,
+};
 use crate::strict_json::value_from_str;
 
 /// A JSON value whose objects draw their keys from two, so that some name one twice.
@@ -131,6 +134,17 @@ proptest! {
             prop_assert_eq!(session_event_type_first(&text), Some(event), "{:?}", text);
         }
     }
+
+    /// The readers into a box read what the others read, line for line, and name no call.
+    #[test]
+    fn a_boxed_record_holds_the_event_the_pass_reads(text in line()) {
+        let boxed = |event| Box::new(EventRecord { call: None, event });
+        prop_assert_eq!(event_record_strict(&text), session_event_strict(&text).map(boxed));
+        prop_assert_eq!(
+            event_record_type_first(&text),
+            session_event_type_first(&text).map(boxed)
+        );
+    }
 }
 
 /// The property is not empty: the usual lines of each kind are read.
@@ -147,6 +161,16 @@ fn the_usual_lines_are_read_strictly() {
         let strict = session_event_strict(line);
         assert!(strict.is_some(), "{line}");
         assert_eq!(strict, session_event_type_first(line), "{line}");
+        assert_eq!(
+            event_record_strict(line).map(|r| (r.call, r.event)),
+            strict.clone().map(|e| (None, e)),
+            "{line}"
+        );
+        // Whatever follows the event is not part of it: every reader declines the line.
+        let more = format!("{line} {line}");
+        assert_eq!(session_event_type_first(&more), None, "{more}");
+        assert_eq!(event_record_type_first(&more), None, "{more}");
+        assert_eq!(event_record_strict(&more), None, "{more}");
         let general: super::SessionEvent =
             serde_json::from_value(value_from_str(line).unwrap()).unwrap();
         assert_eq!(strict, Some(general), "{line}");
