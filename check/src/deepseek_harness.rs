@@ -66,8 +66,10 @@ use crate::catalog::invariant;
 use crate::checker::{TraceError, Violation};
 use crate::invariants::InvariantId;
 use crate::trace_io::MAX_LINE_BYTES;
+use units::Units;
 
 mod parallel;
+mod units;
 mod unknown_fields;
 pub use parallel::{convert_parallel, parsing_workers};
 
@@ -516,25 +518,6 @@ impl HookStage {
     }
 }
 
-/// A call or Code Mode sub-call of the open batch, from its start (`tool/call`,
-/// `tool/code-dispatch-start`) to its end (`tool/result`, `tool/code-dispatch`).
-#[derive(Debug, Clone)]
-struct Unit {
-    id: CallId,
-    /// The `run_code` call of a sub-call.
-    parent: Option<CallId>,
-    /// The line of its end, once logged.
-    ended: Option<usize>,
-    /// The line of its first PostToolUse hook, and whether that attribution is certain (a
-    /// call's commit is head of line; of several sub-calls running, the log does not say which
-    /// one commits).
-    post_since: Option<(usize, bool)>,
-    /// PreToolUse hooks invoked and not answered yet.
-    open_pre: usize,
-    /// The line of its latest PreToolUse hook invocation.
-    last_pre: Option<usize>,
-}
-
 /// Turns the lines of a log into trace records, one line at a time.
 #[derive(Debug, Default)]
 pub struct Converter {
@@ -555,7 +538,7 @@ pub struct Converter {
     /// Code Mode sub-calls that started and are not committed yet, with their `run_code` call.
     running_subs: BTreeMap<CallId, CallId>,
     /// The calls and sub-calls of the open batch, in the order they started.
-    units: Vec<Unit>,
+    units: Units,
     /// Hook invocations not answered yet, by `handlerId`: the unit and the stage.
     hooks: HashMap<String, (usize, HookStage, usize)>,
     /// The line converted last cut the open batch short.
@@ -952,7 +935,7 @@ impl Converter {
             "tool/call" => {
                 if let Some(id) = ids.call {
                     self.running.insert(CallId::new(id));
-                    self.start_unit(CallId::new(id), None);
+                    self.units.start(CallId::new(id), None);
                 }
                 None
             }
@@ -963,7 +946,7 @@ impl Converter {
             "tool/result" => {
                 if let Some(id) = ids.result_call {
                     let id = CallId::new(id);
-                    self.end_unit(&id, line);
+                    self.units.end(&id, line);
                     self.running.remove(&id);
                     self.running_subs.retain(|_, parent| *parent != id);
                     self.staging = Some(id);
@@ -982,7 +965,8 @@ impl Converter {
                     self.dispatch_after_result(line, kind, parent, sub);
                     self.running_subs
                         .insert(CallId::new(sub), CallId::new(parent));
-                    self.start_unit(CallId::new(sub), Some(CallId::new(parent)));
+                    self.units
+                        .start(CallId::new(sub), Some(CallId::new(parent)));
                 }
                 None
             }
@@ -991,7 +975,7 @@ impl Converter {
                     if let Some(parent) = ids.parent {
                         self.dispatch_after_result(line, kind, parent, sub);
                     }
-                    self.end_unit(&CallId::new(sub), line);
+                    self.units.end(&CallId::new(sub), line);
                     self.running_subs.remove(&CallId::new(sub));
                 }
                 None
@@ -1082,29 +1066,6 @@ impl Converter {
         }
     }
 
-    fn start_unit(&mut self, id: CallId, parent: Option<CallId>) {
-        self.units.push(Unit {
-            id,
-            parent,
-            ended: None,
-            post_since: None,
-            open_pre: 0,
-            last_pre: None,
-        });
-    }
-
-    /// Ends the latest unit of that id (a retried program numbers its sub-calls anew).
-    fn end_unit(&mut self, id: &CallId, line: usize) {
-        if let Some(unit) = self
-            .units
-            .iter_mut()
-            .rev()
-            .find(|u| u.id == *id && u.ended.is_none())
-        {
-            unit.ended = Some(line);
-        }
-    }
-
     fn breach(
         &mut self,
         id: InvariantId,
@@ -1123,12 +1084,7 @@ impl Converter {
 
     /// A sub-call's dispatch event after its `run_code` call's result.
     fn dispatch_after_result(&mut self, line: usize, kind: &str, parent: &str, sub: &str) {
-        let result = self
-            .units
-            .iter()
-            .rev()
-            .find(|u| u.id.as_str() == parent && u.parent.is_none())
-            .and_then(|u| u.ended);
+        let result = self.units.call(&CallId::new(parent)).and_then(|u| u.ended);
         if let Some(result) = result {
             let message = format!(
                 "line {line}: sub-call {sub} logged {kind} after its run_code call {parent} logged its tool/result (line {result}): a program's dispatch events are drained before its run settles"
@@ -1139,33 +1095,6 @@ impl Converter {
                 Some(&CallId::new(sub)),
                 message,
             );
-        }
-    }
-
-    /// The unit whose pre-execute stage is open: the latest to start of those still open (a
-    /// call's ordered stages run right after its start, one call at a time).
-    fn pre_stage_unit(&self) -> Option<usize> {
-        self.units.iter().rposition(|u| u.ended.is_none())
-    }
-
-    /// The unit whose post-execute stage is open, and whether that is certain: the first open
-    /// call (commits are head of line), or, while it runs a program, the first of its open
-    /// sub-calls whose post-execute has not begun (else the latest whose has).
-    fn post_stage_unit(&self) -> Option<(usize, bool)> {
-        let head = self
-            .units
-            .iter()
-            .position(|u| u.ended.is_none() && u.parent.is_none())?;
-        let subs: Vec<usize> = (head + 1..self.units.len())
-            .filter(|&i| {
-                let u = &self.units[i];
-                u.ended.is_none() && u.parent.as_ref() == Some(&self.units[head].id)
-            })
-            .collect();
-        let certain = subs.len() <= 1;
-        match subs.iter().find(|&&i| self.units[i].post_since.is_none()) {
-            Some(&i) => Some((i, certain)),
-            None => Some((subs.last().copied().unwrap_or(head), certain)),
         }
     }
 
@@ -1212,8 +1141,8 @@ impl Converter {
             return;
         }
         let found = match stage {
-            HookStage::Pre => self.pre_stage_unit().map(|i| (i, true)),
-            HookStage::Post => self.post_stage_unit(),
+            HookStage::Pre => self.units.pre_stage().map(|i| (i, true)),
+            HookStage::Post => self.units.post_stage(),
         };
         let Some((unit, certain)) = found else {
             self.summary.unattributed.push(line);
