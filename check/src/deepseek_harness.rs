@@ -63,7 +63,7 @@ use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel,
 use tep_model::trace::{TraceRecord, event_record_strict, event_record_type_first};
 
 use crate::catalog::invariant;
-use crate::checker::{TraceError, Violation};
+use crate::checker::{MAX_VIOLATIONS, TraceError, Violation};
 use crate::invariants::InvariantId;
 use crate::trace_io::MAX_LINE_BYTES;
 use units::Units;
@@ -350,6 +350,9 @@ impl From<LogError> for TraceError {
     }
 }
 
+/// How many lines a [`Summary`] lists of a kind of event it counts.
+pub const MAX_LISTED_LINES: usize = 20;
+
 /// What reading a log passed over, for the report.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -371,12 +374,19 @@ pub struct Summary {
     pub unknown_fields: BTreeMap<(String, String), (usize, usize)>,
     /// Owned events (`todo/write`) logged while no single call was running, and hook events
     /// logged while no call was open: checked for their order only, attributed to no call.
+    /// Their lines, the first [`MAX_LISTED_LINES`] of them ([`Summary::unattributed_count`]
+    /// counts them all: a log of session hooks has one a turn, however long it runs).
     pub unattributed: Vec<usize>,
+    /// How many events [`Summary::unattributed`] stands for.
+    pub unattributed_count: usize,
     /// Hook events read as the pre- or post-execute stage of a call or sub-call.
     pub hook_stage_events: usize,
     /// What the log shows broken that its trace records cannot (a hook event outside its stage,
-    /// a dispatch event after its program's result): violations of the invariants they break.
+    /// a dispatch event after its program's result): violations of the invariants they break,
+    /// the first [`MAX_VIOLATIONS`] of them (no report shows more).
     pub breaches: Vec<Violation>,
+    /// Breaches found past the first [`MAX_VIOLATIONS`]: counted, not kept.
+    pub breaches_omitted: usize,
     /// The line of the `turn/start` the log ends inside of (no `turn/end` after it): a log cut
     /// short (a session still running, or killed). What its last batch's end would owe cannot
     /// be judged: [`convert`] hands on a [`Converted::CutShort`] after the last line.
@@ -453,6 +463,14 @@ impl Summary {
     /// Lines whose event type is not in the harness's catalog.
     pub fn unknown_lines(&self) -> usize {
         self.unknown.values().map(|(n, _)| n).sum()
+    }
+
+    /// Counts an event attributed to no call, at `line`.
+    fn unattributed(&mut self, line: usize) {
+        self.unattributed_count += 1;
+        if self.unattributed.len() < MAX_LISTED_LINES {
+            self.unattributed.push(line);
+        }
     }
 }
 
@@ -987,7 +1005,7 @@ impl Converter {
             "todo/write" => {
                 let call = self.running_one();
                 if call.is_none() {
-                    self.summary.unattributed.push(line);
+                    self.summary.unattributed(line);
                 }
                 call
             }
@@ -1073,6 +1091,10 @@ impl Converter {
         call: Option<&CallId>,
         message: String,
     ) {
+        if self.summary.breaches.len() >= MAX_VIOLATIONS {
+            self.summary.breaches_omitted += 1;
+            return;
+        }
         self.summary.breaches.push(Violation {
             invariant: id,
             level: invariant(id).level,
@@ -1104,13 +1126,13 @@ impl Converter {
         let handler = handler.to_owned();
         let Some(stage) = stage else {
             // A hook of no tool call (a session or prompt hook): not a pipeline stage.
-            self.summary.unattributed.push(line);
+            self.summary.unattributed(line);
             return;
         };
         if kind == "hook/result" {
             let Some((unit, invoked_stage, invoked)) = self.hooks.remove(&handler) else {
                 // An answer whose invocation the log does not hold: nothing to pair it with.
-                self.summary.unattributed.push(line);
+                self.summary.unattributed(line);
                 return;
             };
             self.summary.hook_stage_events += 1;
@@ -1145,7 +1167,7 @@ impl Converter {
             HookStage::Post => self.units.post_stage(),
         };
         let Some((unit, certain)) = found else {
-            self.summary.unattributed.push(line);
+            self.summary.unattributed(line);
             return;
         };
         self.summary.hook_stage_events += 1;
@@ -2021,6 +2043,47 @@ mod tests {
             .map(|v| (v.invariant, v.lines.clone()))
             .collect();
         (found, summary)
+    }
+
+    /// However many events a log attributes to no call or finds out of place, the summary
+    /// keeps a bounded number of them, the first, and counts them all: its memory does not
+    /// grow with the log.
+    #[test]
+    fn what_a_summary_lists_is_bounded_and_the_rest_counted() {
+        let ids: Vec<String> = (0..MAX_VIOLATIONS + 5).map(|k| format!("c{k}")).collect();
+        let declared: Vec<(&str, &str)> = ids.iter().map(|id| (id.as_str(), "x")).collect();
+        let mut lines = vec![batch(0, &declared)];
+        let todos = MAX_LISTED_LINES + 3;
+        let mut seq = 1;
+        let mut next = || {
+            seq += 1;
+            seq - 1
+        };
+        for _ in 0..todos {
+            lines.push(todo(next()));
+        }
+        // Each call's pre-execute hook answers after the call's result.
+        for (k, id) in ids.iter().enumerate() {
+            let handler = format!("h{k}");
+            lines.push(call(next(), id, "x"));
+            lines.push(hook(next(), "hook/invoked", "PreToolUse", &handler));
+            lines.push(result(next(), id));
+            lines.push(hook(next(), "hook/result", "PreToolUse", &handler));
+        }
+        let (found, summary) = breaches(&lines);
+        // The header is line 1 and the batch line 2: the todos start at line 3.
+        assert_eq!(summary.unattributed_count, todos);
+        assert_eq!(
+            summary.unattributed,
+            (3..3 + MAX_LISTED_LINES).collect::<Vec<_>>()
+        );
+        assert_eq!(found.len(), MAX_VIOLATIONS);
+        assert!(
+            found
+                .iter()
+                .all(|(id, _)| *id == InvariantId::NoStageAfterResult)
+        );
+        assert_eq!(summary.breaches_omitted, 5);
     }
 
     /// A parallel pool as the harness runs it: each call's pre-execute right after its

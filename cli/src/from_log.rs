@@ -87,6 +87,7 @@ impl FromLog {
                 report.violations.push(breach.clone());
             }
         }
+        report.omitted += summary.breaches_omitted;
         report
             .violations
             .sort_by_key(|v| v.lines.first().copied().unwrap_or(0));
@@ -168,10 +169,17 @@ impl FromLog {
                 "passed over {count} `tool/result` event(s) that rewrite a result the model already sees (`surfaceOp` `replace`: the harness's compaction pruning it), no call's outcome (first at line {first})"
             )?;
         }
-        if !summary.unattributed.is_empty() {
+        if summary.unattributed_count > 0 {
+            let listed = summary.unattributed.len();
+            let first = if listed < summary.unattributed_count {
+                format!(" (the first {listed})")
+            } else {
+                String::new()
+            };
             writeln!(
                 out,
-                "owned or hook event(s) at line(s) {} logged while no single call was running (or no call was open): attributed to no call",
+                "{} owned or hook event(s) logged while no single call was running (or no call was open), at line(s) {}{first}: attributed to no call",
+                summary.unattributed_count,
                 joined(&summary.unattributed)
             )?;
         }
@@ -255,6 +263,7 @@ impl FromLog {
                 })
                 .collect(),
             unattributed: summary.unattributed.clone(),
+            unattributed_count: summary.unattributed_count,
             ends_inside_turn: summary.ends_inside_turn,
             torn_tail: summary.torn_tail,
             zstd: self.zstd.clone(),

@@ -82,8 +82,10 @@ pub struct SessionLogJson {
     /// Members of pipeline events' data that tep does not read (a newer harness adds to its
     /// events), passed over: how many events had each, and the first line.
     pub unknown_fields: Vec<UnknownField>,
-    /// Lines whose call could not be told.
+    /// Lines of owned and hook events whose call could not be told: the first 20.
     pub unattributed: Vec<usize>,
+    /// How many such events there were.
+    pub unattributed_count: usize,
     /// The line of the `turn/start` the log ends inside of (no `turn/end`: a log cut short);
     /// what its last batch's end would owe is not judged.
     pub ends_inside_turn: Option<usize>,

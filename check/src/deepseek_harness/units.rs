@@ -45,9 +45,13 @@ pub(super) struct Units {
 }
 
 impl Units {
-    /// Forgets the batch.
+    /// Forgets the batch (keeping the room it took, for the next).
     pub fn clear(&mut self) {
-        *self = Units::default();
+        self.all.clear();
+        self.open.clear();
+        self.open_by_id.clear();
+        self.call_by_id.clear();
+        self.open_subs.clear();
     }
 
     /// A unit starts.

@@ -856,3 +856,33 @@ fn a_logs_report_does_not_depend_on_how_many_threads_parse() {
         }
     }
 }
+
+/// Session hooks (a hook of no tool call) come once a turn, however long the session: the
+/// report counts them all and lists the lines of the first 20, in the text and in JSON.
+#[test]
+fn events_of_no_call_are_counted_and_the_first_listed() {
+    let real = std::fs::read_to_string(log("rc8-session.jsonl")).unwrap();
+    let mut text = real.lines().next().unwrap().to_owned() + "\n";
+    for k in 0..25 {
+        text += &format!(
+            r#"{{"type":"hook/invoked","seq":{k},"time":1,"data":{{"turn":1,"point":"SessionStart","dialect":"claude-code","handlerId":"h{k}","matcher":null}}}}"#
+        );
+        text.push('\n');
+    }
+    let listed: Vec<String> = (2..22).map(|n| n.to_string()).collect();
+    let said = out(&check_stdin(text.as_bytes(), &[]));
+    assert!(
+        said.contains(&format!(
+            "25 owned or hook event(s) logged while no single call was running (or no call was open), at line(s) {} (the first 20): attributed to no call",
+            listed.join(", ")
+        )),
+        "{said}"
+    );
+    let o = check_stdin(text.as_bytes(), &["--format", "json"]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["sessionLog"]["unattributedCount"], 25);
+    assert_eq!(
+        report["sessionLog"]["unattributed"],
+        serde_json::json!((2..22).collect::<Vec<u64>>())
+    );
+}
