@@ -1275,7 +1275,7 @@ fn parse(options: &Options, bytes: &[u8]) -> Parsed {
     if bytes.starts_with(&ZSTD_MAGIC) {
         return Parsed::Again;
     }
-    let Ok(text) = std::str::from_utf8(bytes) else {
+    let Ok(text) = simdutf8::basic::from_utf8(bytes) else {
         return Parsed::Again;
     };
     if text.trim().is_empty() {

@@ -562,7 +562,7 @@ fn parse_block(
     line_no: &mut usize,
     f: &mut impl FnMut(usize, TraceRecord) -> Result<(), TraceError>,
 ) -> Result<(), TraceError> {
-    let valid = std::str::from_utf8(bytes).ok();
+    let valid = simdutf8::basic::from_utf8(bytes).ok();
     let mut start = 0;
     for i in memchr::memchr_iter(b'\n', bytes) {
         let end = i + 1;
