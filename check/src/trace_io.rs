@@ -276,6 +276,13 @@ const MAX_WORKERS: usize = 8;
 /// `-j` is. Counting chunks instead let 8 workers parse eight 16 MiB lines at once (4.7 GB).
 pub const MAX_IN_FLIGHT_BYTES: usize = 4 * 1024 * 1024;
 
+/// Chunks in flight (read, not yet checked) per worker, and at most [`MAX_IN_FLIGHT_BYTES`] in
+/// all: enough that no core idles while one of the threads waits for the scheduler (measured
+/// with 64 KiB chunks, 2 cores: the corpus mix in 190–203 ms with 8 a worker, 199–227 ms with
+/// 4; 4 was 6% faster than 2). The session-log reader has its own figure, measured on its own
+/// lines (`deepseek_harness::parallel`).
+const CHUNKS_IN_FLIGHT_PER_WORKER: usize = 8;
+
 /// A chunk of whole lines for a worker, and what it parsed them to. Its bytes are filled again
 /// once checked, and its records' vector by the worker that parsed it, so that a long trace
 /// allocates them once.
@@ -365,10 +372,7 @@ fn check_chunks(
     sizes: Sizes,
     mut f: impl FnMut(usize, &TraceRecord) -> Result<(), TraceError>,
 ) -> Result<(), TraceError> {
-    // Enough that no core idles while one of the threads waits for the scheduler (measured
-    // with 64 KiB chunks, 2 cores: the corpus mix in 190–203 ms with 8 per worker, 199–227 ms
-    // with 4; 4 was 6% faster than 2).
-    let most_in_flight = 8 * give_back.len().max(1);
+    let most_in_flight = CHUNKS_IN_FLIGHT_PER_WORKER * give_back.len().max(1);
     // The buffers of chunks checked, filled again: a long trace allocates a few.
     let mut spare: Vec<Vec<u8>> = Vec::new();
     let mut chunks = ChunkReader::new(reader, sizes.max_line);
