@@ -42,7 +42,7 @@ use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput
 
 type Group<'c> = BenchmarkGroup<'c, WallTime>;
 type BenchGroup = fn(&mut Criterion);
-use cpu_time::{on_cpu, process_cpu};
+use cpu_time::{describe_ratios, on_cpu, paired_ratios, pairs, process_cpu};
 use serde::de::IgnoredAny;
 use tep_check::CheckOptions;
 use tep_check::{check_reader, check_reader_parallel, for_each_record, parsing_workers};
@@ -367,6 +367,30 @@ fn report() {
     });
 }
 
+/// The goal's own figure: `check/floor` on the corpus mix, the two passes run in alternating
+/// pairs on one thread ([`paired_ratios`]), which a busy machine moves less than the table's
+/// ratio of two medians measured apart.
+fn paired_corpus() {
+    let shape = Shape::CorpusMix(Revision::Rev2);
+    let Ok(text) = jsonl(shape, 300) else {
+        panic!("cannot generate {}", shape.name());
+    };
+    let ratios = paired_ratios(
+        pairs(21),
+        || {
+            black_box(floor(&text));
+        },
+        || {
+            black_box(check(&text, shape.revision()));
+        },
+    );
+    println!(
+        "{}: check/floor, the two in alternating pairs on one thread, CPU time: {}",
+        shape.name(),
+        describe_ratios(&ratios)
+    );
+}
+
 /// Criterion's options that take a value (so the value is not a filter).
 const VALUED: [&str; 14] = [
     "--save-baseline",
@@ -418,4 +442,7 @@ fn main() {
     }
     c.final_summary();
     report();
+    if wanted("corpus") {
+        paired_corpus();
+    }
 }

@@ -41,7 +41,7 @@ use std::io::{BufRead, Read};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cpu_time::{on_cpu, process_cpu};
+use cpu_time::{describe_ratios, on_cpu, paired_ratios, pairs, process_cpu};
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde::de::IgnoredAny;
 use tep_check::TraceCheck;
@@ -392,6 +392,26 @@ fn report(lines: usize) {
     });
 }
 
+/// The goal's own figure: `check/floor` on the bench's log, the two passes run in alternating
+/// pairs on one thread ([`paired_ratios`]), which a busy machine moves less than the table's
+/// ratio of two medians measured apart.
+fn paired(unit: &Unit, lines: usize) {
+    let times = times_for(unit, lines);
+    let ratios = paired_ratios(
+        pairs(21),
+        || {
+            black_box(floor(Repeated::new(unit, times)));
+        },
+        || {
+            black_box(check(Repeated::new(unit, times), 0));
+        },
+    );
+    println!(
+        "check/floor, the two in alternating pairs on one thread, CPU time: {}",
+        describe_ratios(&ratios)
+    );
+}
+
 /// In a child: checks `lines` lines and prints `lines floor-cpu-ns check-cpu-ns check-wall-ns
 /// peak-kB`.
 fn child(unit: &Unit, lines: usize) {
@@ -644,6 +664,7 @@ fn main() {
     let lines = bench(&mut c, &unit);
     c.final_summary();
     report(lines);
+    paired(&unit, lines);
     batch_size();
     sizes();
 }

@@ -25,3 +25,67 @@ pub fn process_cpu() -> Option<Duration> {
 pub fn process_cpu() -> Option<Duration> {
     None
 }
+
+/// `floor`'s time over `check`'s, measured in `rounds` pairs run back to back (this thread's
+/// CPU time, else wall time), the two taking turns to go first, sorted. A pair shares the
+/// machine's state of the moment, so a noisy neighbour moves both of its halves: the ratio of
+/// medians taken apart moved by 0.1 between two runs on this 2-core machine, where the pairs'
+/// medians agreed.
+pub fn paired_ratios(rounds: usize, mut floor: impl FnMut(), mut check: impl FnMut()) -> Vec<f64> {
+    let timed = |f: &mut dyn FnMut()| {
+        let (cpu, wall) = (on_cpu(), std::time::Instant::now());
+        f();
+        match (cpu, on_cpu()) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => wall.elapsed(),
+        }
+        .as_secs_f64()
+    };
+    let mut ratios: Vec<f64> = (0..rounds)
+        .map(|round| {
+            let (f, c) = if round % 2 == 0 {
+                let f = timed(&mut floor);
+                (f, timed(&mut check))
+            } else {
+                let c = timed(&mut check);
+                (timed(&mut floor), c)
+            };
+            f / c.max(1e-9)
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios
+}
+
+/// How many pairs [`paired_ratios`] runs: one in criterion's `--test` mode (CI: each bench
+/// once, no timing judged), else `rounds`.
+pub fn pairs(rounds: usize) -> usize {
+    if std::env::args().any(|a| a == "--test") {
+        1
+    } else {
+        rounds
+    }
+}
+
+/// "median 0.50x (the middle half 0.48–0.52x, 21 pairs)", of sorted ratios.
+pub fn describe_ratios(sorted: &[f64]) -> String {
+    if sorted.is_empty() {
+        return "no pairs".to_owned();
+    }
+    let at = |q: usize| {
+        sorted
+            .get(q * (sorted.len() - 1) / 4)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let pairs = match sorted.len() {
+        1 => "1 pair".to_owned(),
+        n => format!("{n} pairs"),
+    };
+    format!(
+        "median {:.2}x (the middle half {:.2}–{:.2}x, {pairs})",
+        at(2),
+        at(1),
+        at(3)
+    )
+}

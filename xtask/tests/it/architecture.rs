@@ -24,12 +24,20 @@ const CRATES: &[&str] = &[
 /// What each library crate may depend on (normal dependencies, by package name).
 const ALLOWED: &[(&str, &[&str])] = &[
     // The spec's data: serde and a few data crates (strsim: a string distance for "did you
-    // mean"), no runtime, no I/O.
+    // mean"; wide: safe vector types for the strict scan), no runtime, no I/O.
     (
         "model",
-        &["serde", "serde_json", "schemars", "thiserror", "strsim"],
+        &[
+            "serde",
+            "serde_json",
+            "schemars",
+            "thiserror",
+            "strsim",
+            "wide",
+        ],
     ),
-    // The checker: the model and data crates; no tokio, no reference, no processes.
+    // The checker: the model and data crates (simdutf8: UTF-8 checked with vector
+    // instructions); no tokio, no reference, no processes.
     (
         "check",
         &[
@@ -37,6 +45,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "serde",
             "serde_json",
             "memchr",
+            "simdutf8",
             "thiserror",
             "schemars",
         ],
