@@ -27,12 +27,16 @@ pub fn process_cpu() -> Option<Duration> {
 }
 
 /// `floor`'s time over `check`'s, measured in `rounds` pairs run back to back (this thread's
-/// CPU time, else wall time), the two taking turns to go first, sorted. A pair shares the
+/// CPU time, else wall time; each pass timed on its second run in a row), the two taking turns
+/// to go first, sorted. A pair shares the
 /// machine's state of the moment, so a noisy neighbour moves both of its halves: the ratio of
 /// medians taken apart moved by 0.1 between two runs on this 2-core machine, where the pairs'
 /// medians agreed.
 pub fn paired_ratios(rounds: usize, mut floor: impl FnMut(), mut check: impl FnMut()) -> Vec<f64> {
     let timed = |f: &mut dyn FnMut()| {
+        // Warm, as criterion's iterations are: run once untimed, so that neither pass is timed
+        // with caches and branch predictors the other one left.
+        f();
         let (cpu, wall) = (on_cpu(), std::time::Instant::now());
         f();
         match (cpu, on_cpu()) {
