@@ -19,7 +19,9 @@
 //!
 //! The criterion group times them on about 10⁵ lines; after it the bench prints their speed
 //! relative to the floor (1.0 = as fast as merely reading the JSON; the goal is at least 0.5
-//! for `check`), in CPU time (this thread's, from Linux's schedstat) and in wall time. Then, in
+//! for `check`), in CPU time (this thread's, from Linux's schedstat) and in wall time, and
+//! `check/floor` again from 21 pairs of the two run alternately (the median of the pairs'
+//! ratios, which a busy machine moves less than the ratio of two medians measured apart). Then, in
 //! a process of its own for each size, it checks 10⁵, 10⁶ and 5·10⁶ lines streamed from one
 //! repetition held in memory, on one thread and then with `threads`, and prints lines per
 //! second, the ratio to the floor and the process's peak resident memory (`VmHWM`) after each:
