@@ -57,7 +57,10 @@ use serde_json::{Map, Value};
 use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
-use tep_model::strict_json::sure::{elements_of_sure, members_of_sure, object_members};
+use tep_model::strict_json::sure::{
+    array_of_sure, elements_of_sure, end_of_sure_value, members_of_sure, object_members,
+    object_of_sure,
+};
 use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
 use tep_model::trace::{TraceRecord, event_record_strict, event_record_type_first};
@@ -1034,20 +1037,7 @@ impl Converter {
 
     /// The `model` record of an assistant message that calls tools.
     fn batch(&mut self, data: &Value) -> Option<TraceRecord> {
-        let blocks = data.pointer("/message/content")?.as_array()?;
-        let calls: Vec<DeclaredCall> = blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool-call"))
-            .filter_map(|b| {
-                let id = str_field(b, "id")?;
-                let name = str_field(b, "name")?;
-                Some(DeclaredCall {
-                    call_id: CallId::new(id),
-                    name: name.to_owned(),
-                    concurrency_safe: self.options.safe.as_ref().map(|s| s.contains(name)),
-                })
-            })
-            .collect();
+        let calls = declared_calls(&self.options, data);
         self.open_batch(calls)
     }
 
@@ -1349,28 +1339,69 @@ fn parse_scanned(options: &Options, text: &str) -> Option<Parsed> {
     })
 }
 
-/// The calls an assistant message's data declares, read from its text as [`Converter::batch`]
-/// reads them from its value. `None`: not sure of a member (an escape in a string).
-fn sure_batch(options: &Options, data: &str) -> Option<Vec<DeclaredCall>> {
-    let [message] = sure_members(Some(data), ["message"]);
-    let [content] = sure_members(message, ["content"]);
-    let mut blocks = Vec::new();
-    if let Some(content) = content.filter(|c| c.starts_with('[')) {
-        elements_of_sure(content, |block| blocks.push(block));
-    }
-    let mut calls = Vec::new();
-    for block in blocks {
-        let [kind, id, name] = sure_members(Some(block), ["type", "id", "name"]);
-        let (kind, id, name) = (sure_str(kind)?, sure_str(id)?, sure_str(name)?);
-        if let (Some("tool-call"), Some(id), Some(name)) = (kind, id, name) {
-            calls.push(DeclaredCall {
+/// The calls an assistant message's `data` declares: its message's content blocks of type
+/// `tool-call` with a string `id` and `name`.
+fn declared_calls(options: &Options, data: &Value) -> Vec<DeclaredCall> {
+    let Some(blocks) = data.pointer("/message/content").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool-call"))
+        .filter_map(|b| {
+            let id = str_field(b, "id")?;
+            let name = str_field(b, "name")?;
+            Some(DeclaredCall {
                 call_id: CallId::new(id),
                 name: name.to_owned(),
                 concurrency_safe: options.safe.as_ref().map(|s| s.contains(name)),
-            });
+            })
+        })
+        .collect()
+}
+
+/// The calls an assistant message's data declares, read from its text as [`declared_calls`]
+/// reads them from its value. `None`: not sure of a member (an escape in a string). Its
+/// `message`, that message's `content` and each block are walked once, each inside the walk of
+/// the one above it (a skim of each level on its own walked the blocks four times, and cost the
+/// line more than its strict scan).
+fn sure_batch(options: &Options, data: &str) -> Option<Vec<DeclaredCall>> {
+    let mut calls = Vec::new();
+    let mut sure = true;
+    let mut block = |at: usize| {
+        let [mut kind, mut id, mut name] = [None; 3];
+        let end = object_of_sure(data, at, |key, at| {
+            let end = end_of_sure_value(data, at);
+            let value = data.get(at..end);
+            match key {
+                "type" => kind = value,
+                "id" => id = value,
+                "name" => name = value,
+                _ => {}
+            }
+            Some(end)
+        });
+        match (sure_str(kind), sure_str(id), sure_str(name)) {
+            (Some(Some("tool-call")), Some(Some(id)), Some(Some(name))) => {
+                calls.push(DeclaredCall {
+                    call_id: CallId::new(id),
+                    name: name.to_owned(),
+                    concurrency_safe: options.safe.as_ref().map(|s| s.contains(name)),
+                });
+            }
+            (Some(_), Some(_), Some(_)) => {}
+            _ => sure = false,
         }
-    }
-    Some(calls)
+        Some(end)
+    };
+    object_of_sure(data, 0, |key, at| {
+        (key == "message").then(|| {
+            object_of_sure(data, at, |key, at| {
+                (key == "content").then(|| array_of_sure(data, at, &mut block))
+            })
+        })
+    });
+    sure.then_some(calls)
 }
 
 /// The `id` of a `user/message`'s data, as `Ids::of_value` reads it (not a string: none);
@@ -2803,6 +2834,161 @@ mod tests {
             panic!("{quick:?}");
         };
         assert_eq!(context.call, Some(CallId::new("c1")));
+    }
+
+    mod batch_text {
+        use super::*;
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        /// A member's value: the strings a block is read for, others, escapes, non-strings.
+        fn member() -> BoxedStrategy<Value> {
+            prop_oneof![
+                3 => Just(json!("tool-call")),
+                1 => Just(json!("text")),
+                3 => "[ab\"\\\n/]{0,4}".prop_map(Value::from),
+                1 => (0..3u8).prop_map(Value::from),
+                1 => Just(Value::Null),
+                1 => Just(json!({"type": "tool-call", "id": [1, "x"], "n": {}})),
+                // Decoys: what a message holds, where no message is read.
+                1 => Just(json!({"content": [{"type": "tool-call", "id": "d", "name": "d"}]})),
+                1 => Just(json!([{"type": "tool-call", "id": "f", "name": "f"}])),
+                1 => Just(json!({"message": {"content": [{"type": "tool-call", "id": "e", "name": "e"}]}})),
+            ]
+            .boxed()
+        }
+
+        /// `value` as JSON text, each object's members in an order `turn` picks (a real log
+        /// writes `type` before `id`; serde_json's map sorts them), spread over lines or not.
+        fn text(value: &Value, turn: &mut u64, pretty: bool, out: &mut String) {
+            let (open, comma, colon) = if pretty {
+                ("\n  ", ",\n  ", ": ")
+            } else {
+                ("", ",", ":")
+            };
+            match value {
+                Value::Object(map) => {
+                    let mut members: Vec<_> = map.iter().collect();
+                    if !members.is_empty() {
+                        let by = usize::try_from(*turn % 7).unwrap() % members.len();
+                        members.rotate_left(by);
+                    }
+                    *turn = turn.rotate_left(3) ^ 0x9E37;
+                    out.push('{');
+                    out.push_str(open);
+                    for (i, (key, value)) in members.into_iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(comma);
+                        }
+                        out.push_str(&serde_json::to_string(key).unwrap());
+                        out.push_str(colon);
+                        text(value, turn, pretty, out);
+                    }
+                    out.push('}');
+                }
+                Value::Array(items) => {
+                    out.push('[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(comma);
+                        }
+                        text(item, turn, pretty, out);
+                    }
+                    out.push(']');
+                }
+                leaf => out.push_str(&serde_json::to_string(leaf).unwrap()),
+            }
+        }
+
+        /// An object of some of `keys` (mostly there, so that most blocks declare a call),
+        /// each with a value from its strategy, and one other member.
+        fn object_of(
+            keys: &'static [&'static str],
+            values: Vec<BoxedStrategy<Value>>,
+        ) -> BoxedStrategy<Value> {
+            let values: Vec<_> = values
+                .into_iter()
+                .map(|v| prop::option::weighted(0.9, v))
+                .collect();
+            (values, prop::option::of(member()))
+                .prop_map(move |(values, other)| {
+                    let mut map = Map::new();
+                    for (key, value) in keys.iter().zip(values) {
+                        if let Some(value) = value {
+                            map.insert((*key).to_owned(), value);
+                        }
+                    }
+                    if let Some(other) = other {
+                        map.insert("arguments".to_owned(), other);
+                    }
+                    Value::Object(map)
+                })
+                .boxed()
+        }
+
+        fn data() -> BoxedStrategy<Value> {
+            let kind = prop_oneof![4 => Just(json!("tool-call")), 1 => member()].boxed();
+            let text =
+                || prop_oneof![2 => "[ab]{1,3}".prop_map(Value::from), 1 => member()].boxed();
+            let block = prop_oneof![
+                9 => object_of(&["type", "id", "name"], vec![kind, text(), text()]),
+                1 => member(),
+            ]
+            .boxed();
+            let content = prop_oneof![
+                9 => prop::collection::vec(block, 0..5).prop_map(Value::Array),
+                1 => member(),
+            ]
+            .boxed();
+            let message = prop_oneof![
+                9 => object_of(&["content"], vec![content]),
+                1 => member(),
+            ]
+            .boxed();
+            object_of(&["message"], vec![message])
+        }
+
+        /// Of the generated messages, more than a fifth declare calls, and more than a fifth have
+        /// escapes in their strings.
+        #[test]
+        fn the_generated_messages_declare_calls() {
+            let mut runner = proptest::test_runner::TestRunner::deterministic();
+            let (mut with_calls, mut escaped) = (0, 0);
+            for _ in 0..200 {
+                let data = data().new_tree(&mut runner).unwrap().current();
+                with_calls += usize::from(!declared_calls(&Options::default(), &data).is_empty());
+                escaped += usize::from(serde_json::to_string(&data).unwrap().contains('\\'));
+            }
+            assert!(with_calls > 40 && escaped > 40, "{with_calls} {escaped}");
+        }
+
+        proptest! {
+            /// Read from its text, an assistant message declares the calls its value declares
+            /// ([`declared_calls`], the general way), compact or spread over lines, its members
+            /// in any order; it is unsure only of a text with an escape.
+            #[test]
+            fn a_batch_read_from_its_text_declares_what_its_value_declares(
+                data in data(),
+                safe in any::<bool>(),
+                turn in any::<u64>(),
+            ) {
+                let options = Options {
+                    safe: safe.then(|| BTreeSet::from(["a".to_owned()])),
+                };
+                let general = declared_calls(&options, &data);
+                for pretty in [false, true] {
+                    let mut written = String::new();
+                    text(&data, &mut turn.clone(), pretty, &mut written);
+                    prop_assert_eq!(&serde_json::from_str::<Value>(&written).unwrap(), &data);
+                    let text = written;
+                    prop_assert!(strict_json::sure::value(&text).is_some(), "{}", text);
+                    match sure_batch(&options, &text) {
+                        Some(calls) => prop_assert_eq!(&calls, &general, "{}", text),
+                        None => prop_assert!(text.contains('\\'), "{}", text),
+                    }
+                }
+            }
+        }
     }
 
     /// The listed types, and only they, are known: no neighbour in length or spelling.

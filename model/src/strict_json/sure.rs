@@ -82,23 +82,89 @@ pub fn elements_of_sure<'t>(array: &'t str, mut element: impl FnMut(&'t str)) {
     });
 }
 
+/// The members of the object at `at` in `text`, a line (or a value in one) [`object_members`]
+/// was sure of, skimmed as [`members_of_sure`] skims them, where `member` may read a value
+/// itself rather than have it skimmed first: it gets the key and where the value starts, and
+/// says where the value ends (`None`: skim it). So a value read inside another is walked once,
+/// not once for each level above it. Says where the object ends (just past it); a value that is
+/// no object is skimmed, and hands over no member. On any other text it never panics.
+pub fn object_of_sure<'t>(
+    text: &'t str,
+    at: usize,
+    mut member: impl FnMut(&'t str, usize) -> Option<usize>,
+) -> usize {
+    let bytes = text.as_bytes();
+    let at = skim_whitespace(bytes, at);
+    if bytes.get(at) != Some(&b'{') {
+        return value_end(bytes, at);
+    }
+    skim_items_from(bytes, at, |at| {
+        if bytes.get(at) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(bytes, at);
+        let key = text.get(at + 1..key_end.saturating_sub(1))?;
+        let colon = skim_whitespace(bytes, key_end);
+        if bytes.get(colon) != Some(&b':') {
+            return None;
+        }
+        let start = skim_whitespace(bytes, colon + 1);
+        Some(member(key, start).unwrap_or_else(|| value_end(bytes, start)))
+    })
+}
+
+/// The elements of the array at `at` in `text`, as [`object_of_sure`] gives an object's
+/// members: `element` gets where each starts and says where it ends (`None`: skim it).
+pub fn array_of_sure(
+    text: &str,
+    at: usize,
+    mut element: impl FnMut(usize) -> Option<usize>,
+) -> usize {
+    let bytes = text.as_bytes();
+    let at = skim_whitespace(bytes, at);
+    if bytes.get(at) != Some(&b'[') {
+        return value_end(bytes, at);
+    }
+    skim_items_from(bytes, at, |at| {
+        if bytes.get(at) == Some(&b']') {
+            return None;
+        }
+        Some(element(at).unwrap_or_else(|| value_end(bytes, at)))
+    })
+}
+
+/// Where the value at `at` in `text` ends (just past it), in a line [`object_members`] was sure
+/// of: a string's closing quote, a container's closing bracket.
+pub fn end_of_sure_value(text: &str, at: usize) -> usize {
+    value_end(text.as_bytes(), at)
+}
+
 /// The items of the object or array that `bytes` opens with `open`, separated by commas:
 /// `item` reads the one at `at` (after whitespace) and says where it ends, or `None` where
 /// there is none (the container's end).
-fn skim_items(bytes: &[u8], open: u8, mut item: impl FnMut(usize) -> Option<usize>) {
-    let mut at = skim_whitespace(bytes, 0);
-    if bytes.get(at) != Some(&open) {
-        return;
+fn skim_items(bytes: &[u8], open: u8, item: impl FnMut(usize) -> Option<usize>) {
+    let at = skim_whitespace(bytes, 0);
+    if bytes.get(at) == Some(&open) {
+        skim_items_from(bytes, at, item);
     }
-    at += 1;
+}
+
+/// [`skim_items`] of the container whose opening bracket is at `open_at`: says where it ends,
+/// just past its closing bracket (or where a text no scan was sure of stops making sense).
+fn skim_items_from(
+    bytes: &[u8],
+    open_at: usize,
+    mut item: impl FnMut(usize) -> Option<usize>,
+) -> usize {
+    let mut at = open_at + 1;
     loop {
         at = skim_whitespace(bytes, at);
         let Some(end) = item(at) else {
-            return;
+            return (at + 1).min(bytes.len());
         };
         at = skim_whitespace(bytes, end);
         if bytes.get(at) != Some(&b',') {
-            return;
+            return (at + 1).min(bytes.len());
         }
         at += 1;
     }
@@ -676,6 +742,29 @@ mod tests {
                 return Err(format!(
                     "{value:?}: skimmed {skimmed:?}, scanned {scanned:?}"
                 ));
+            }
+            // Read from within: each value read by the caller, or left to the skim, and the
+            // container's end found either way.
+            for read in [true, false] {
+                let mut nested = Vec::new();
+                let mut item = |key: Option<&str>, at: usize| {
+                    let end = super::super::end_of_sure_value(value, at);
+                    nested.push(match key {
+                        Some(k) => format!("{k}={}", &value[at..end]),
+                        None => value[at..end].to_owned(),
+                    });
+                    read.then_some(end)
+                };
+                let end = if value.starts_with('{') {
+                    super::super::object_of_sure(value, 0, |k, at| item(Some(k), at))
+                } else {
+                    super::super::array_of_sure(value, 0, |at| item(None, at))
+                };
+                if nested != scanned || end != value.len() {
+                    return Err(format!(
+                        "{value:?}: read from within {nested:?} to {end}, scanned {scanned:?}"
+                    ));
+                }
             }
             for inner in scanned {
                 let inner = inner
