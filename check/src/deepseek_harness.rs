@@ -58,8 +58,7 @@ use tep_model::graph::{NodeId, Revision};
 use tep_model::identity::CallId;
 use tep_model::session::{EventBody, SessionEvent, SurfaceOp, ToolResultData};
 use tep_model::strict_json::sure::{
-    array_of_sure, elements_of_sure, end_of_sure_value, members_of_sure, object_members,
-    object_of_sure,
+    array_of_sure, end_of_sure_value, members_of_sure, object_members, object_of_sure,
 };
 use tep_model::strict_json::{self, Key, Keys, Skip, StrictValue};
 use tep_model::trace::{DeclaredCall, EventRecord, Observation, ObservationLevel, TraceHeader};
@@ -1063,21 +1062,8 @@ impl Converter {
         let Some(call) = staging else {
             return;
         };
-        if data.get("target").and_then(Value::as_str) != Some("next-step")
-            || data
-                .get("removedCount")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                != 0
-        {
-            return;
-        }
-        let inserted = data.get("inserted").and_then(Value::as_array);
-        for message in inserted.into_iter().flatten() {
-            let from_user = message.pointer("/source/kind").and_then(Value::as_str) == Some("user");
-            if let (Some(id), false) = (str_field(message, "id"), from_user) {
-                self.staged.insert(id.to_owned(), call.clone());
-            }
+        for id in staged_ids(data) {
+            self.staged.insert(id.to_owned(), call.clone());
         }
     }
 
@@ -1602,30 +1588,80 @@ fn sure_str(value: Option<&str>) -> Option<Option<&str>> {
     }
 }
 
-/// The ids of the messages an inbox splice's data stages for a call, read from its text as
-/// [`Converter::stage_contexts`] reads them from its value. `None`: not sure of a member.
+/// The ids of the messages an inbox splice's `data` stages for the next step: those it inserts
+/// at `next-step`, removing none, that are not the user's own.
+fn staged_ids(data: &Value) -> Vec<&str> {
+    if data.get("target").and_then(Value::as_str) != Some("next-step")
+        || data
+            .get("removedCount")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            != 0
+    {
+        return Vec::new();
+    }
+    let inserted = data.get("inserted").and_then(Value::as_array);
+    inserted
+        .into_iter()
+        .flatten()
+        .filter(|m| m.pointer("/source/kind").and_then(Value::as_str) != Some("user"))
+        .filter_map(|m| str_field(m, "id"))
+        .collect()
+}
+
+/// The ids of the messages an inbox splice's data stages, read from its text as [`staged_ids`]
+/// reads them from its value, in one walk (as [`sure_batch`]). `None`: not sure of a member
+/// that decides (an escape in a string).
 fn sure_contexts(data: &str) -> Option<Vec<&str>> {
-    let [target, removed, inserted] =
-        sure_members(Some(data), ["target", "removedCount", "inserted"]);
+    let (mut target, mut removed) = (None, None);
+    let (mut ids, mut sure) = (Vec::new(), true);
+    let value_at = |at: usize| {
+        let end = end_of_sure_value(data, at);
+        (data.get(at..end), end)
+    };
+    let mut message = |at: usize| {
+        let (mut kind, mut id) = (None, None);
+        let end = object_of_sure(data, at, |key, at| match key {
+            "id" => {
+                let (value, end) = value_at(at);
+                id = value;
+                Some(end)
+            }
+            "source" => Some(object_of_sure(data, at, |key, at| {
+                (key == "kind").then(|| {
+                    let (value, end) = value_at(at);
+                    kind = value;
+                    end
+                })
+            })),
+            _ => None,
+        });
+        match (sure_str(kind), sure_str(id)) {
+            (Some(kind), Some(Some(id))) if kind != Some("user") => ids.push(id),
+            (Some(_), Some(_)) => {}
+            _ => sure = false,
+        }
+        Some(end)
+    };
+    object_of_sure(data, 0, |key, at| match key {
+        "target" | "removedCount" => {
+            let (value, end) = value_at(at);
+            *(if key == "target" {
+                &mut target
+            } else {
+                &mut removed
+            }) = value;
+            Some(end)
+        }
+        "inserted" => Some(array_of_sure(data, at, &mut message)),
+        _ => None,
+    });
     // `as_u64`, else 0: any other number or value counts as none removed.
     let removed = removed.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
-    let mut ids = Vec::new();
     if sure_str(target)? != Some("next-step") || removed != 0 {
-        return Some(ids);
+        return Some(Vec::new());
     }
-    let mut messages = Vec::new();
-    if let Some(inserted) = inserted.filter(|i| i.starts_with('[')) {
-        elements_of_sure(inserted, |m| messages.push(m));
-    }
-    for message in messages {
-        let [source, id] = sure_members(Some(message), ["source", "id"]);
-        let [kind] = sure_members(source, ["kind"]);
-        let from_user = sure_str(kind)? == Some("user");
-        if let (Some(id), false) = (sure_str(id)?, from_user) {
-            ids.push(id);
-        }
-    }
-    Some(ids)
+    sure.then_some(ids)
 }
 
 /// An event of `kind` whose data cannot be read, at `line`.
@@ -2860,7 +2896,7 @@ mod tests {
 
         /// `value` as JSON text, each object's members in an order `turn` picks (a real log
         /// writes `type` before `id`; serde_json's map sorts them), spread over lines or not.
-        fn text(value: &Value, turn: &mut u64, pretty: bool, out: &mut String) {
+        fn write_json(value: &Value, turn: &mut u64, pretty: bool, out: &mut String) {
             let (open, comma, colon) = if pretty {
                 ("\n  ", ",\n  ", ": ")
             } else {
@@ -2882,7 +2918,7 @@ mod tests {
                         }
                         out.push_str(&serde_json::to_string(key).unwrap());
                         out.push_str(colon);
-                        text(value, turn, pretty, out);
+                        write_json(value, turn, pretty, out);
                     }
                     out.push('}');
                 }
@@ -2892,7 +2928,7 @@ mod tests {
                         if i > 0 {
                             out.push_str(comma);
                         }
-                        text(item, turn, pretty, out);
+                        write_json(item, turn, pretty, out);
                     }
                     out.push(']');
                 }
@@ -2948,8 +2984,46 @@ mod tests {
             object_of(&["message"], vec![message])
         }
 
+        /// An inbox splice's data: mostly at `next-step`, removing none, inserting messages
+        /// of the model, a tool or the user, with ids and without.
+        fn splice() -> BoxedStrategy<Value> {
+            let either = |often: Value| prop_oneof![4 => Just(often), 1 => member()].boxed();
+            let removed = prop_oneof![
+                4 => Just(json!(0)),
+                1 => (1..3u8).prop_map(Value::from),
+                1 => member(),
+            ]
+            .boxed();
+            let kind = prop_oneof![
+                2 => Just(json!("user")),
+                2 => Just(json!("tool")),
+                1 => member(),
+            ]
+            .boxed();
+            let source = prop_oneof![
+                9 => object_of(&["kind"], vec![kind]),
+                1 => member(),
+            ]
+            .boxed();
+            let id = prop_oneof![2 => "[ab]{1,3}".prop_map(Value::from), 1 => member()].boxed();
+            let message = prop_oneof![
+                9 => object_of(&["source", "id"], vec![source, id]),
+                1 => member(),
+            ]
+            .boxed();
+            let inserted = prop_oneof![
+                9 => prop::collection::vec(message, 0..5).prop_map(Value::Array),
+                1 => member(),
+            ]
+            .boxed();
+            object_of(
+                &["target", "removedCount", "inserted"],
+                vec![either(json!("next-step")), removed, inserted],
+            )
+        }
+
         /// Of the generated messages, more than a fifth declare calls, and more than a fifth have
-        /// escapes in their strings.
+        /// escapes in their strings; more than a fifth of the splices stage a message.
         #[test]
         fn the_generated_messages_declare_calls() {
             let mut runner = proptest::test_runner::TestRunner::deterministic();
@@ -2960,6 +3034,13 @@ mod tests {
                 escaped += usize::from(serde_json::to_string(&data).unwrap().contains('\\'));
             }
             assert!(with_calls > 40 && escaped > 40, "{with_calls} {escaped}");
+            let staging = (0..200)
+                .filter(|_| {
+                    let data = splice().new_tree(&mut runner).unwrap().current();
+                    !staged_ids(&data).is_empty()
+                })
+                .count();
+            assert!(staging > 40, "{staging}");
         }
 
         proptest! {
@@ -2978,12 +3059,32 @@ mod tests {
                 let general = declared_calls(&options, &data);
                 for pretty in [false, true] {
                     let mut written = String::new();
-                    text(&data, &mut turn.clone(), pretty, &mut written);
+                    write_json(&data, &mut turn.clone(), pretty, &mut written);
                     prop_assert_eq!(&serde_json::from_str::<Value>(&written).unwrap(), &data);
                     let text = written;
                     prop_assert!(strict_json::sure::value(&text).is_some(), "{}", text);
                     match sure_batch(&options, &text) {
                         Some(calls) => prop_assert_eq!(&calls, &general, "{}", text),
+                        None => prop_assert!(text.contains('\\'), "{}", text),
+                    }
+                }
+            }
+
+            /// Read from its text, an inbox splice stages the messages its value stages
+            /// ([`staged_ids`], the general way), compact or spread over lines, its members in
+            /// any order; it is unsure only of a text with an escape.
+            #[test]
+            fn a_splice_read_from_its_text_stages_what_its_value_stages(
+                data in splice(),
+                turn in any::<u64>(),
+            ) {
+                let general = staged_ids(&data);
+                for pretty in [false, true] {
+                    let mut text = String::new();
+                    write_json(&data, &mut turn.clone(), pretty, &mut text);
+                    prop_assert!(strict_json::sure::value(&text).is_some(), "{}", text);
+                    match sure_contexts(&text) {
+                        Some(ids) => prop_assert_eq!(&ids, &general, "{}", text),
                         None => prop_assert!(text.contains('\\'), "{}", text),
                     }
                 }
