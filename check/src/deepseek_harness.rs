@@ -2962,25 +2962,30 @@ mod tests {
                 .boxed()
         }
 
+        /// `shape` nine times in ten, else any [`member`].
+        fn mostly(shape: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+            prop_oneof![9 => shape, 1 => member()].boxed()
+        }
+
+        /// An array of up to four `items`.
+        fn array_of(items: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+            prop::collection::vec(items, 0..5)
+                .prop_map(Value::Array)
+                .boxed()
+        }
+
+        /// A short plain string two times in three, else any [`member`].
+        fn short_text() -> BoxedStrategy<Value> {
+            prop_oneof![2 => "[ab]{1,3}".prop_map(Value::from), 1 => member()].boxed()
+        }
+
         fn data() -> BoxedStrategy<Value> {
             let kind = prop_oneof![4 => Just(json!("tool-call")), 1 => member()].boxed();
-            let text =
-                || prop_oneof![2 => "[ab]{1,3}".prop_map(Value::from), 1 => member()].boxed();
-            let block = prop_oneof![
-                9 => object_of(&["type", "id", "name"], vec![kind, text(), text()]),
-                1 => member(),
-            ]
-            .boxed();
-            let content = prop_oneof![
-                9 => prop::collection::vec(block, 0..5).prop_map(Value::Array),
-                1 => member(),
-            ]
-            .boxed();
-            let message = prop_oneof![
-                9 => object_of(&["content"], vec![content]),
-                1 => member(),
-            ]
-            .boxed();
+            let block = mostly(object_of(
+                &["type", "id", "name"],
+                vec![kind, short_text(), short_text()],
+            ));
+            let message = mostly(object_of(&["content"], vec![mostly(array_of(block))]));
             object_of(&["message"], vec![message])
         }
 
@@ -3000,22 +3005,9 @@ mod tests {
                 1 => member(),
             ]
             .boxed();
-            let source = prop_oneof![
-                9 => object_of(&["kind"], vec![kind]),
-                1 => member(),
-            ]
-            .boxed();
-            let id = prop_oneof![2 => "[ab]{1,3}".prop_map(Value::from), 1 => member()].boxed();
-            let message = prop_oneof![
-                9 => object_of(&["source", "id"], vec![source, id]),
-                1 => member(),
-            ]
-            .boxed();
-            let inserted = prop_oneof![
-                9 => prop::collection::vec(message, 0..5).prop_map(Value::Array),
-                1 => member(),
-            ]
-            .boxed();
+            let source = mostly(object_of(&["kind"], vec![kind]));
+            let message = mostly(object_of(&["source", "id"], vec![source, short_text()]));
+            let inserted = mostly(array_of(message));
             object_of(
                 &["target", "removedCount", "inserted"],
                 vec![either(json!("next-step")), removed, inserted],

@@ -49,19 +49,8 @@ pub fn value(text: &str) -> Option<()> {
 /// times quicker than a scan. On any other text it gives what it finds and never panics.
 pub fn members_of_sure<'t>(object: &'t str, mut member: impl FnMut(&'t str, &'t str)) {
     debug_assert!(value(object).is_some(), "not a sure value: {object}");
-    let bytes = object.as_bytes();
-    skim_items(bytes, b'{', |at| {
-        if bytes.get(at) != Some(&b'"') {
-            return None;
-        }
-        let key_end = string_end(bytes, at);
-        let key = object.get(at + 1..key_end.saturating_sub(1))?;
-        let colon = skim_whitespace(bytes, key_end);
-        if bytes.get(colon) != Some(&b':') {
-            return None;
-        }
-        let start = skim_whitespace(bytes, colon + 1);
-        let end = value_end(bytes, start);
+    object_of_sure(object, 0, |key, start| {
+        let end = value_end(object.as_bytes(), start);
         member(key, object.get(start..end)?);
         Some(end)
     });
@@ -71,12 +60,8 @@ pub fn members_of_sure<'t>(object: &'t str, mut member: impl FnMut(&'t str, &'t 
 /// [`array_elements`] gives them, skimmed as [`members_of_sure`] skims.
 pub fn elements_of_sure<'t>(array: &'t str, mut element: impl FnMut(&'t str)) {
     debug_assert!(value(array).is_some(), "not a sure value: {array}");
-    let bytes = array.as_bytes();
-    skim_items(bytes, b'[', |at| {
-        if bytes.get(at) == Some(&b']') {
-            return None;
-        }
-        let end = value_end(bytes, at);
+    array_of_sure(array, 0, |at| {
+        let end = value_end(array.as_bytes(), at);
         element(array.get(at..end)?);
         Some(end)
     });
@@ -94,11 +79,7 @@ pub fn object_of_sure<'t>(
     mut member: impl FnMut(&'t str, usize) -> Option<usize>,
 ) -> usize {
     let bytes = text.as_bytes();
-    let at = skim_whitespace(bytes, at);
-    if bytes.get(at) != Some(&b'{') {
-        return value_end(bytes, at);
-    }
-    skim_items_from(bytes, at, |at| {
+    skim_items(bytes, at, b'{', |at| {
         if bytes.get(at) != Some(&b'"') {
             return None;
         }
@@ -121,11 +102,7 @@ pub fn array_of_sure(
     mut element: impl FnMut(usize) -> Option<usize>,
 ) -> usize {
     let bytes = text.as_bytes();
-    let at = skim_whitespace(bytes, at);
-    if bytes.get(at) != Some(&b'[') {
-        return value_end(bytes, at);
-    }
-    skim_items_from(bytes, at, |at| {
+    skim_items(bytes, at, b'[', |at| {
         if bytes.get(at) == Some(&b']') {
             return None;
         }
@@ -139,24 +116,22 @@ pub fn end_of_sure_value(text: &str, at: usize) -> usize {
     value_end(text.as_bytes(), at)
 }
 
-/// The items of the object or array that `bytes` opens with `open`, separated by commas:
-/// `item` reads the one at `at` (after whitespace) and says where it ends, or `None` where
-/// there is none (the container's end).
-fn skim_items(bytes: &[u8], open: u8, item: impl FnMut(usize) -> Option<usize>) {
-    let at = skim_whitespace(bytes, 0);
-    if bytes.get(at) == Some(&open) {
-        skim_items_from(bytes, at, item);
-    }
-}
-
-/// [`skim_items`] of the container whose opening bracket is at `open_at`: says where it ends,
-/// just past its closing bracket (or where a text no scan was sure of stops making sense).
-fn skim_items_from(
+/// The items of the object or array that opens with `open` at `at` (after whitespace),
+/// separated by commas: `item` reads the one at `at` (after whitespace) and says where it ends,
+/// or `None` where there is none (the container's end). Says where the container ends, just
+/// past its closing bracket (or where a text no scan was sure of stops making sense); a value
+/// that does not open with `open` is skimmed whole, with no item read.
+fn skim_items(
     bytes: &[u8],
-    open_at: usize,
+    at: usize,
+    open: u8,
     mut item: impl FnMut(usize) -> Option<usize>,
 ) -> usize {
-    let mut at = open_at + 1;
+    let at = skim_whitespace(bytes, at);
+    if bytes.get(at) != Some(&open) {
+        return value_end(bytes, at);
+    }
+    let mut at = at + 1;
     loop {
         at = skim_whitespace(bytes, at);
         let Some(end) = item(at) else {
