@@ -29,40 +29,38 @@ use crate::session::{
 
 /// Reads one line, or declines it (`None`): the general path reads it then.
 pub(super) fn read(text: &str) -> Option<TraceRecord> {
-    let mut line = Line {
-        text,
-        at: 0,
-        strict: false,
-    };
-    let record = line.record()?;
-    line.skip_whitespace();
-    (line.at == text.len()).then_some(record)
+    whole(text, false, Line::record)
 }
 
 /// Reads one session event whose `type` comes before its `data`, or declines it (`None`): what
 /// [`read`] makes of the event record holding it.
 pub(super) fn read_event(text: &str, strict: bool) -> Option<SessionEvent> {
-    let mut line = Line {
-        text,
-        at: 0,
-        strict,
-    };
-    let event = line.session_event()?;
-    line.skip_whitespace();
-    (line.at == text.len()).then_some(event)
+    whole(text, strict, Line::session_event)
 }
 
 /// [`read_event`], as an event record of no call: the event is read into the box it stays in.
 pub(super) fn read_event_record(text: &str, strict: bool) -> Option<Box<EventRecord>> {
+    whole(text, strict, |line| {
+        let mut record = blank_record();
+        line.session_event_into(&mut record.event)?;
+        Some(record)
+    })
+}
+
+/// What `read` reads from the start of `text`, if nothing but whitespace follows it.
+fn whole<'t, T>(
+    text: &'t str,
+    strict: bool,
+    read: impl FnOnce(&mut Line<'t>) -> Option<T>,
+) -> Option<T> {
     let mut line = Line {
         text,
         at: 0,
         strict,
     };
-    let mut record = blank_record();
-    line.session_event_into(&mut record.event)?;
+    let value = read(&mut line)?;
     line.skip_whitespace();
-    (line.at == text.len()).then_some(record)
+    (line.at == text.len()).then_some(value)
 }
 
 /// A record to read an event into ([`Line::session_event_into`]), in fresh memory (`Box::new`
